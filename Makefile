@@ -1,0 +1,58 @@
+# informerd: the README gives the two commands that matter, `make demo` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+BIN         := .cache/bin
+CLUSTER_DIR ?= .cluster
+# make test runs against a control plane of its own, stopped at the end, so that a developer's
+# `make cluster` is neither disturbed nor required.
+TEST_CLUSTER_DIR := .cache/test-cluster
+GO_TOOLS    := $(wildcard tools/go.mod tools/go.sum tools/cmd/*/*.go)
+K8S_PKG     := k8s.io/kubernetes/cmd
+
+export GOFLAGS := -buildvcs=false
+
+.PHONY: help
+help:
+	@echo "make demo          local demo: control plane, seeded pods, informerd, a client"
+	@echo "make test          the whole test suite (unit, integration against the control plane)"
+	@echo "make cluster       start etcd, kube-apiserver, kube-controller-manager on 127.0.0.1"
+	@echo "make cluster-down  stop them"
+	@echo "make seed PODS=N NAMESPACES=M   create realistic pods in the running cluster"
+
+# --- the control plane, built from source through the Go module proxy -------------------------
+$(BIN)/kube-apiserver $(BIN)/kube-controller-manager &: tools/go.mod tools/go.sum
+	@mkdir -p $(BIN)
+	@echo "building kube-apiserver and kube-controller-manager (the first build takes minutes)"
+	cd tools && go build -ldflags='-s -w' -o ../$(BIN)/ $(K8S_PKG)/kube-apiserver $(K8S_PKG)/kube-controller-manager
+	@touch $(BIN)/kube-apiserver $(BIN)/kube-controller-manager
+
+$(BIN)/etcd $(BIN)/cluster $(BIN)/seed: $(BIN)/%: $(GO_TOOLS)
+	@mkdir -p $(BIN)
+	cd tools && go build -ldflags='-s -w' -o ../$(BIN)/ ./cmd/$*
+
+.PHONY: control-plane tools
+control-plane: $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd $(BIN)/cluster
+tools: control-plane $(BIN)/seed
+
+.PHONY: cluster
+cluster: control-plane
+	@$(BIN)/cluster up --dir $(CLUSTER_DIR) --bin $(BIN)
+
+.PHONY: cluster-down
+cluster-down:
+	@if [ -x $(BIN)/cluster ]; then $(BIN)/cluster down --dir $(CLUSTER_DIR); fi
+
+PODS       ?= 1000
+NAMESPACES ?= 10
+.PHONY: seed
+seed: cluster
+	$(BIN)/seed pods --kubeconfig $(CLUSTER_DIR)/kubeconfig --pods $(PODS) --namespaces $(NAMESPACES)
+
+# --- tests --------------------------------------------------------------------------------------
+.PHONY: test
+test: tools
+	@set -e; trap '$(BIN)/cluster down --dir $(TEST_CLUSTER_DIR)' EXIT; \
+	$(BIN)/cluster up --dir $(TEST_CLUSTER_DIR) --bin $(BIN); \
+	cd tools && go vet ./... && cd ..; \
+	INFORMERD_CLUSTER_DIR=$(abspath $(TEST_CLUSTER_DIR)) cargo test --workspace --all-targets

@@ -1,0 +1,1 @@
+//! informerd: one filtered, field-stripped cache of Kubernetes objects, shared over gRPC.

@@ -1,0 +1,276 @@
+//! Starts, or attaches to, the project's local Kubernetes control plane (etcd, kube-apiserver
+//! and kube-controller-manager on 127.0.0.1, built from source by `make tools`), so that
+//! integration tests and benchmarks are ordinary `cargo test` / `cargo bench` targets.
+//!
+//! Which control plane: `INFORMERD_CLUSTER_DIR` when set (`make test` points it at a cluster of
+//! its own), otherwise the developer's `.cluster` in the repository (the one `make cluster`
+//! starts). Either way `cluster up` is run first; it is idempotent and only prints the
+//! kubeconfig path while the cluster is up.
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    sync::OnceLock,
+};
+
+use k8s_openapi::api::{
+    authentication::v1::{TokenRequest, TokenRequestSpec},
+    core::v1::{Namespace, ServiceAccount},
+};
+use kube::{
+    api::{DeleteParams, PostParams},
+    config::{AuthInfo, KubeConfigOptions, Kubeconfig},
+    Api, Client, Config,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("`{command}` failed: {detail}")]
+    Command { command: String, detail: String },
+    #[error("kubeconfig {path}: {source}")]
+    Kubeconfig {
+        path: PathBuf,
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    #[error(transparent)]
+    Kube(#[from] kube::Error),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A running control plane.
+#[derive(Debug, Clone)]
+pub struct ControlPlane {
+    repo: PathBuf,
+    dir: PathBuf,
+    kubeconfig: PathBuf,
+}
+
+static SHARED: OnceLock<std::result::Result<ControlPlane, String>> = OnceLock::new();
+
+/// The repository root (the parent of this crate).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("testkit lives inside the repository")
+        .to_path_buf()
+}
+
+impl ControlPlane {
+    /// Starts the control plane if it is not running, once per process, and returns it.
+    /// Panics with the reason when it cannot be started: every caller is a test or benchmark.
+    pub fn get() -> &'static ControlPlane {
+        let shared = SHARED.get_or_init(|| Self::start().map_err(|e| e.to_string()));
+        match shared {
+            Ok(cp) => cp,
+            Err(e) => panic!("local control plane unavailable: {e}"),
+        }
+    }
+
+    fn start() -> Result<ControlPlane> {
+        let repo = repo_root();
+        let dir = std::env::var_os("INFORMERD_CLUSTER_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| repo.join(".cluster"));
+        // Builds what is missing; a no-op when `make test` has just built it.
+        make(&repo, "control-plane")?;
+        let out = run(Command::new(repo.join(".cache/bin/cluster"))
+            .arg("up")
+            .arg("--dir")
+            .arg(&dir)
+            .arg("--bin")
+            .arg(repo.join(".cache/bin")))?;
+        let kubeconfig = PathBuf::from(out.trim());
+        Ok(ControlPlane {
+            repo,
+            dir,
+            kubeconfig,
+        })
+    }
+
+    /// The admin kubeconfig (client certificate in `system:masters`).
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// The state directory of this control plane (logs are in `logs/`).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The binaries `make tools` built: `seed`, `cluster`, `kube-apiserver`, ...
+    pub fn bin(&self, name: &str) -> PathBuf {
+        self.repo.join(".cache/bin").join(name)
+    }
+
+    /// The kube-rs configuration of the admin identity.
+    pub async fn admin_config(&self) -> Result<Config> {
+        let kc = Kubeconfig::read_from(&self.kubeconfig).map_err(|source| Error::Kubeconfig {
+            path: self.kubeconfig.clone(),
+            source,
+        })?;
+        Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+            .await
+            .map_err(|source| Error::Kubeconfig {
+                path: self.kubeconfig.clone(),
+                source,
+            })
+    }
+
+    /// A client acting as the admin.
+    pub async fn client(&self) -> Result<Client> {
+        Ok(Client::try_from(self.admin_config().await?)?)
+    }
+
+    /// The configuration of a non-admin identity: the ServiceAccount `namespace/name` (created
+    /// if missing), authenticated with a token from the TokenRequest API. It can do only what
+    /// RBAC grants it, which is how tests prove which rules informerd needs.
+    pub async fn service_account_config(&self, namespace: &str, name: &str) -> Result<Config> {
+        let admin = self.client().await?;
+        let sas: Api<ServiceAccount> = Api::namespaced(admin, namespace);
+        let sa = ServiceAccount {
+            metadata: kube::api::ObjectMeta {
+                name: Some(name.to_string()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        match sas.create(&PostParams::default(), &sa).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(e) => return Err(e.into()),
+        }
+        let request = TokenRequest {
+            spec: Some(TokenRequestSpec {
+                expiration_seconds: Some(3600),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let token = sas
+            .create_token_request(name, &PostParams::default(), &request)
+            .await?;
+        let token = token
+            .status
+            .and_then(|s| s.token)
+            .ok_or_else(|| Error::Command {
+                command: format!("TokenRequest for {namespace}/{name}"),
+                detail: "the apiserver returned no token".into(),
+            })?;
+        let mut config = self.admin_config().await?;
+        config.auth_info = AuthInfo {
+            token: Some(token.into()),
+            ..Default::default()
+        };
+        Ok(config)
+    }
+
+    /// A client acting as the ServiceAccount `namespace/name`; see
+    /// [`ControlPlane::service_account_config`].
+    pub async fn client_as(&self, namespace: &str, name: &str) -> Result<Client> {
+        Ok(Client::try_from(
+            self.service_account_config(namespace, name).await?,
+        )?)
+    }
+
+    /// Seeds `pods` realistic pods across `namespaces` namespaces named `{prefix}-0..`, with
+    /// the project's seeding tool (server-side apply, status through the status subresource).
+    /// Returns the tool's summary line.
+    pub fn seed(&self, prefix: &str, pods: usize, namespaces: usize) -> Result<String> {
+        make(&self.repo, ".cache/bin/seed")?;
+        run(Command::new(self.bin("seed"))
+            .arg("pods")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--prefix")
+            .arg(prefix)
+            .arg("--pods")
+            .arg(pods.to_string())
+            .arg("--namespaces")
+            .arg(namespaces.to_string()))
+    }
+
+    /// Churns the pods in `{prefix}-*` namespaces: updates, relabels (the label
+    /// `informerd.io/tier` toggles between `keep` and `drop`), status updates, deletes and
+    /// creates, at `rate` operations per second for `seconds`. Returns the summary line.
+    pub fn churn(&self, prefix: &str, namespaces: usize, rate: u32, seconds: u32) -> Result<String> {
+        make(&self.repo, ".cache/bin/seed")?;
+        run(Command::new(self.bin("seed"))
+            .arg("churn")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--prefix")
+            .arg(prefix)
+            .arg("--namespaces")
+            .arg(namespaces.to_string())
+            .arg("--rate")
+            .arg(rate.to_string())
+            .arg("--duration")
+            .arg(format!("{seconds}s")))
+    }
+}
+
+/// Creates a namespace with a unique name derived from `base` and returns its name; tests use
+/// one each so that they can share a control plane and run in parallel.
+pub async fn unique_namespace(client: &Client, base: &str) -> Result<String> {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or_default();
+    let name = format!(
+        "{base}-{}-{:x}{:x}",
+        std::process::id(),
+        nanos,
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    let ns = Namespace {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.clone()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await?;
+    Ok(name)
+}
+
+/// Deletes a namespace (the namespace controller removes what it holds).
+pub async fn delete_namespace(client: &Client, name: &str) -> Result<()> {
+    match Api::<Namespace>::all(client.clone())
+        .delete(name, &DeleteParams::default())
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn make(repo: &Path, target: &str) -> Result<String> {
+    run(Command::new("make").arg("-s").arg("-C").arg(repo).arg(target))
+}
+
+fn run(cmd: &mut Command) -> Result<String> {
+    let command = format!("{cmd:?}");
+    let out = cmd.output().map_err(|e| Error::Command {
+        command: command.clone(),
+        detail: e.to_string(),
+    })?;
+    if !out.status.success() {
+        return Err(Error::Command {
+            command,
+            detail: format!(
+                "{}\n{}{}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
