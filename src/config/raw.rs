@@ -1,0 +1,101 @@
+//! The configuration file as written: serde structs, camelCase, unknown fields rejected.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawConfig {
+    pub api_version: String,
+    pub kind: String,
+    #[serde(default)]
+    pub server: Option<RawServer>,
+    #[serde(default)]
+    pub change_log: Option<RawChangeLog>,
+    #[serde(default)]
+    pub resources: Vec<RawResource>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawServer {
+    #[serde(default)]
+    pub socket: Option<String>,
+    #[serde(default)]
+    pub listen: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawChangeLog {
+    #[serde(default)]
+    pub max_events: Option<u64>,
+    /// A quantity string (`64Mi`) or a number of bytes.
+    #[serde(default)]
+    pub max_bytes: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawResource {
+    #[serde(default)]
+    pub name: Option<String>,
+    pub api_version: String,
+    pub kind: String,
+    #[serde(default)]
+    pub namespaces: Option<Vec<String>>,
+    #[serde(default)]
+    pub namespace_selector: Option<RawLabelSelector>,
+    #[serde(default)]
+    pub label_selector: Option<String>,
+    #[serde(default)]
+    pub field_selector: Option<String>,
+    #[serde(default)]
+    pub filter: Option<String>,
+    #[serde(default)]
+    pub transform: Option<RawTransform>,
+    #[serde(default)]
+    pub indexes: Vec<RawIndex>,
+    #[serde(default)]
+    pub allow_secrets: bool,
+}
+
+/// A Kubernetes `LabelSelector`, with unknown fields rejected (k8s-openapi's type ignores them).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawLabelSelector {
+    #[serde(default)]
+    pub match_labels: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub match_expressions: Option<Vec<RawRequirement>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawRequirement {
+    pub key: String,
+    pub operator: String,
+    #[serde(default)]
+    pub values: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawTransform {
+    #[serde(default)]
+    pub drop: Vec<String>,
+    #[serde(default)]
+    pub keep: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawIndex {
+    pub name: String,
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub cel: Option<String>,
+}

@@ -1,0 +1,416 @@
+//! Reads the YAML of the configuration into JSON values, remembering where every field is.
+//!
+//! One span-aware parse (granit-parser's event stream) gives both the data, which serde then
+//! deserializes with the path of any error, and a map from field paths (`resources[0].filter`)
+//! to line and column, so that errors found after deserializing still point into the file.
+//!
+//! Scalars follow the YAML 1.2 core schema, as serde_yaml does: plain `null`, `~` and empty
+//! values are null; `true`/`false` booleans; decimal, `0x` and `0o` integers; decimal floats,
+//! `.inf` and `.nan`; anything quoted, and every other plain scalar, a string. Anchors and
+//! aliases work; merge keys (`<<`) are not supported, and duplicate keys are an error.
+
+use std::collections::HashMap;
+
+use granit_parser::{Event, Parser, ScalarStyle, Span};
+use serde_json::{Map, Number, Value};
+
+/// A position in the file: line and column, both counting from 1.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pos {
+    /// The line, from 1.
+    pub line: usize,
+    /// The column in characters, from 1.
+    pub column: usize,
+}
+
+impl Pos {
+    fn of(span: &Span) -> Pos {
+        Pos {
+            line: span.start.line(),
+            column: span.start.col() + 1,
+        }
+    }
+}
+
+/// Where a field is: its key (if it is a map entry) and its value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Place {
+    /// Where the key is written (the value's position for a list element).
+    pub key: Pos,
+    /// Where the value starts.
+    pub value: Pos,
+}
+
+/// Field path → position, for every node of the document. Paths are written as serde_path_to_error
+/// writes them: `resources[0].namespaceSelector.matchLabels.team`; the root is `""`.
+#[derive(Clone, Debug, Default)]
+pub struct Positions(HashMap<String, Place>);
+
+impl Positions {
+    /// The position of `path`, or of its closest ancestor that has one.
+    pub fn find(&self, path: &str) -> Option<Place> {
+        let mut path = path;
+        loop {
+            if let Some(place) = self.0.get(path) {
+                return Some(*place);
+            }
+            if path.is_empty() {
+                return None;
+            }
+            path = match path.rfind(['.', '[']) {
+                Some(at) => &path[..at],
+                None => "",
+            };
+        }
+    }
+}
+
+/// A YAML error: where, and what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct YamlError {
+    pub pos: Pos,
+    pub path: String,
+    pub message: String,
+}
+
+enum Frame {
+    Map {
+        path: String,
+        anchor: usize,
+        map: Map<String, Value>,
+        /// The key whose value comes next; `None` when a key comes next.
+        key: Option<String>,
+    },
+    Seq {
+        path: String,
+        anchor: usize,
+        items: Vec<Value>,
+    },
+}
+
+struct Builder {
+    stack: Vec<Frame>,
+    root: Option<Value>,
+    anchors: HashMap<usize, Value>,
+    positions: HashMap<String, Place>,
+}
+
+fn join(parent: &str, key: &str) -> String {
+    if parent.is_empty() {
+        key.to_string()
+    } else {
+        format!("{parent}.{key}")
+    }
+}
+
+impl Builder {
+    /// Whether the next node is a key of the innermost map.
+    fn expecting_key(&self) -> bool {
+        matches!(self.stack.last(), Some(Frame::Map { key: None, .. }))
+    }
+
+    /// The path of the value that starts now, and records its position.
+    fn start_value(&mut self, span: &Span) -> String {
+        let pos = Pos::of(span);
+        let path = match self.stack.last() {
+            None => String::new(),
+            Some(Frame::Map { path, key, .. }) => join(path, key.as_deref().unwrap_or_default()),
+            Some(Frame::Seq { path, items, .. }) => format!("{path}[{}]", items.len()),
+        };
+        self.positions
+            .entry(path.clone())
+            .and_modify(|p| p.value = pos)
+            .or_insert(Place {
+                key: pos,
+                value: pos,
+            });
+        path
+    }
+
+    /// Adds a key of the innermost map.
+    fn key(&mut self, text: &str, span: &Span) -> Result<(), YamlError> {
+        let pos = Pos::of(span);
+        let Some(Frame::Map { path, map, key, .. }) = self.stack.last_mut() else {
+            unreachable!("a key is only expected in a map");
+        };
+        let full = join(path, text);
+        if map.contains_key(text) {
+            return Err(YamlError {
+                pos,
+                path: full,
+                message: format!("duplicate key '{text}'"),
+            });
+        }
+        *key = Some(text.to_string());
+        self.positions.insert(
+            full,
+            Place {
+                key: pos,
+                value: pos,
+            },
+        );
+        Ok(())
+    }
+
+    /// Adds a complete value to the innermost container (or makes it the root).
+    fn finish_value(&mut self, value: Value, anchor: usize) {
+        if anchor != 0 {
+            self.anchors.insert(anchor, value.clone());
+        }
+        match self.stack.last_mut() {
+            None => self.root = Some(value),
+            Some(Frame::Map { map, key, .. }) => {
+                if let Some(k) = key.take() {
+                    map.insert(k, value);
+                }
+            }
+            Some(Frame::Seq { items, .. }) => items.push(value),
+        }
+    }
+}
+
+/// Resolves a plain scalar with the YAML 1.2 core schema.
+fn resolve_plain(text: &str) -> Value {
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        "true" | "True" | "TRUE" => return Value::Bool(true),
+        "false" | "False" | "FALSE" => return Value::Bool(false),
+        _ => {}
+    }
+    let unsigned = text.trim_start_matches(['+', '-']);
+    let sign_len = text.len() - unsigned.len();
+    if sign_len <= 1 {
+        if !unsigned.is_empty() && unsigned.bytes().all(|b| b.is_ascii_digit()) {
+            if let Ok(i) = text.parse::<i64>() {
+                return Value::Number(i.into());
+            }
+            if let Ok(u) = text.trim_start_matches('+').parse::<u64>() {
+                return Value::Number(u.into());
+            }
+        }
+        if sign_len == 0 {
+            let radix = |prefix: &str, radix: u32| {
+                text.strip_prefix(prefix)
+                    .filter(|digits| !digits.is_empty())
+                    .and_then(|digits| u64::from_str_radix(digits, radix).ok())
+            };
+            if let Some(n) = radix("0x", 16).or_else(|| radix("0o", 8)) {
+                return Value::Number(n.into());
+            }
+        }
+        if matches!(unsigned, ".inf" | ".Inf" | ".INF") {
+            // JSON has no infinity: keep the text, which no numeric field accepts.
+            return Value::String(text.to_string());
+        }
+        let is_float = {
+            let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
+                Some(at) => (&unsigned[..at], Some(&unsigned[at + 1..])),
+                None => (unsigned, None),
+            };
+            let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+            let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+            (!int.is_empty() || !frac.is_empty())
+                && digits(int)
+                && digits(frac)
+                && (mantissa.contains('.') || exponent.is_some())
+                && exponent.is_none_or(|e| {
+                    let e = e.strip_prefix(['+', '-']).unwrap_or(e);
+                    !e.is_empty() && digits(e)
+                })
+        };
+        if is_float {
+            if let Some(n) = text.parse::<f64>().ok().and_then(Number::from_f64) {
+                return Value::Number(n);
+            }
+        }
+    }
+    Value::String(text.to_string())
+}
+
+/// Parses `text` into a JSON value and the positions of its nodes.
+pub fn parse(text: &str) -> Result<(Value, Positions), YamlError> {
+    let mut builder = Builder {
+        stack: Vec::new(),
+        root: None,
+        anchors: HashMap::new(),
+        positions: HashMap::new(),
+    };
+    let mut documents = 0;
+    for event in Parser::new_from_str(text) {
+        let (event, span) = event.map_err(|e| YamlError {
+            pos: Pos {
+                line: e.marker().line(),
+                column: e.marker().col() + 1,
+            },
+            path: String::new(),
+            message: format!("invalid YAML: {}", e.info()),
+        })?;
+        let unsupported = |what: &str| YamlError {
+            pos: Pos::of(&span),
+            path: String::new(),
+            message: format!("{what} are not supported"),
+        };
+        match event {
+            Event::DocumentStart(..) => {
+                documents += 1;
+                if documents > 1 {
+                    return Err(YamlError {
+                        pos: Pos::of(&span),
+                        path: String::new(),
+                        message: "the file holds more than one YAML document; put everything in \
+                                  one"
+                        .to_string(),
+                    });
+                }
+            }
+            Event::Scalar(value, style, anchor, tag) => {
+                if builder.expecting_key() {
+                    builder.key(&value, &span)?;
+                    continue;
+                }
+                builder.start_value(&span);
+                let tag = tag
+                    .as_ref()
+                    .and_then(|t| t.core_suffix().map(str::to_string));
+                let value = match (tag.as_deref(), style) {
+                    (Some("str"), _) => Value::String(value.into_owned()),
+                    (_, ScalarStyle::Plain) | (Some(_), _) => resolve_plain(&value),
+                    _ => Value::String(value.into_owned()),
+                };
+                builder.finish_value(value, anchor);
+            }
+            Event::Alias(id) => {
+                if builder.expecting_key() {
+                    return Err(unsupported("aliases as keys"));
+                }
+                builder.start_value(&span);
+                let value = builder.anchors.get(&id).cloned().unwrap_or(Value::Null);
+                builder.finish_value(value, 0);
+            }
+            Event::MappingStart(_, anchor, _) => {
+                if builder.expecting_key() {
+                    return Err(unsupported("maps as keys"));
+                }
+                let path = builder.start_value(&span);
+                builder.stack.push(Frame::Map {
+                    path,
+                    anchor,
+                    map: Map::new(),
+                    key: None,
+                });
+            }
+            Event::SequenceStart(_, anchor, _) => {
+                if builder.expecting_key() {
+                    return Err(unsupported("lists as keys"));
+                }
+                let path = builder.start_value(&span);
+                builder.stack.push(Frame::Seq {
+                    path,
+                    anchor,
+                    items: Vec::new(),
+                });
+            }
+            Event::MappingEnd | Event::SequenceEnd => {
+                let (value, anchor) = match builder.stack.pop() {
+                    Some(Frame::Map { map, anchor, .. }) => (Value::Object(map), anchor),
+                    Some(Frame::Seq { items, anchor, .. }) => (Value::Array(items), anchor),
+                    None => continue,
+                };
+                builder.finish_value(value, anchor);
+            }
+            _ => {}
+        }
+    }
+    let root = builder.root.unwrap_or(Value::Null);
+    Ok((root, Positions(builder.positions)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn values_and_positions() {
+        let text = "\
+a: 1
+b:
+  c: [x, 'y', \"2\"]
+  d:
+  - e: true
+    f: ~
+  - 0x10
+g: &anchor {h: 1.5}
+i: *anchor
+j: 64Mi
+";
+        let (value, positions) = parse(text).unwrap();
+        assert_eq!(
+            value,
+            json!({
+                "a": 1,
+                "b": {"c": ["x", "y", "2"], "d": [{"e": true, "f": null}, 16]},
+                "g": {"h": 1.5},
+                "i": {"h": 1.5},
+                "j": "64Mi"
+            })
+        );
+        let at = |path: &str| {
+            let p = positions.find(path).unwrap();
+            (p.key.line, p.key.column, p.value.line, p.value.column)
+        };
+        assert_eq!(at("a"), (1, 1, 1, 4));
+        assert_eq!(at("b.c"), (3, 3, 3, 6));
+        assert_eq!(at("b.c[1]"), (3, 10, 3, 10));
+        assert_eq!(at("b.d[0].f"), (6, 5, 6, 8));
+        assert_eq!(at("b.d[1]"), (7, 5, 7, 5));
+        assert_eq!(at("g.h"), (8, 13, 8, 16));
+        // Unknown paths fall back to their closest ancestor.
+        assert_eq!(at("b.d[0].zz"), (5, 5, 5, 5));
+        assert_eq!(at("i.h"), (9, 1, 9, 4));
+        assert_eq!(at("nope"), (1, 1, 1, 1));
+    }
+
+    #[test]
+    fn scalars_follow_the_core_schema() {
+        let cases = [
+            ("null", json!(null)),
+            ("", json!(null)),
+            ("True", json!(true)),
+            ("yes", json!("yes")),
+            ("-12", json!(-12)),
+            ("+12", json!(12)),
+            ("18446744073709551615", json!(18446744073709551615u64)),
+            ("0o17", json!(15)),
+            ("1.5", json!(1.5)),
+            ("1e3", json!(1000.0)),
+            ("-.5", json!(-0.5)),
+            (".", json!(".")),
+            ("1.2.3", json!("1.2.3")),
+            ("64Mi", json!("64Mi")),
+            ("127.0.0.1:7070", json!("127.0.0.1:7070")),
+            ("v1", json!("v1")),
+            ("--1", json!("--1")),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(resolve_plain(text), expected, "{text:?}");
+        }
+        let (value, _) = parse("a: !!str 12\nb: '12'\nc: |\n  x\n").unwrap();
+        assert_eq!(value, json!({"a": "12", "b": "12", "c": "x\n"}));
+    }
+
+    #[test]
+    fn errors_have_positions() {
+        let err = parse("a: 1\na: 2\n").unwrap_err();
+        assert_eq!(
+            (err.pos.line, err.pos.column, err.path.as_str()),
+            (2, 1, "a")
+        );
+        assert_eq!(err.message, "duplicate key 'a'");
+        let err = parse("a: [1, 2\nb: 3\n").unwrap_err();
+        assert!(err.message.starts_with("invalid YAML: "), "{}", err.message);
+        let err = parse("a: 1\n---\nb: 2\n").unwrap_err();
+        assert_eq!((err.pos.line, err.pos.column), (2, 1));
+        assert!(err.message.contains("more than one YAML document"));
+    }
+}
