@@ -1,5 +1,11 @@
 //! informerd: one filtered, field-stripped cache of Kubernetes objects, shared over gRPC.
+//!
+//! The modules follow the data flow:
+//! `config` → `fleet` (list/watch per scope) → `filter` (CEL, before storing) →
+//! `transform` (drop/keep paths, before storing) → `store` (compact, revisioned, indexed).
 
 pub mod config;
 pub mod filter;
+pub mod fleet;
+pub mod store;
 pub mod transform;

@@ -1,0 +1,656 @@
+//! Memory held per pod by `store::Store`, measured with jemalloc's own statistics, against a
+//! plain `HashMap<String, serde_json::Value>` of the same objects.
+//!
+//! `cargo bench --bench store_memory` (pods: `INFORMERD_BENCH_PODS`, default 100000).
+//!
+//! Pods are generated from the fixture pods (`shared/fixtures/pods`) the way a real cluster
+//! varies them: 20 namespaces, 1000 nodes, a few hundred Deployments, StatefulSets and
+//! DaemonSets plus one-pod Jobs, each pod with its own name, UID, resourceVersion, IPs,
+//! timestamps and container IDs. Each profile projects them with plain serde_json code, then
+//! they are applied one by one, so the generated input is never held: the figure is jemalloc's
+//! `stats::allocated` after the inserts minus before, divided by the pod count. Figures are
+//! printed, never asserted (targets: at most 300 bytes/pod for the controller profile).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use informerd::store::{Indexer, Store, StoreOptions};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Map, Value};
+use tikv_jemalloc_ctl::{epoch, stats};
+
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+const NAMESPACES: usize = 20;
+const NODES: usize = 1000;
+const DEPLOYMENTS: usize = 250;
+const STATEFULSETS: usize = 20;
+const DAEMONSETS: usize = 10;
+/// Share of pods (per mille) that belong to their own Job.
+const JOB_PODS_PER_MILLE: u32 = 20;
+const LOG_MAX_EVENTS: usize = 10_000;
+const LOG_MAX_BYTES: usize = 16 << 20;
+
+fn allocated() -> usize {
+    epoch::advance().expect("jemalloc epoch");
+    stats::allocated::read().expect("jemalloc stats")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures
+
+fn fixture_pods() -> Vec<Value> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the crate has a parent directory")
+        .join("shared/fixtures/pods");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("reading fixture pods in {}: {e}", dir.display()))
+        .map(|e| e.expect("fixture entry").path())
+        .collect();
+    files.sort();
+    let mut pods = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path).expect("fixture text");
+        let docs: Vec<Value> = match path.extension().and_then(|e| e.to_str()) {
+            Some("json") => vec![serde_json::from_str(&text).expect("fixture JSON")],
+            Some("jsonl") => text
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| serde_json::from_str::<Value>(l).expect("fixture line")["object"].clone())
+                .collect(),
+            Some("yaml") => vec![serde_yaml::from_str(&text).expect("fixture YAML")],
+            _ => continue,
+        };
+        for doc in docs {
+            match doc.get("items").and_then(Value::as_array) {
+                Some(items) => pods.extend(items.iter().cloned()),
+                None => pods.push(doc),
+            }
+        }
+    }
+    pods
+}
+
+fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
+    path.iter().try_fold(v, |v, k| v.get(k))?.as_str()
+}
+
+fn timestamp_secs(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    if b.len() != 20 || b[10] != b'T' || b[19] != b'Z' {
+        return None;
+    }
+    let n = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
+    let (y, m, d) = (n(0..4)?, n(5..7)?, n(8..10)?);
+    let (y, m) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + (153 * m + 2) / 5 + d - 1;
+    let days = era * 146_097 + doe - 719_468;
+    Some(days * 86_400 + n(11..13)? * 3600 + n(14..16)? * 60 + n(17..19)?)
+}
+
+fn format_timestamp(secs: i64) -> String {
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generator
+
+const SUFFIX_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+fn random_suffix(rng: &mut StdRng, n: usize) -> String {
+    (0..n)
+        .map(|_| SUFFIX_ALPHABET[rng.random_range(0..SUFFIX_ALPHABET.len())] as char)
+        .collect()
+}
+
+/// A random-looking name suffix, different for every `i` below 27^5.
+fn unique_suffix(i: usize) -> String {
+    const SPACE: u64 = 27u64.pow(5);
+    let mut n = (i as u64 * 7_368_787) % SPACE; // multiplier coprime with 27
+    (0..5)
+        .map(|_| {
+            let c = SUFFIX_ALPHABET[(n % 27) as usize] as char;
+            n /= 27;
+            c
+        })
+        .collect()
+}
+
+fn random_uid(rng: &mut StdRng) -> String {
+    let a: u128 = rng.random();
+    let h = format!("{a:032x}");
+    format!(
+        "{}-{}-4{}-a{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[13..16],
+        &h[17..20],
+        &h[20..32]
+    )
+}
+
+fn random_hex(rng: &mut StdRng, bytes: usize) -> String {
+    (0..bytes)
+        .map(|_| format!("{:02x}", rng.random::<u8>()))
+        .collect()
+}
+
+/// A fixture pod used as the shape of a workload's pods.
+struct Template {
+    pod: Value,
+    name: String,
+    uid: String,
+    node: Option<String>,
+    pod_ip: Option<String>,
+    host_ip: Option<String>,
+    api_access_volume: Option<String>,
+    created: i64,
+}
+
+impl Template {
+    fn new(mut pod: Value) -> Self {
+        if let Some(m) = pod["metadata"].as_object_mut() {
+            m.remove("managedFields");
+            m.remove("selfLink");
+        }
+        let name = str_at(&pod, &["metadata", "name"])
+            .unwrap_or_default()
+            .to_owned();
+        let uid = str_at(&pod, &["metadata", "uid"])
+            .unwrap_or_default()
+            .to_owned();
+        let node = str_at(&pod, &["spec", "nodeName"]).map(str::to_owned);
+        let pod_ip = str_at(&pod, &["status", "podIP"]).map(str::to_owned);
+        let host_ip = str_at(&pod, &["status", "hostIP"]).map(str::to_owned);
+        let api_access_volume = pod["spec"]["volumes"].as_array().and_then(|vs| {
+            vs.iter()
+                .filter_map(|v| v["name"].as_str())
+                .find(|n| n.starts_with("kube-api-access-") || n.starts_with("default-token-"))
+                .map(str::to_owned)
+        });
+        let created = str_at(&pod, &["metadata", "creationTimestamp"])
+            .and_then(timestamp_secs)
+            .unwrap_or(1_780_000_000);
+        Self {
+            pod,
+            name,
+            uid,
+            node,
+            pod_ip,
+            host_ip,
+            api_access_volume,
+            created,
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[allow(clippy::enum_variant_names)] // named after the owner kinds
+enum WorkloadKind {
+    ReplicaSet,
+    StatefulSet,
+    DaemonSet,
+}
+
+struct Workload {
+    kind: WorkloadKind,
+    namespace: usize,
+    /// ReplicaSet name (Deployment name + pod-template-hash), StatefulSet or DaemonSet name.
+    owner_name: String,
+    owner_uid: String,
+    labels: Map<String, Value>,
+    template: usize,
+}
+
+struct Generator {
+    rng: StdRng,
+    namespaces: Vec<String>,
+    nodes: Vec<String>,
+    templates: Vec<Template>,
+    workloads: Vec<Workload>,
+    daemonsets: Vec<usize>,
+    others: Vec<usize>,
+    next_ordinal: Vec<usize>,
+    resource_version: u64,
+    now: i64,
+    produced: usize,
+}
+
+impl Generator {
+    fn new(fixtures: &[Value]) -> Self {
+        let mut rng = StdRng::seed_from_u64(42);
+        let templates: Vec<Template> = fixtures
+            .iter()
+            .filter(|p| p["kind"] == "Pod" && p["status"]["phase"] == "Running")
+            .map(|p| Template::new(p.clone()))
+            .collect();
+        assert!(
+            !templates.is_empty(),
+            "no running fixture pod to use as a template"
+        );
+        let teams = [
+            "payments",
+            "checkout",
+            "search",
+            "catalog",
+            "identity",
+            "billing",
+            "ledger",
+            "notifications",
+            "ingest",
+            "analytics",
+            "ml-serving",
+            "frontend",
+            "gateway",
+            "monitoring",
+            "logging",
+            "kube-system",
+            "cert-manager",
+            "ingress-nginx",
+            "storage",
+            "batch",
+        ];
+        let namespaces: Vec<String> = teams
+            .iter()
+            .take(NAMESPACES)
+            .map(|s| s.to_string())
+            .collect();
+        let nodes: Vec<String> = (0..NODES)
+            .map(|i| {
+                format!(
+                    "ip-10-0-{}-{}.eu-west-1.compute.internal",
+                    i / 250,
+                    i % 250 + 4
+                )
+            })
+            .collect();
+        let words = [
+            "api",
+            "worker",
+            "web",
+            "cache",
+            "db",
+            "queue",
+            "proxy",
+            "sync",
+            "indexer",
+            "renderer",
+            "auth",
+            "scheduler",
+            "collector",
+            "exporter",
+            "controller",
+        ];
+        let mut workloads = Vec::new();
+        for i in 0..DAEMONSETS + STATEFULSETS + DEPLOYMENTS {
+            let kind = if i < DAEMONSETS {
+                WorkloadKind::DaemonSet
+            } else if i < DAEMONSETS + STATEFULSETS {
+                WorkloadKind::StatefulSet
+            } else {
+                WorkloadKind::ReplicaSet
+            };
+            let namespace = rng.random_range(0..namespaces.len());
+            let base = format!("{}-{}-{i}", namespaces[namespace], words[i % words.len()]);
+            let revision_hash = random_suffix(&mut rng, 10);
+            let mut labels = Map::new();
+            labels.insert("app.kubernetes.io/name".into(), json!(base));
+            labels.insert(
+                "app.kubernetes.io/part-of".into(),
+                json!(namespaces[namespace]),
+            );
+            let owner_name = match kind {
+                WorkloadKind::ReplicaSet => {
+                    labels.insert("pod-template-hash".into(), json!(revision_hash));
+                    format!("{base}-{revision_hash}")
+                }
+                WorkloadKind::StatefulSet => {
+                    labels.insert(
+                        "controller-revision-hash".into(),
+                        json!(format!("{base}-{revision_hash}")),
+                    );
+                    base
+                }
+                WorkloadKind::DaemonSet => {
+                    labels.insert("controller-revision-hash".into(), json!(revision_hash));
+                    labels.insert("pod-template-generation".into(), json!("1"));
+                    base
+                }
+            };
+            workloads.push(Workload {
+                kind,
+                namespace,
+                owner_name,
+                owner_uid: random_uid(&mut rng),
+                labels,
+                template: rng.random_range(0..templates.len()),
+            });
+        }
+        let daemonsets = (0..DAEMONSETS).collect();
+        let others = (DAEMONSETS..workloads.len()).collect();
+        let next_ordinal = vec![0; workloads.len()];
+        Self {
+            rng,
+            namespaces,
+            nodes,
+            templates,
+            workloads,
+            daemonsets,
+            others,
+            next_ordinal,
+            resource_version: 48_000_000,
+            now: 1_781_500_000,
+            produced: 0,
+        }
+    }
+
+    /// The next pod, as the API server would return it (without managedFields).
+    fn pod(&mut self) -> Value {
+        let i = self.produced;
+        self.produced += 1;
+        let rng = &mut self.rng;
+        self.resource_version += rng.random_range(1..40);
+        let created = self.now - rng.random_range(60..30 * 86_400);
+        let uid = random_uid(rng);
+
+        // Owner: DaemonSet pods cover the nodes in turn; the rest mostly Deployments.
+        let ds_pods = DAEMONSETS * NODES;
+        let job = i >= ds_pods && rng.random_range(0..1000) < JOB_PODS_PER_MILLE;
+        let (workload, node) = if i < ds_pods {
+            (self.daemonsets[i % DAEMONSETS], i / DAEMONSETS)
+        } else {
+            (
+                self.others[rng.random_range(0..self.others.len())],
+                rng.random_range(0..NODES),
+            )
+        };
+        let w = &self.workloads[workload];
+        let t = &self.templates[if job { 0 } else { w.template }];
+        let namespace = &self.namespaces[w.namespace];
+        let mut labels = w.labels.clone();
+        let (name, generate_name, owner) = if job {
+            let job_name = format!("{namespace}-report-{}", 29_000_000 + i);
+            let job_uid = random_uid(rng);
+            labels = Map::new();
+            for k in ["batch.kubernetes.io/controller-uid", "controller-uid"] {
+                labels.insert(k.into(), json!(job_uid));
+            }
+            for k in ["batch.kubernetes.io/job-name", "job-name"] {
+                labels.insert(k.into(), json!(job_name));
+            }
+            let generate = format!("{job_name}-");
+            (
+                format!("{generate}{}", unique_suffix(i)),
+                Some(generate),
+                json!({"apiVersion": "batch/v1", "kind": "Job", "name": job_name, "uid": job_uid,
+                       "controller": true, "blockOwnerDeletion": true}),
+            )
+        } else {
+            let (api, kind) = match w.kind {
+                WorkloadKind::ReplicaSet => ("apps/v1", "ReplicaSet"),
+                WorkloadKind::StatefulSet => ("apps/v1", "StatefulSet"),
+                WorkloadKind::DaemonSet => ("apps/v1", "DaemonSet"),
+            };
+            let owner = json!({"apiVersion": api, "kind": kind, "name": w.owner_name,
+                               "uid": w.owner_uid, "controller": true, "blockOwnerDeletion": true});
+            match w.kind {
+                WorkloadKind::StatefulSet => {
+                    let ordinal = self.next_ordinal[workload];
+                    self.next_ordinal[workload] += 1;
+                    let name = format!("{}-{ordinal}", w.owner_name);
+                    labels.insert("statefulset.kubernetes.io/pod-name".into(), json!(name));
+                    labels.insert(
+                        "apps.kubernetes.io/pod-index".into(),
+                        json!(ordinal.to_string()),
+                    );
+                    (name, None, owner)
+                }
+                _ => {
+                    let generate = format!("{}-", w.owner_name);
+                    (
+                        format!("{generate}{}", unique_suffix(i)),
+                        Some(generate),
+                        owner,
+                    )
+                }
+            }
+        };
+        let node_name = &self.nodes[node];
+        let host_ip = format!("10.0.{}.{}", node / 250, node % 250 + 4);
+        let pod_ip = format!(
+            "10.{}.{}.{}",
+            64 + node / 256,
+            node % 256,
+            rng.random_range(2..250)
+        );
+
+        let mut subst: HashMap<&str, String> = HashMap::new();
+        subst.insert(&t.name, name.clone());
+        subst.insert(&t.uid, uid);
+        if let Some(n) = &t.node {
+            subst.insert(n, node_name.clone());
+        }
+        if let Some(ip) = &t.pod_ip {
+            subst.insert(ip, pod_ip);
+        }
+        if let Some(ip) = &t.host_ip {
+            subst.insert(ip, host_ip);
+        }
+        if let Some(v) = &t.api_access_volume {
+            subst.insert(v, format!("kube-api-access-{}", random_suffix(rng, 5)));
+        }
+        let mut pod = t.pod.clone();
+        rewrite(&mut pod, &subst, created - t.created, rng);
+
+        let meta = pod["metadata"].as_object_mut().expect("pods have metadata");
+        meta.insert("namespace".into(), json!(namespace));
+        meta.insert(
+            "resourceVersion".into(),
+            json!(self.resource_version.to_string()),
+        );
+        meta.insert("creationTimestamp".into(), json!(format_timestamp(created)));
+        meta.insert("labels".into(), Value::Object(labels));
+        meta.insert("ownerReferences".into(), json!([owner]));
+        match generate_name {
+            Some(g) => meta.insert("generateName".into(), json!(g)),
+            None => meta.remove("generateName"),
+        };
+        pod
+    }
+}
+
+/// Replaces the template's identity strings, shifts its timestamps to the new pod's creation
+/// (plus a few seconds of jitter) and gives containers new IDs.
+fn rewrite(v: &mut Value, subst: &HashMap<&str, String>, shift: i64, rng: &mut StdRng) {
+    match v {
+        Value::String(s) => {
+            if let Some(new) = subst.get(s.as_str()) {
+                *s = new.clone();
+            } else if let Some(secs) = timestamp_secs(s) {
+                *s = format_timestamp(secs + shift + rng.random_range(0..3));
+            } else if let Some((scheme, id)) = s.split_once("://") {
+                if id.len() == 64 && id.bytes().all(|c| c.is_ascii_hexdigit()) {
+                    *s = format!("{scheme}://{}", random_hex(rng, 32));
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|v| rewrite(v, subst, shift, rng)),
+        Value::Object(m) => m.values_mut().for_each(|v| rewrite(v, subst, shift, rng)),
+        _ => {}
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Profiles
+
+#[derive(Clone, Copy)]
+enum Profile {
+    Controller,
+    MetadataOnly,
+    Full,
+}
+
+impl Profile {
+    fn name(self) -> &'static str {
+        match self {
+            Profile::Controller => "controller-profile",
+            Profile::MetadataOnly => "metadata-only",
+            Profile::Full => "full-without-managedFields",
+        }
+    }
+
+    fn project(self, mut pod: Value) -> Value {
+        if let Some(m) = pod["metadata"].as_object_mut() {
+            m.remove("managedFields");
+        }
+        match self {
+            Profile::Full => pod,
+            Profile::MetadataOnly => {
+                json!({"apiVersion": pod["apiVersion"], "kind": pod["kind"], "metadata": pod["metadata"]})
+            }
+            Profile::Controller => {
+                let keep = [
+                    "name",
+                    "generateName",
+                    "namespace",
+                    "uid",
+                    "resourceVersion",
+                    "creationTimestamp",
+                    "labels",
+                    "annotations",
+                    "ownerReferences",
+                ];
+                let mut meta = Map::new();
+                if let Value::Object(m) = pod["metadata"].take() {
+                    meta.extend(m.into_iter().filter(|(k, _)| keep.contains(&k.as_str())));
+                }
+                let mut status = Map::new();
+                if let Value::Object(s) = pod["status"].take() {
+                    status.extend(
+                        s.into_iter().filter(|(k, _)| {
+                            ["phase", "conditions", "podIP"].contains(&k.as_str())
+                        }),
+                    );
+                }
+                json!({
+                    "apiVersion": pod["apiVersion"],
+                    "kind": pod["kind"],
+                    "metadata": meta,
+                    "spec": {"nodeName": pod["spec"]["nodeName"]},
+                    "status": status,
+                })
+            }
+        }
+    }
+}
+
+struct NodeIndex;
+
+impl Indexer for NodeIndex {
+    fn values(&self, object: &Value) -> Vec<String> {
+        object["spec"]["nodeName"]
+            .as_str()
+            .map(|n| vec![n.to_owned()])
+            .unwrap_or_default()
+    }
+}
+
+fn measure_store(fixtures: &[Value], profile: Profile, pods: usize) -> (f64, String) {
+    let mut generator = Generator::new(fixtures);
+    let options = StoreOptions {
+        log_max_events: LOG_MAX_EVENTS,
+        log_max_bytes: LOG_MAX_BYTES,
+        indexes: vec![("node".to_owned(), Arc::new(NodeIndex) as Arc<dyn Indexer>)],
+    };
+    let before = allocated();
+    let store = Store::new(options);
+    let start = Instant::now();
+    for _ in 0..pods {
+        let object = profile.project(generator.pod());
+        store.apply(object).expect("generated pods are valid");
+    }
+    let elapsed = start.elapsed();
+    let held = allocated() - before;
+    let s = store.stats();
+    let detail = format!(
+        "encoded {:.0} B/pod, {} atoms ({:.0} KiB), log {} entries, {:.2} µs/apply incl. generation",
+        s.encoded_bytes as f64 / pods as f64,
+        s.interned_strings,
+        s.interned_bytes as f64 / 1024.0,
+        s.log_entries,
+        elapsed.as_secs_f64() * 1e6 / pods as f64,
+    );
+    assert_eq!(store.len(), pods, "generated pod keys are unique");
+    drop(store);
+    (held as f64 / pods as f64, detail)
+}
+
+fn measure_value_map(fixtures: &[Value], profile: Profile, pods: usize) -> f64 {
+    let mut generator = Generator::new(fixtures);
+    let before = allocated();
+    let mut map: HashMap<String, Value> = HashMap::new();
+    for _ in 0..pods {
+        let object = profile.project(generator.pod());
+        let key = format!(
+            "{}/{}",
+            object["metadata"]["namespace"].as_str().unwrap_or_default(),
+            object["metadata"]["name"].as_str().unwrap_or_default()
+        );
+        map.insert(key, object);
+    }
+    let held = allocated() - before;
+    drop(map);
+    held as f64 / pods as f64
+}
+
+fn main() {
+    let pods: usize = std::env::var("INFORMERD_BENCH_PODS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let fixtures = fixture_pods();
+    println!(
+        "store memory: {pods} generated pods ({NAMESPACES} namespaces, {NODES} nodes, one index on \
+         spec.nodeName, change log of {LOG_MAX_EVENTS} events / {} MiB)",
+        LOG_MAX_BYTES >> 20
+    );
+    let mut rows = vec![
+        (Profile::Controller, pods),
+        (Profile::MetadataOnly, pods),
+        (Profile::Full, pods),
+    ];
+    if std::env::var_os("INFORMERD_BENCH_PODS").is_none() {
+        rows.push((Profile::Controller, pods * 3 / 2));
+    }
+    for (profile, n) in rows {
+        let (per_pod, detail) = measure_store(&fixtures, profile, n);
+        let baseline = measure_value_map(&fixtures, profile, n);
+        println!(
+            "store {} {n} pods: {per_pod:.0} bytes/pod (serde_json::Value map: {baseline:.0} bytes/pod)",
+            profile.name()
+        );
+        println!("    {detail}");
+    }
+}
