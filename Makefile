@@ -54,5 +54,5 @@ seed: cluster
 test: tools
 	@set -e; trap '$(BIN)/cluster down --dir $(TEST_CLUSTER_DIR)' EXIT; \
 	$(BIN)/cluster up --dir $(TEST_CLUSTER_DIR) --bin $(BIN); \
-	cd tools && go vet ./... && cd ..; \
-	INFORMERD_CLUSTER_DIR=$(abspath $(TEST_CLUSTER_DIR)) cargo test --workspace --all-targets
+	(cd tools && go vet ./... && go test ./...); \
+	INFORMERD_CLUSTER_DIR=$(abspath $(TEST_CLUSTER_DIR)) cargo test --workspace

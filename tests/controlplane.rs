@@ -72,7 +72,12 @@ async fn pods_written_with_server_side_apply_carry_managed_fields() -> anyhow::R
             .managed_fields
             .iter()
             .flatten()
-            .map(|m| (m.manager.clone().unwrap_or_default(), m.operation.clone().unwrap_or_default()))
+            .map(|m| {
+                (
+                    m.manager.clone().unwrap_or_default(),
+                    m.operation.clone().unwrap_or_default(),
+                )
+            })
             .collect();
         assert!(
             managers.contains(&("informerd-test".into(), "Apply".into())),
@@ -127,7 +132,10 @@ async fn rbac_limits_a_service_account_to_what_a_role_grants() -> anyhow::Result
         Err(kube::Error::Api(s)) => assert_eq!(s.code, 403, "{s:?}"),
         other => panic!("listing another namespace must be forbidden, got {other:?}"),
     }
-    match Api::<ConfigMap>::all(reader).list(&ListParams::default()).await {
+    match Api::<ConfigMap>::all(reader)
+        .list(&ListParams::default())
+        .await
+    {
         Err(kube::Error::Api(s)) => assert_eq!(s.code, 403, "{s:?}"),
         other => panic!("a cluster-wide list must be forbidden, got {other:?}"),
     }
@@ -137,7 +145,8 @@ async fn rbac_limits_a_service_account_to_what_a_role_grants() -> anyhow::Result
 }
 
 #[tokio::test]
-async fn controller_manager_finishes_namespace_deletion_and_collects_garbage() -> anyhow::Result<()> {
+async fn controller_manager_finishes_namespace_deletion_and_collects_garbage() -> anyhow::Result<()>
+{
     let cp = ControlPlane::get();
     let client = cp.client().await?;
     let ns = unique_namespace(&client, "cp-gc").await?;

@@ -194,7 +194,13 @@ impl ControlPlane {
     /// Churns the pods in `{prefix}-*` namespaces: updates, relabels (the label
     /// `informerd.io/tier` toggles between `keep` and `drop`), status updates, deletes and
     /// creates, at `rate` operations per second for `seconds`. Returns the summary line.
-    pub fn churn(&self, prefix: &str, namespaces: usize, rate: u32, seconds: u32) -> Result<String> {
+    pub fn churn(
+        &self,
+        prefix: &str,
+        namespaces: usize,
+        rate: u32,
+        seconds: u32,
+    ) -> Result<String> {
         make(&self.repo, ".cache/bin/seed")?;
         run(Command::new(self.bin("seed"))
             .arg("churn")
@@ -252,7 +258,11 @@ pub async fn delete_namespace(client: &Client, name: &str) -> Result<()> {
 }
 
 fn make(repo: &Path, target: &str) -> Result<String> {
-    run(Command::new("make").arg("-s").arg("-C").arg(repo).arg(target))
+    run(Command::new("make")
+        .arg("-s")
+        .arg("-C")
+        .arg(repo)
+        .arg(target))
 }
 
 fn run(cmd: &mut Command) -> Result<String> {

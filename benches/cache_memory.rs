@@ -1,0 +1,141 @@
+//! Bytes held per pod, and the start-up peak against the steady state, for the "controller"
+//! profile (metadata without managedFields, ownerReferences, spec.nodeName, status.phase,
+//! conditions and podIP) over pods seeded in the local control plane.
+//!
+//! `cargo bench --bench cache_memory` (pods: `INFORMERD_BENCH_PODS`, default 100000). It seeds
+//! the pods first if the cluster does not have them yet (namespaces `bench-0..19`). Figures are
+//! printed, never asserted: the targets are at most 300 bytes per pod and a ratio under 1.3.
+
+use std::{
+    sync::{
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+        Arc,
+    },
+    time::{Duration, Instant},
+};
+
+use informerd::{config, fleet::Fleet};
+use informerd_testkit::ControlPlane;
+use k8s_openapi::api::core::v1::Pod;
+use kube::{api::ListParams, Api};
+use tikv_jemalloc_ctl::{epoch, stats};
+
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+const NAMESPACES: usize = 20;
+const PREFIX: &str = "bench";
+
+fn allocated() -> usize {
+    epoch::advance().expect("jemalloc epoch");
+    stats::allocated::read().expect("jemalloc stats")
+}
+
+fn rss_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let pods: usize = std::env::var("INFORMERD_BENCH_PODS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let cp = ControlPlane::get();
+    let namespaces: Vec<String> = (0..NAMESPACES).map(|i| format!("{PREFIX}-{i}")).collect();
+
+    let present = rt.block_on(async {
+        let client = cp.client().await?;
+        let mut n = 0;
+        for ns in &namespaces {
+            let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+            n += api.list_metadata(&ListParams::default()).await?.items.len();
+        }
+        Ok::<_, Box<dyn std::error::Error>>(n)
+    })?;
+    if present < pods {
+        eprintln!("seeding {pods} pods into {NAMESPACES} namespaces ({present} present)");
+        eprintln!("{}", cp.seed(PREFIX, pods, NAMESPACES)?.trim());
+    }
+
+    let cfg = config::parse(
+        "bench.yaml",
+        &format!(
+            r#"
+apiVersion: informerd.io/v1alpha1
+kind: Config
+resources:
+- name: pods
+  apiVersion: v1
+  kind: Pod
+  namespaces: {namespaces:?}
+  transform:
+    keep: [metadata, spec.nodeName, status.phase, status.conditions, status.podIP]
+    drop: [metadata.managedFields]
+"#
+        ),
+    )?;
+
+    rt.block_on(async {
+        let client = cp.client().await?;
+        let baseline = allocated();
+        let peak = Arc::new(AtomicUsize::new(baseline));
+        let done = Arc::new(AtomicBool::new(false));
+        let sampler = {
+            let (peak, done) = (peak.clone(), done.clone());
+            std::thread::spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    peak.fetch_max(allocated(), Ordering::Relaxed);
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            })
+        };
+        let started = Instant::now();
+        let fleet = Fleet::start(client, &cfg).await?;
+        if !fleet.wait_synced(Duration::from_secs(1800)).await {
+            return Err("the cache did not sync within 30 minutes".into());
+        }
+        let sync_secs = started.elapsed().as_secs_f64();
+        done.store(true, Ordering::Relaxed);
+        sampler.join().expect("sampler");
+        // Let the streams settle (buffers of the last events freed) before the steady figure.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let steady = allocated();
+        let store = &fleet.cache("pods").expect("cache").store;
+        let held = store.len();
+        let steady_delta = steady.saturating_sub(baseline);
+        let peak_delta = peak.load(Ordering::Relaxed).max(steady).saturating_sub(baseline);
+        let stats = store.stats();
+        println!("cache controller-profile {held} pods synced in {sync_secs:.1}s ({:.0} pods/s)", held as f64 / sync_secs);
+        println!(
+            "cache controller-profile {held} pods: {:.0} bytes/pod held (jemalloc allocated, whole process above its pre-start baseline)",
+            steady_delta as f64 / held.max(1) as f64
+        );
+        println!(
+            "cache controller-profile {held} pods: store encoded {:.0} bytes/pod, {} interned strings ({} bytes)",
+            stats.encoded_bytes as f64 / held.max(1) as f64,
+            stats.interned_strings,
+            stats.interned_bytes
+        );
+        println!(
+            "cache controller-profile {held} pods: peak/steady {:.2} (peak {:.1} MiB, steady {:.1} MiB above baseline); RSS {} MiB, peak RSS {} MiB",
+            peak_delta as f64 / steady_delta.max(1) as f64,
+            peak_delta as f64 / 1048576.0,
+            steady_delta as f64 / 1048576.0,
+            rss_kib("VmRSS:") / 1024,
+            rss_kib("VmHWM:") / 1024
+        );
+        fleet.shutdown();
+        Ok::<_, Box<dyn std::error::Error>>(())
+    })
+}

@@ -1,0 +1,317 @@
+//! One watch stream's events, through filter and transform, into the store.
+//!
+//! Every object, those of the initial list included, is filtered first and transformed second,
+//! before anything is kept. An object that stops matching the filter is removed from the store
+//! (subscribers see DELETED); one that starts matching is added.
+//!
+//! A (re)list is level-based: the objects a scope lists are compared with what that scope held,
+//! and only real differences become changes. Unchanged objects produce nothing, objects that
+//! vanished while the stream was down become DELETED, and other scopes are never touched.
+
+use std::sync::Arc;
+
+use ahash::AHashSet;
+use kube::{api::DynamicObject, runtime::watcher};
+use serde_json::Value;
+
+use crate::{
+    filter::Filter,
+    store::{ObjectKey, Store},
+    transform::Transform,
+};
+
+/// What one resource does to each object before storing it.
+#[derive(Clone)]
+pub struct Pipeline {
+    pub api_version: String,
+    pub kind: String,
+    pub filter: Option<Filter>,
+    pub transform: Transform,
+    pub store: Arc<Store>,
+}
+
+/// Counters a scope reports in its status.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Applied {
+    pub changes: u64,
+    pub filter_errors: u64,
+}
+
+/// The state of one scope's stream between events: which keys the current (re)list has seen.
+pub struct ScopeIngest {
+    pipeline: Pipeline,
+    /// The namespace this scope covers; `None` for a cluster-wide stream.
+    namespace: Option<String>,
+    /// `Some` while an initial list or relist is in progress.
+    listing: Option<AHashSet<ObjectKey>>,
+    pub counters: Applied,
+}
+
+/// What happened to the scope on one event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// A list started (initial, or a relist after 410 Gone or a reconnect).
+    ListStarted,
+    /// One object of a list was handled.
+    Listed,
+    /// The list completed: the scope now mirrors the apiserver.
+    Synced,
+    /// A watch event after the list was handled.
+    Watched,
+}
+
+impl ScopeIngest {
+    pub fn new(pipeline: Pipeline, namespace: Option<String>) -> Self {
+        ScopeIngest {
+            pipeline,
+            namespace,
+            listing: None,
+            counters: Applied::default(),
+        }
+    }
+
+    /// Handles one event of a kube-rs watcher.
+    pub fn handle(&mut self, event: watcher::Event<DynamicObject>) -> Progress {
+        match event {
+            watcher::Event::Init => {
+                self.listing = Some(AHashSet::new());
+                Progress::ListStarted
+            }
+            watcher::Event::InitApply(obj) => {
+                if let Some(key) = self.upsert(obj) {
+                    if let Some(seen) = self.listing.as_mut() {
+                        seen.insert(key);
+                    }
+                }
+                Progress::Listed
+            }
+            watcher::Event::InitDone => {
+                let seen = self.listing.take().unwrap_or_default();
+                for key in self.pipeline.store.keys(self.namespace.as_deref()) {
+                    if !seen.contains(&key) && self.pipeline.store.delete(&key).is_some() {
+                        self.counters.changes += 1;
+                    }
+                }
+                Progress::Synced
+            }
+            watcher::Event::Apply(obj) => {
+                self.upsert(obj);
+                Progress::Watched
+            }
+            watcher::Event::Delete(obj) => {
+                if let Some(key) = key_of(&obj) {
+                    if self.pipeline.store.delete(&key).is_some() {
+                        self.counters.changes += 1;
+                    }
+                }
+                Progress::Watched
+            }
+        }
+    }
+
+    /// Filters, transforms and stores one object; returns its key when the store holds it.
+    fn upsert(&mut self, obj: DynamicObject) -> Option<ObjectKey> {
+        let key = key_of(&obj)?;
+        let mut value = match serde_json::to_value(obj) {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!(object = %key, error = %e, "object cannot be re-encoded; skipped");
+                return None;
+            }
+        };
+        // List items carry no apiVersion/kind while watch events do: set both so the stored
+        // JSON does not depend on how the object arrived.
+        if let Value::Object(map) = &mut value {
+            map.insert(
+                "apiVersion".into(),
+                Value::String(self.pipeline.api_version.clone()),
+            );
+            map.insert("kind".into(), Value::String(self.pipeline.kind.clone()));
+        }
+        let keep = match &self.pipeline.filter {
+            None => true,
+            Some(filter) => match filter.matches(&value) {
+                Ok(m) => m,
+                Err(e) => {
+                    // Kubernetes treats a CEL evaluation error as "does not match"; count it
+                    // so that a filter that errors on every object is visible in status.
+                    self.counters.filter_errors += 1;
+                    tracing::debug!(object = %key, error = %e, "filter evaluation error; object not kept");
+                    false
+                }
+            },
+        };
+        if !keep {
+            if self.pipeline.store.delete(&key).is_some() {
+                self.counters.changes += 1;
+            }
+            return None;
+        }
+        self.pipeline.transform.apply(&mut value);
+        match self.pipeline.store.apply(value) {
+            Ok(Some(_)) => self.counters.changes += 1,
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(object = %key, error = %e, "object not stored");
+                return None;
+            }
+        }
+        Some(key)
+    }
+}
+
+fn key_of(obj: &DynamicObject) -> Option<ObjectKey> {
+    let name = obj.metadata.name.as_deref()?;
+    Some(ObjectKey::new(obj.metadata.namespace.as_deref(), name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{ChangeKind, StoreOptions};
+    use serde_json::json;
+
+    fn pod(ns: &str, name: &str, rv: &str, tier: &str) -> DynamicObject {
+        serde_json::from_value(json!({
+            "metadata": {"namespace": ns, "name": name, "uid": format!("uid-{name}"),
+                          "resourceVersion": rv, "labels": {"tier": tier}},
+            "spec": {"nodeName": "node-1"}
+        }))
+        .expect("pod")
+    }
+
+    fn pipeline(filter: Option<&str>) -> Pipeline {
+        Pipeline {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+            filter: filter.map(|f| Filter::compile(f).expect("filter")),
+            transform: Transform::identity(),
+            store: Arc::new(Store::new(StoreOptions::default())),
+        }
+    }
+
+    fn list(scope: &mut ScopeIngest, objects: Vec<DynamicObject>) {
+        scope.handle(watcher::Event::Init);
+        for o in objects {
+            scope.handle(watcher::Event::InitApply(o));
+        }
+        assert_eq!(scope.handle(watcher::Event::InitDone), Progress::Synced);
+    }
+
+    fn changes(store: &Store, since: u64) -> Vec<(ChangeKind, String)> {
+        store
+            .changes_since(since)
+            .expect("log")
+            .into_iter()
+            .map(|c| (c.kind, c.key.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_relist_of_unchanged_objects_emits_no_event() {
+        let p = pipeline(None);
+        let mut scope = ScopeIngest::new(p.clone(), Some("a".into()));
+        list(
+            &mut scope,
+            vec![pod("a", "x", "1", "keep"), pod("a", "y", "2", "keep")],
+        );
+        let synced = p.store.revision();
+        assert_eq!(synced, 2);
+        // As after 410 Gone: the same objects, listed again.
+        list(
+            &mut scope,
+            vec![pod("a", "x", "1", "keep"), pod("a", "y", "2", "keep")],
+        );
+        assert_eq!(p.store.revision(), synced);
+        assert!(changes(&p.store, synced).is_empty());
+    }
+
+    #[test]
+    fn a_relist_emits_exactly_the_differences() {
+        let p = pipeline(None);
+        let mut scope = ScopeIngest::new(p.clone(), Some("a".into()));
+        list(
+            &mut scope,
+            vec![pod("a", "x", "1", "keep"), pod("a", "y", "2", "keep")],
+        );
+        let synced = p.store.revision();
+        // While the stream was down: x changed, y was deleted, z was created.
+        list(
+            &mut scope,
+            vec![pod("a", "x", "5", "other"), pod("a", "z", "6", "keep")],
+        );
+        let mut got = changes(&p.store, synced);
+        got.sort_by(|a, b| a.1.cmp(&b.1));
+        assert_eq!(
+            got,
+            vec![
+                (ChangeKind::Modified, "a/x".to_string()),
+                (ChangeKind::Deleted, "a/y".to_string()),
+                (ChangeKind::Added, "a/z".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_relist_of_one_namespace_leaves_the_others_untouched() {
+        let p = pipeline(None);
+        let mut a = ScopeIngest::new(p.clone(), Some("a".into()));
+        let mut b = ScopeIngest::new(p.clone(), Some("b".into()));
+        list(&mut a, vec![pod("a", "x", "1", "keep")]);
+        list(
+            &mut b,
+            vec![pod("b", "x", "2", "keep"), pod("b", "y", "3", "keep")],
+        );
+        let synced = p.store.revision();
+        list(&mut a, vec![]);
+        assert_eq!(
+            changes(&p.store, synced),
+            vec![(ChangeKind::Deleted, "a/x".to_string())]
+        );
+        assert_eq!(p.store.keys(Some("b")).len(), 2);
+    }
+
+    #[test]
+    fn objects_moving_out_of_and_into_the_filter_become_deleted_and_added() {
+        let p = pipeline(Some(r#"object.metadata.labels["tier"] == "keep""#));
+        let mut scope = ScopeIngest::new(p.clone(), Some("a".into()));
+        list(
+            &mut scope,
+            vec![pod("a", "x", "1", "keep"), pod("a", "y", "2", "drop")],
+        );
+        assert_eq!(p.store.len(), 1, "only the matching object is stored");
+        let synced = p.store.revision();
+        scope.handle(watcher::Event::Apply(pod("a", "x", "3", "drop")));
+        scope.handle(watcher::Event::Apply(pod("a", "y", "4", "keep")));
+        // An update to an object that stays out of view changes nothing.
+        scope.handle(watcher::Event::Apply(pod("a", "x", "5", "drop")));
+        assert_eq!(
+            changes(&p.store, synced),
+            vec![
+                (ChangeKind::Deleted, "a/x".to_string()),
+                (ChangeKind::Added, "a/y".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn an_object_listed_without_kind_equals_the_same_object_watched_with_it() {
+        let p = pipeline(None);
+        let mut scope = ScopeIngest::new(p.clone(), Some("a".into()));
+        list(&mut scope, vec![pod("a", "x", "1", "keep")]);
+        let synced = p.store.revision();
+        let mut watched = pod("a", "x", "1", "keep");
+        watched.types = Some(kube::api::TypeMeta {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+        });
+        scope.handle(watcher::Event::Apply(watched));
+        assert!(changes(&p.store, synced).is_empty());
+        let stored = p
+            .store
+            .get(&ObjectKey::new(Some("a"), "x"))
+            .expect("stored");
+        assert_eq!(stored.as_json()["kind"], "Pod");
+        assert_eq!(stored.as_json()["apiVersion"], "v1");
+    }
+}

@@ -1,0 +1,239 @@
+//! The watch fleet: one kube-rs `watcher` per (resource, namespace scope), each with its own
+//! initial list and relist, feeding filter → transform → store.
+//!
+//! - `namespaces: [a, b]` runs one stream per namespace; a forbidden (403) namespace is
+//!   reported in status and retried with backoff while the others serve.
+//! - `namespaceSelector` watches Namespace objects with that label selector (server-side); a
+//!   namespace that starts matching, or is created, gets a stream; one that stops matching, or
+//!   is deleted, has its stream stopped and its objects removed (DELETED), so nothing of it
+//!   stays in memory.
+//! - neither: one cluster-wide stream.
+//!
+//! Initial lists use streaming lists (`sendInitialEvents`, on by default since Kubernetes
+//! 1.34): objects arrive one at a time, so no page of full objects is ever held. A server that
+//! refuses them gets paginated lists with small pages instead.
+
+mod ingest;
+mod scope;
+
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use kube::{
+    discovery::{ApiCapabilities, ApiResource, Scope as ResourceScope},
+    Client,
+};
+use tokio::task::JoinHandle;
+
+pub use ingest::{Pipeline, Progress, ScopeIngest};
+pub use scope::{ScopeState, ScopeStatus};
+
+use crate::{
+    config::{Config, ConfigError, ResourceConfig, Scope},
+    filter::StringsExpr,
+    store::{Indexer, Store, StoreOptions},
+};
+
+/// Errors that stop the fleet from starting.
+#[derive(Debug, thiserror::Error)]
+pub enum FleetError {
+    /// The configuration names something the cluster does not have (or forbids discovering);
+    /// rendered as `FILE:LINE:COLUMN: field: message`.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+}
+
+/// A cached resource: its store and the status of each of its scopes.
+pub struct ResourceCache {
+    /// The name clients use (`resources[].name` in the config).
+    pub name: String,
+    pub api_resource: ApiResource,
+    pub namespaced: bool,
+    pub store: Arc<Store>,
+    status: scope::StatusBoard,
+}
+
+impl ResourceCache {
+    /// The status of every scope, by scope label: a namespace name, `*` for the cluster-wide
+    /// stream, or `namespaceSelector` for the stream of matching namespaces itself.
+    pub fn scopes(&self) -> BTreeMap<String, ScopeStatus> {
+        self.status.snapshot()
+    }
+
+    /// Whether every scope has completed its initial list.
+    pub fn is_synced(&self) -> bool {
+        let scopes = self.status.snapshot();
+        !scopes.is_empty() && scopes.values().all(|s| s.state == ScopeState::Synced)
+    }
+}
+
+/// All caches of one configuration, with their streams running.
+pub struct Fleet {
+    caches: Vec<Arc<ResourceCache>>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Fleet {
+    /// Resolves every resource through discovery, then starts its streams. An unknown kind
+    /// (or a resource that cannot be cached with the configured scope) stops start-up with an
+    /// error that points at the config file; nothing starts half-configured.
+    pub async fn start(client: Client, config: &Config) -> Result<Fleet, FleetError> {
+        let mut resolved = Vec::with_capacity(config.resources.len());
+        for (i, rc) in config.resources.iter().enumerate() {
+            let (ar, caps) = resolve(&client, config, i, rc).await?;
+            resolved.push((rc, ar, caps));
+        }
+
+        let mut caches = Vec::with_capacity(resolved.len());
+        let mut tasks = Vec::new();
+        for (rc, ar, caps) in resolved {
+            let indexes = rc
+                .indexes
+                .iter()
+                .map(|ix| {
+                    (
+                        ix.name.clone(),
+                        Arc::new(ExprIndexer(ix.expr.clone())) as Arc<dyn Indexer>,
+                    )
+                })
+                .collect();
+            let store = Arc::new(Store::new(StoreOptions {
+                log_max_events: config.change_log.max_events,
+                log_max_bytes: config.change_log.max_bytes,
+                indexes,
+            }));
+            let cache = Arc::new(ResourceCache {
+                name: rc.name.clone(),
+                api_resource: ar.clone(),
+                namespaced: caps.scope == ResourceScope::Namespaced,
+                store: store.clone(),
+                status: scope::StatusBoard::default(),
+            });
+            let pipeline = Pipeline {
+                api_version: ar.api_version.clone(),
+                kind: ar.kind.clone(),
+                filter: rc.filter.clone(),
+                transform: rc.transform.clone(),
+                store,
+            };
+            let spec = scope::StreamSpec {
+                client: client.clone(),
+                api_resource: ar,
+                label_selector: rc.label_selector.clone(),
+                field_selector: rc.field_selector.clone(),
+                pipeline,
+                status: cache.status.clone(),
+            };
+            match &rc.scope {
+                Scope::AllNamespaces => tasks.push(scope::spawn(spec, None)),
+                Scope::Namespaces(list) => {
+                    for ns in list {
+                        tasks.push(scope::spawn(spec.clone(), Some(ns.clone())));
+                    }
+                }
+                Scope::Selector(selector) => {
+                    tasks.push(tokio::spawn(scope::run_namespace_selector(
+                        spec,
+                        selector.to_string(),
+                    )));
+                }
+            }
+            tracing::info!(resource = %rc.name, kind = %cache.api_resource.kind, "cache started");
+            caches.push(cache);
+        }
+        Ok(Fleet {
+            caches,
+            tasks: Mutex::new(tasks),
+        })
+    }
+
+    /// The cache configured under `name`.
+    pub fn cache(&self, name: &str) -> Option<&Arc<ResourceCache>> {
+        self.caches.iter().find(|c| c.name == name)
+    }
+
+    /// Every cache, in config order.
+    pub fn caches(&self) -> &[Arc<ResourceCache>] {
+        &self.caches
+    }
+
+    /// Whether every scope of every resource has completed its initial list.
+    pub fn is_synced(&self) -> bool {
+        self.caches.iter().all(|c| c.is_synced())
+    }
+
+    /// Waits until [`Fleet::is_synced`], polling; returns false if `timeout` passes first.
+    pub async fn wait_synced(&self, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        while !self.is_synced() {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        true
+    }
+
+    /// Stops every stream.
+    pub fn shutdown(&self) {
+        for t in self
+            .tasks
+            .lock()
+            .expect("fleet task list poisoned")
+            .drain(..)
+        {
+            t.abort();
+        }
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+async fn resolve(
+    client: &Client,
+    config: &Config,
+    index: usize,
+    rc: &ResourceConfig,
+) -> Result<(ApiResource, ApiCapabilities), FleetError> {
+    let gvk = kube::api::GroupVersionKind::gvk(&rc.group, &rc.version, &rc.kind);
+    let (ar, caps) = kube::discovery::pinned_kind(client, &gvk).await.map_err(|e| {
+        config.error_at(
+            index,
+            "kind",
+            &format!(
+                "{} {} is not served by the cluster ({e}); check apiVersion and kind, or install its CustomResourceDefinition",
+                rc.api_version, rc.kind
+            ),
+        )
+    })?;
+    if caps.scope == ResourceScope::Cluster && !matches!(rc.scope, Scope::AllNamespaces) {
+        let field = match rc.scope {
+            Scope::Namespaces(_) => "namespaces",
+            _ => "namespaceSelector",
+        };
+        return Err(config
+            .error_at(
+                index,
+                field,
+                &format!("{} is cluster-scoped: remove {field}", rc.kind),
+            )
+            .into());
+    }
+    Ok((ar, caps))
+}
+
+/// A configured secondary index, as the store sees it.
+struct ExprIndexer(StringsExpr);
+
+impl Indexer for ExprIndexer {
+    fn values(&self, object: &serde_json::Value) -> Vec<String> {
+        self.0.values(object)
+    }
+}
