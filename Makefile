@@ -56,3 +56,12 @@ test: tools
 	$(BIN)/cluster up --dir $(TEST_CLUSTER_DIR) --bin $(BIN); \
 	(cd tools && go vet ./... && go test ./...); \
 	INFORMERD_CLUSTER_DIR=$(abspath $(TEST_CLUSTER_DIR)) cargo test --workspace
+
+# --- the demo -----------------------------------------------------------------------------------
+DEMO_PODS ?= 5000
+.PHONY: demo
+demo: cluster
+	$(BIN)/seed pods --kubeconfig $(CLUSTER_DIR)/kubeconfig --prefix demo --pods $(DEMO_PODS) --namespaces 5
+	cargo build --release
+	@echo "informerd caches the DaemonSet-owned pods of every seeded namespace; Ctrl-C stops it"
+	RUST_LOG=info target/release/informerd serve --config examples/demo.yaml --kubeconfig $(CLUSTER_DIR)/kubeconfig

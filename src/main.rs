@@ -74,6 +74,13 @@ fn main() -> ExitCode {
     }
 }
 
+/// Bytes the process has allocated, by jemalloc's own count.
+fn allocated_bytes() -> usize {
+    use tikv_jemalloc_ctl::{epoch, stats};
+    epoch::advance().ok();
+    stats::allocated::read().unwrap_or(0)
+}
+
 fn init_tracing() {
     use tracing_subscriber::EnvFilter;
     tracing_subscriber::fmt()
@@ -109,8 +116,12 @@ async fn serve(
                 if !announced && fleet.is_synced() {
                     announced = true;
                     for c in fleet.caches() {
-                        tracing::info!(resource = %c.name, objects = c.store.len(), "synced");
+                        let stats = c.store.stats();
+                        tracing::info!(resource = %c.name, objects = stats.objects,
+                            encoded_bytes_per_object = stats.encoded_bytes / stats.objects.max(1),
+                            "synced");
                     }
+                    tracing::info!(allocated_mib = allocated_bytes() >> 20, "every scope synced");
                 }
             }
         }

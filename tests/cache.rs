@@ -26,6 +26,14 @@ const SYNC_TIMEOUT: Duration = Duration::from_secs(300);
 
 type Objects = BTreeMap<String, Value>;
 
+/// A config caching Pods under the name `pods`, with `rest` (YAML, indented by two) as the
+/// resource's other fields.
+fn pods_config(rest: &str) -> Config {
+    parse(&format!(
+        "apiVersion: informerd.io/v1alpha1\nkind: Config\nresources:\n- name: pods\n  apiVersion: v1\n  kind: Pod\n{rest}"
+    ))
+}
+
 fn parse(yaml: &str) -> Config {
     config::parse("test.yaml", yaml)
         .unwrap_or_else(|e| panic!("test config is invalid: {e}\n{yaml}"))
@@ -147,15 +155,8 @@ async fn keeps_exactly_the_daemonset_pods_without_stripped_fields() -> anyhow::R
     let namespaces = seeded_namespaces(&prefix, 5);
     cp.seed(&prefix, 400, 5)?;
 
-    let cfg = parse(&format!(
-        r#"
-apiVersion: informerd.io/v1alpha1
-kind: Config
-resources:
-- name: pods
-  apiVersion: v1
-  kind: Pod
-  namespaces: {namespaces:?}
+    let cfg = pods_config(&format!(
+        r#"  namespaces: {namespaces:?}
   filter: 'object.metadata.ownerReferences.exists(o, o.kind == "DaemonSet")'
   transform:
     drop:
@@ -237,15 +238,8 @@ async fn after_churn_the_cache_equals_the_apiserver() -> anyhow::Result<()> {
     cp.seed(&prefix, 400, 4)?;
 
     // The churn toggles informerd.io/tier between keep and drop: objects move in and out.
-    let cfg = parse(&format!(
-        r#"
-apiVersion: informerd.io/v1alpha1
-kind: Config
-resources:
-- name: pods
-  apiVersion: v1
-  kind: Pod
-  namespaces: {namespaces:?}
+    let cfg = pods_config(&format!(
+        r#"  namespaces: {namespaces:?}
   filter: 'object.metadata.labels["informerd.io/tier"] == "keep"'
   transform:
     keep: [metadata, spec.nodeName, status.phase, status.conditions, status.podIP]
@@ -341,15 +335,8 @@ async fn namespace_selector_adds_and_removes_namespaces_at_runtime() -> anyhow::
     create_pods(&client, &ns, 3).await?;
     let team = unique_prefix("team");
 
-    let cfg = parse(&format!(
-        r#"
-apiVersion: informerd.io/v1alpha1
-kind: Config
-resources:
-- name: pods
-  apiVersion: v1
-  kind: Pod
-  namespaceSelector:
+    let cfg = pods_config(&format!(
+        r#"  namespaceSelector:
     matchLabels:
       informerd.io/team: {team}
 "#
@@ -445,15 +432,8 @@ async fn a_forbidden_namespace_is_reported_while_the_others_serve() -> anyhow::R
     }
     let sa_client = cp.client_as(&allowed_a, "informerd").await?;
 
-    let cfg = parse(&format!(
-        r#"
-apiVersion: informerd.io/v1alpha1
-kind: Config
-resources:
-- name: pods
-  apiVersion: v1
-  kind: Pod
-  namespaces: [{allowed_a}, {allowed_b}, {denied}]
+    let cfg = pods_config(&format!(
+        r#"  namespaces: [{allowed_a}, {allowed_b}, {denied}]
 "#
     ));
     let fleet = Fleet::start(sa_client, &cfg).await?;

@@ -19,17 +19,29 @@ fn write(name: &str, text: &str) -> std::path::PathBuf {
 }
 
 #[test]
-fn check_config_accepts_the_example() {
-    let example = informerd_testkit::repo_root().join("examples/informerd.yaml");
-    let out = informerd()
-        .arg("check-config")
-        .arg(&example)
-        .output()
-        .expect("run");
+fn check_config_accepts_every_example() {
+    let dir = informerd_testkit::repo_root().join("examples");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).expect("examples/") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            let out = informerd()
+                .arg("check-config")
+                .arg(&path)
+                .output()
+                .expect("run");
+            assert!(
+                out.status.success(),
+                "{}: {}",
+                path.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            checked += 1;
+        }
+    }
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        checked >= 2,
+        "examples/ holds the example and the demo configs"
     );
 }
 

@@ -37,6 +37,11 @@ use crate::{
     store::{Indexer, Store, StoreOptions},
 };
 
+/// How many scopes run their initial list at once. Each list in flight holds connection and
+/// decoding buffers; with tens of namespaces syncing together those buffers, not the cache,
+/// set the start-up peak. Ingest is CPU-bound, so a few at a time sync as fast as all at once.
+const INITIAL_LISTS: usize = 2;
+
 /// Errors that stop the fleet from starting.
 #[derive(Debug, thiserror::Error)]
 pub enum FleetError {
@@ -87,6 +92,7 @@ impl Fleet {
             resolved.push((rc, ar, caps));
         }
 
+        let initial_lists = Arc::new(tokio::sync::Semaphore::new(INITIAL_LISTS));
         let mut caches = Vec::with_capacity(resolved.len());
         let mut tasks = Vec::new();
         for (rc, ar, caps) in resolved {
@@ -126,6 +132,7 @@ impl Fleet {
                 field_selector: rc.field_selector.clone(),
                 pipeline,
                 status: cache.status.clone(),
+                initial_lists: initial_lists.clone(),
             };
             match &rc.scope {
                 Scope::AllNamespaces => tasks.push(scope::spawn(spec, None)),

@@ -89,6 +89,8 @@ pub(super) struct StreamSpec {
     pub field_selector: Option<String>,
     pub pipeline: Pipeline,
     pub status: StatusBoard,
+    /// Bounds how many scopes run their initial list at once (shared by the whole fleet).
+    pub initial_lists: Arc<tokio::sync::Semaphore>,
 }
 
 /// The label of the cluster-wide scope in status.
@@ -116,6 +118,8 @@ async fn run_scope(spec: StreamSpec, namespace: Option<String>, label: String) {
     };
     let mut ingest = ScopeIngest::new(spec.pipeline.clone(), namespace.clone());
     let mut streaming = true;
+    // Held until this scope's first list completes or fails; see INITIAL_LISTS.
+    let mut permit = spec.initial_lists.clone().acquire_owned().await.ok();
     loop {
         let mut wc = watcher::Config::default();
         if let Some(l) = &spec.label_selector {
@@ -154,6 +158,7 @@ async fn run_scope(spec: StreamSpec, namespace: Option<String>, label: String) {
                             Progress::Synced => {
                                 s.state = ScopeState::Synced;
                                 s.last_error = None;
+                                permit = None;
                             }
                             Progress::Watched => {}
                         }
@@ -180,6 +185,8 @@ async fn run_scope(spec: StreamSpec, namespace: Option<String>, label: String) {
                         fall_back = true;
                         break;
                     }
+                    // A failing scope must not hold up the others' initial lists.
+                    permit = None;
                     let (state, message) =
                         describe(&spec.api_resource, namespace.as_deref(), code, &err);
                     tracing::warn!(resource = %spec.api_resource.plural, scope = %label, %message, "scope not serving; retrying with backoff");
