@@ -212,12 +212,12 @@ fn log_progress(spec: &StreamSpec, label: &str, started: Instant, done: bool) {
         .map(|s| s.listed)
         .unwrap_or(0);
     let secs = started.elapsed().as_secs_f64().max(1e-3);
-    let held = spec.pipeline.store.len();
+    let store_objects = spec.pipeline.store.len();
     if done {
-        tracing::info!(resource = %spec.api_resource.plural, scope = %label, listed, held,
+        tracing::info!(resource = %spec.api_resource.plural, scope = %label, listed, store_objects,
             seconds = format!("{secs:.1}"), "scope synced");
     } else {
-        tracing::info!(resource = %spec.api_resource.plural, scope = %label, listed, held,
+        tracing::info!(resource = %spec.api_resource.plural, scope = %label, listed, store_objects,
             per_second = format!("{:.0}", listed as f64 / secs), "initial sync in progress");
     }
 }
