@@ -152,7 +152,12 @@ impl ScopeIngest {
             Ok(Some(_)) => self.counters.changes += 1,
             Ok(None) => {}
             Err(e) => {
+                // Serving the previous version as if it were current would be a lie: drop it,
+                // as a relist would.
                 tracing::warn!(object = %key, error = %e, "object not stored");
+                if self.pipeline.store.delete(&key).is_some() {
+                    self.counters.changes += 1;
+                }
                 return None;
             }
         }
@@ -292,6 +297,22 @@ mod tests {
                 (ChangeKind::Added, "a/y".to_string())
             ]
         );
+    }
+
+    #[test]
+    fn an_update_the_store_refuses_removes_the_stale_version() {
+        let p = pipeline(None);
+        let mut scope = ScopeIngest::new(p.clone(), Some("a".into()));
+        list(&mut scope, vec![pod("a", "x", "1", "keep")]);
+        let synced = p.store.revision();
+        let mut deep = json!("leaf");
+        for _ in 0..300 {
+            deep = json!({ "d": deep });
+        }
+        let mut update = pod("a", "x", "2", "keep");
+        update.data["spec"]["deep"] = deep;
+        scope.handle(watcher::Event::Apply(update));
+        assert_eq!(changes(&p.store, synced), vec![(ChangeKind::Deleted, "a/x".to_string())]);
     }
 
     #[test]

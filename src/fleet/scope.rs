@@ -120,6 +120,8 @@ async fn run_scope(spec: StreamSpec, namespace: Option<String>, label: String) {
     let mut streaming = true;
     // Held until this scope's first list completes or fails; see INITIAL_LISTS.
     let mut permit = spec.initial_lists.clone().acquire_owned().await.ok();
+    let mut lists = 0u64;
+    let mut synced_once = false;
     loop {
         let mut wc = watcher::Config::default();
         if let Some(l) = &spec.label_selector {
@@ -135,7 +137,6 @@ async fn run_scope(spec: StreamSpec, namespace: Option<String>, label: String) {
         };
         let stream = watcher(api.clone(), wc).default_backoff();
         futures::pin_mut!(stream);
-        let mut lists = 0u64;
         let mut started = Instant::now();
         let mut last_log = Instant::now();
         let mut fall_back = false;
@@ -144,6 +145,14 @@ async fn run_scope(spec: StreamSpec, namespace: Option<String>, label: String) {
                 Ok(event) => {
                     let progress = ingest.handle(event);
                     let counters = ingest.counters;
+                    if progress == Progress::ListStarted && lists > 0 && !synced_once {
+                        // The first list restarted without completing (kube-rs restarts a
+                        // streaming list whose stream ends before the initial-events bookmark,
+                        // without an error): stop holding up other scopes, and use paginated
+                        // lists, which complete page by page.
+                        drop(permit.take());
+                        fall_back = streaming;
+                    }
                     spec.status.update(&label, |s| {
                         s.changes = counters.changes;
                         s.filter_errors = counters.filter_errors;
@@ -158,7 +167,12 @@ async fn run_scope(spec: StreamSpec, namespace: Option<String>, label: String) {
                             Progress::Synced => {
                                 s.state = ScopeState::Synced;
                                 s.last_error = None;
-                                permit = None;
+                            }
+                            // A watch event after an error: the watch resumed (kube-rs resumes
+                            // from the last resourceVersion without a new list).
+                            Progress::Watched if synced_once => {
+                                s.state = ScopeState::Synced;
+                                s.last_error = None;
                             }
                             Progress::Watched => {}
                         }
@@ -173,23 +187,38 @@ async fn run_scope(spec: StreamSpec, namespace: Option<String>, label: String) {
                             last_log = Instant::now();
                             log_progress(&spec, &label, started, false);
                         }
-                        Progress::Synced => log_progress(&spec, &label, started, true),
+                        Progress::Synced => {
+                            synced_once = true;
+                            drop(permit.take());
+                            log_progress(&spec, &label, started, true);
+                        }
                         _ => {}
+                    }
+                    if fall_back {
+                        tracing::warn!(resource = %spec.api_resource.plural, scope = %label,
+                            "the streaming list did not complete; using paginated lists");
+                        break;
                     }
                 }
                 Err(err) => {
                     let code = status_code(&err);
-                    if streaming && matches!(code, Some(400 | 422)) {
+                    if streaming && !synced_once && refuses_streaming_lists(&err) {
                         tracing::warn!(resource = %spec.api_resource.plural, scope = %label, error = %err,
                             "the apiserver refuses streaming lists; using paginated lists");
                         fall_back = true;
                         break;
                     }
                     // A failing scope must not hold up the others' initial lists.
-                    permit = None;
-                    let (state, message) =
+                    drop(permit.take());
+                    let (mut state, message) =
                         describe(&spec.api_resource, namespace.as_deref(), code, &err);
-                    tracing::warn!(resource = %spec.api_resource.plural, scope = %label, %message, "scope not serving; retrying with backoff");
+                    if synced_once && state == ScopeState::Failing {
+                        // A dropped connection after the sync: the watcher resumes from the
+                        // last resourceVersion, and the cache keeps serving what it holds.
+                        // Report the error, not a state the scope is not in.
+                        state = ScopeState::Synced;
+                    }
+                    tracing::warn!(resource = %spec.api_resource.plural, scope = %label, %message, "watch error; retrying with backoff");
                     spec.status.update(&label, |s| {
                         s.state = state;
                         s.last_error = Some(message);
@@ -201,6 +230,19 @@ async fn run_scope(spec: StreamSpec, namespace: Option<String>, label: String) {
             return;
         }
         streaming = false;
+    }
+}
+
+/// Whether the apiserver rejected the streaming list request itself (an apiserver without the
+/// WatchList feature answers `sendInitialEvents` with 400/422), as opposed to any other 4xx.
+fn refuses_streaming_lists(err: &watcher::Error) -> bool {
+    match err {
+        watcher::Error::WatchStartFailed(kube::Error::Api(s)) => {
+            matches!(s.code, 400 | 422)
+                && (s.message.contains("sendInitialEvents")
+                    || s.message.contains("resourceVersionMatch"))
+        }
+        _ => false,
     }
 }
 
@@ -277,7 +319,8 @@ pub(super) async fn run_namespace_selector(spec: StreamSpec, selector: String) {
     let wc = watcher::Config::default().labels(&selector);
     let stream = watcher(api, wc).default_backoff();
     futures::pin_mut!(stream);
-    let mut scopes: AHashMap<String, JoinHandle<()>> = AHashMap::new();
+    // Dropping the map (the selector task aborted by Fleet::shutdown) aborts every stream.
+    let mut scopes: AHashMap<String, AbortOnDrop> = AHashMap::new();
     let mut listing: Option<AHashSet<String>> = None;
     while let Some(item) = stream.next().await {
         let event = match item {
@@ -308,7 +351,7 @@ pub(super) async fn run_namespace_selector(spec: StreamSpec, selector: String) {
                 }
                 scopes.entry(name.clone()).or_insert_with(|| {
                     tracing::info!(resource = %spec.api_resource.plural, namespace = %name, "namespace matches the selector; starting its stream");
-                    spawn(spec.clone(), Some(name))
+                    AbortOnDrop(spawn(spec.clone(), Some(name)))
                 });
             }
             watcher::Event::InitDone => {
@@ -336,12 +379,12 @@ pub(super) async fn run_namespace_selector(spec: StreamSpec, selector: String) {
 }
 
 /// Stops a namespace's stream and removes its objects: each becomes DELETED for subscribers.
-async fn stop(spec: &StreamSpec, scopes: &mut AHashMap<String, JoinHandle<()>>, namespace: &str) {
-    let Some(task) = scopes.remove(namespace) else {
+async fn stop(spec: &StreamSpec, scopes: &mut AHashMap<String, AbortOnDrop>, namespace: &str) {
+    let Some(mut task) = scopes.remove(namespace) else {
         return;
     };
-    task.abort();
-    let _ = task.await;
+    task.0.abort();
+    let _ = (&mut task.0).await;
     let store = &spec.pipeline.store;
     let keys = store.keys(Some(namespace));
     let removed = keys.len();
@@ -351,4 +394,13 @@ async fn stop(spec: &StreamSpec, scopes: &mut AHashMap<String, JoinHandle<()>>, 
     spec.status.remove(namespace);
     tracing::info!(resource = %spec.api_resource.plural, namespace, removed,
         "namespace no longer matches the selector; stream stopped and its objects removed");
+}
+
+/// A stream's task, aborted when its handle is dropped.
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
