@@ -312,7 +312,10 @@ mod tests {
         let mut update = pod("a", "x", "2", "keep");
         update.data["spec"]["deep"] = deep;
         scope.handle(watcher::Event::Apply(update));
-        assert_eq!(changes(&p.store, synced), vec![(ChangeKind::Deleted, "a/x".to_string())]);
+        assert_eq!(
+            changes(&p.store, synced),
+            vec![(ChangeKind::Deleted, "a/x".to_string())]
+        );
     }
 
     #[test]
