@@ -52,10 +52,11 @@ seed: cluster
 # --- tests --------------------------------------------------------------------------------------
 .PHONY: test
 test: tools
-	@set -e; trap '$(BIN)/cluster down --dir $(TEST_CLUSTER_DIR)' EXIT; \
+	@set -eo pipefail; trap '$(BIN)/cluster down --dir $(TEST_CLUSTER_DIR)' EXIT; \
 	$(BIN)/cluster up --dir $(TEST_CLUSTER_DIR) --bin $(BIN); \
 	(cd tools && go vet ./... && go test ./...); \
-	INFORMERD_CLUSTER_DIR=$(abspath $(TEST_CLUSTER_DIR)) cargo test --workspace
+	INFORMERD_CLUSTER_DIR=$(abspath $(TEST_CLUSTER_DIR)) cargo test --workspace 2>&1 | tee .cache/cargo-test.log; \
+	awk '/^test result:/ { p += $$4; f += $$6 } END { printf "tests: %d passed, %d failed\n", p, f }' .cache/cargo-test.log
 
 # --- the demo -----------------------------------------------------------------------------------
 DEMO_PODS ?= 5000
