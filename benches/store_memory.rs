@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use informerd::store::{Indexer, Store, StoreOptions};
+use informerd::transform::Transform;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Map, Value};
@@ -521,48 +522,14 @@ impl Profile {
         }
     }
 
-    fn project(self, mut pod: Value) -> Value {
-        if let Some(m) = pod["metadata"].as_object_mut() {
-            m.remove("managedFields");
-        }
+    /// The profile as the product defines it: the same transforms a config would compile.
+    fn transform(self) -> Transform {
         match self {
-            Profile::Full => pod,
-            Profile::MetadataOnly => {
-                json!({"apiVersion": pod["apiVersion"], "kind": pod["kind"], "metadata": pod["metadata"]})
-            }
-            Profile::Controller => {
-                let keep = [
-                    "name",
-                    "generateName",
-                    "namespace",
-                    "uid",
-                    "resourceVersion",
-                    "creationTimestamp",
-                    "labels",
-                    "annotations",
-                    "ownerReferences",
-                ];
-                let mut meta = Map::new();
-                if let Value::Object(m) = pod["metadata"].take() {
-                    meta.extend(m.into_iter().filter(|(k, _)| keep.contains(&k.as_str())));
-                }
-                let mut status = Map::new();
-                if let Value::Object(s) = pod["status"].take() {
-                    status.extend(
-                        s.into_iter().filter(|(k, _)| {
-                            ["phase", "conditions", "podIP"].contains(&k.as_str())
-                        }),
-                    );
-                }
-                json!({
-                    "apiVersion": pod["apiVersion"],
-                    "kind": pod["kind"],
-                    "metadata": meta,
-                    "spec": {"nodeName": pod["spec"]["nodeName"]},
-                    "status": status,
-                })
-            }
+            Profile::Controller => Ok(Transform::controller()),
+            Profile::MetadataOnly => Transform::new(&["metadata.managedFields"], &["metadata"]),
+            Profile::Full => Transform::new(&["metadata.managedFields"], &[] as &[&str]),
         }
+        .expect("valid profile")
     }
 }
 
@@ -584,11 +551,13 @@ fn measure_store(fixtures: &[Value], profile: Profile, pods: usize) -> (f64, Str
         log_max_bytes: LOG_MAX_BYTES,
         indexes: vec![("node".to_owned(), Arc::new(NodeIndex) as Arc<dyn Indexer>)],
     };
+    let transform = profile.transform();
     let before = allocated();
     let store = Store::new(options);
     let start = Instant::now();
     for _ in 0..pods {
-        let object = profile.project(generator.pod());
+        let mut object = generator.pod();
+        transform.apply(&mut object);
         store.apply(object).expect("generated pods are valid");
     }
     let elapsed = start.elapsed();
@@ -609,10 +578,12 @@ fn measure_store(fixtures: &[Value], profile: Profile, pods: usize) -> (f64, Str
 
 fn measure_value_map(fixtures: &[Value], profile: Profile, pods: usize) -> f64 {
     let mut generator = Generator::new(fixtures);
+    let transform = profile.transform();
     let before = allocated();
     let mut map: HashMap<String, Value> = HashMap::new();
     for _ in 0..pods {
-        let object = profile.project(generator.pod());
+        let mut object = generator.pod();
+        transform.apply(&mut object);
         let key = format!(
             "{}/{}",
             object["metadata"]["namespace"].as_str().unwrap_or_default(),

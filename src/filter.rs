@@ -69,3 +69,17 @@ pub enum FilterError {
         message: String,
     },
 }
+
+/// Writes selector requirements in Kubernetes string syntax: comma-separated (an AND).
+fn write_requirements<T: std::fmt::Display>(
+    f: &mut std::fmt::Formatter<'_>,
+    requirements: &[T],
+) -> std::fmt::Result {
+    for (i, r) in requirements.iter().enumerate() {
+        if i > 0 {
+            f.write_str(",")?;
+        }
+        write!(f, "{r}")?;
+    }
+    Ok(())
+}

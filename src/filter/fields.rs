@@ -204,13 +204,7 @@ fn parse_term(term: &[char], column: usize) -> Result<FieldRequirement, (usize, 
 impl fmt::Display for FieldSelector {
     /// The Kubernetes string syntax, with values escaped.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, r) in self.requirements.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            write!(f, "{r}")?;
-        }
-        Ok(())
+        super::write_requirements(f, &self.requirements)
     }
 }
 

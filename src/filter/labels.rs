@@ -255,13 +255,7 @@ impl LabelSelector {
 impl fmt::Display for LabelSelector {
     /// The Kubernetes string syntax, e.g. for `ListParams::labels`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, r) in self.requirements.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            write!(f, "{r}")?;
-        }
-        Ok(())
+        super::write_requirements(f, &self.requirements)
     }
 }
 
