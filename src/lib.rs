@@ -2,8 +2,10 @@
 //!
 //! The modules follow the data flow:
 //! `config` → `fleet` (list/watch per scope) → `filter` (CEL, before storing) →
-//! `transform` (drop/keep paths, before storing) → `store` (compact, revisioned, indexed).
+//! `transform` (drop/keep paths, before storing) → `store` (compact, revisioned, indexed) →
+//! `api` (gRPC: Get, List, Watch, Status).
 
+pub mod api;
 pub mod config;
 pub mod filter;
 pub mod fleet;

@@ -1,0 +1,2 @@
+//! The gRPC API: Get, List, Watch and Status over the caches of the fleet.
+pub mod proto;
