@@ -7,6 +7,10 @@
 //! starts). Either way `cluster up` is run first; it is idempotent and only prints the
 //! kubeconfig path while the cluster is up.
 
+mod sidecar;
+
+pub use sidecar::Sidecar;
+
 use std::{
     path::{Path, PathBuf},
     process::Command,

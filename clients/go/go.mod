@@ -1,0 +1,3 @@
+module informerd.io/clients/go
+
+go 1.26

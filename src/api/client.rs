@@ -1,0 +1,1 @@
+//! Connecting to a running sidecar: used by the CLI client, tests and benchmarks.

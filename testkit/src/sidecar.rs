@@ -1,0 +1,151 @@
+//! A running informerd sidecar for tests and benchmarks: the real binary, serving the control
+//! plane's objects on a Unix socket of its own.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use crate::{ControlPlane, Error, Result};
+
+/// An `informerd serve` process; killed when dropped.
+#[derive(Debug)]
+pub struct Sidecar {
+    bin: PathBuf,
+    dir: PathBuf,
+    config: PathBuf,
+    socket: PathBuf,
+    kubeconfig: PathBuf,
+    child: Option<Child>,
+}
+
+impl Sidecar {
+    /// Starts `bin serve` with a configuration made of `resources_yaml` (the `resources:`
+    /// section, a YAML list) and a socket in a fresh temporary directory; returns once the
+    /// socket exists (the API serves before the caches have synced: wait with the API).
+    pub fn start(bin: &Path, cluster: &ControlPlane, resources_yaml: &str) -> Result<Sidecar> {
+        Self::start_with(bin, cluster, "", resources_yaml)
+    }
+
+    /// Like [`Sidecar::start`], with more of the `server:` section (indented YAML lines, e.g.
+    /// `  listen: 127.0.0.1:0\n`).
+    pub fn start_with(
+        bin: &Path,
+        cluster: &ControlPlane,
+        server_yaml: &str,
+        resources_yaml: &str,
+    ) -> Result<Sidecar> {
+        let dir = temp_dir()?;
+        let socket = dir.join("informerd.sock");
+        let config = dir.join("informerd.yaml");
+        let text = format!(
+            "apiVersion: informerd.io/v1alpha1\nkind: Config\nserver:\n  socket: {}\n{server_yaml}resources:\n{resources_yaml}",
+            socket.display()
+        );
+        std::fs::write(&config, text).map_err(|e| io("write the sidecar config", e))?;
+        let mut sidecar = Sidecar {
+            bin: bin.to_path_buf(),
+            dir,
+            config,
+            socket,
+            kubeconfig: cluster.kubeconfig().to_path_buf(),
+            child: None,
+        };
+        sidecar.spawn()?;
+        Ok(sidecar)
+    }
+
+    /// The Unix socket it serves on.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// Its standard error so far (the log).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("informerd.log")).unwrap_or_default()
+    }
+
+    /// Kills the process and starts a new one with the same configuration and socket.
+    pub fn restart(&mut self) -> Result<()> {
+        self.kill();
+        self.spawn()
+    }
+
+    /// Kills the process (dropping does too).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    fn spawn(&mut self) -> Result<()> {
+        let _ = std::fs::remove_file(&self.socket);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("informerd.log"))
+            .map_err(|e| io("open the sidecar log", e))?;
+        let child = Command::new(&self.bin)
+            .arg("serve")
+            .arg("--config")
+            .arg(&self.config)
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| io(&format!("start {}", self.bin.display()), e))?;
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !self.socket.exists() {
+            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                return Err(Error::Command {
+                    command: format!("{} serve", self.bin.display()),
+                    detail: format!("exited with {status}: {}", self.log()),
+                });
+            }
+            if Instant::now() > deadline {
+                return Err(Error::Command {
+                    command: format!("{} serve", self.bin.display()),
+                    detail: format!("no socket after 60 s: {}", self.log()),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Sidecar {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn temp_dir() -> Result<PathBuf> {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    // Short: a Unix socket path is limited to about 100 bytes.
+    let dir = std::env::temp_dir().join(format!(
+        "informerd-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| io("create a temporary directory", e))?;
+    Ok(dir)
+}
+
+fn io(what: &str, e: std::io::Error) -> Error {
+    Error::Command {
+        command: what.to_string(),
+        detail: e.to_string(),
+    }
+}
