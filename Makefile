@@ -31,6 +31,12 @@ $(BIN)/etcd $(BIN)/cluster $(BIN)/seed: $(BIN)/%: $(GO_TOOLS)
 	@mkdir -p $(BIN)
 	cd tools && go build -ldflags='-s -w' -o ../$(BIN)/ ./cmd/$*
 
+# grpcurl, for the tests that call the API the way a user would (through server reflection).
+GRPCURL_VERSION := v1.9.3
+$(BIN)/grpcurl:
+	@mkdir -p $(BIN)
+	GOBIN=$(abspath $(BIN)) GOFLAGS= go install github.com/fullstorydev/grpcurl/cmd/grpcurl@$(GRPCURL_VERSION)
+
 .PHONY: control-plane tools
 control-plane: $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd $(BIN)/cluster
 tools: control-plane $(BIN)/seed

@@ -11,6 +11,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let fds = protox::compile([proto], ["proto"])?;
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
     std::fs::write(out.join("informerd_descriptor.bin"), fds.encode_to_vec())?;
-    tonic_prost_build::configure().compile_fds(fds)?;
+    // Object JSON is shared between the watchers of one change: `Bytes`, cloned by reference.
+    tonic_prost_build::configure()
+        .bytes(".informerd.v1.Object.json")
+        .compile_fds(fds)?;
     Ok(())
 }

@@ -1,3 +1,339 @@
-//! The gRPC API: Get, List, Watch and Status over the caches of the fleet.
+//! The gRPC API (`proto/informerd/v1/cache.proto`): Get, List, Watch and Status over the caches
+//! of the fleet, with gRPC health checking and server reflection, on a Unix socket and
+//! optionally on TCP.
+//!
+//! - `query`: the filters and field mask of a request, validated once, matched per object.
+//! - `watch`: one hub per resource broadcasts decoded changes; each watcher filters, applies
+//!   transitions and predicates, and has a bounded buffer.
+//! - `service`: the RPCs. `reason`: statuses with the `informerd-reason` trailer.
+//!
+//! Where it listens (decided in `config`): a Unix socket always; TCP on loopback, or on any
+//! address with TLS. Health: the overall service ("") and `informerd.v1.Cache` are SERVING once
+//! every scope has synced (readiness), NOT_SERVING before.
+
 pub mod client;
 pub mod proto;
+mod query;
+pub mod reason;
+mod service;
+mod watch;
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
+
+use thiserror::Error;
+use tokio::sync::watch as signal;
+use tokio::time::Instant;
+use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
+use tonic::Status;
+
+use crate::config::{Config, IndexConfig, ServerConfig, TlsConfig};
+use crate::fleet::{Fleet, ResourceCache, ScopeState};
+pub use reason::{Reason, REASON_TRAILER};
+pub use watch::{DEFAULT_BOOKMARK_INTERVAL, WATCHER_BUFFER};
+
+/// What can stop the API from serving.
+#[derive(Debug, Error)]
+pub enum ApiError {
+    #[error("server.socket {path}: {message}")]
+    Socket { path: PathBuf, message: String },
+    #[error("server.listen {addr}: {source}")]
+    Listen {
+        addr: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("server.tls: {0}")]
+    Tls(String),
+    #[error("the gRPC server failed: {0}")]
+    Serve(#[from] tonic::transport::Error),
+}
+
+/// One served resource: its cache, what requests may select on, and its watchers.
+pub struct Resource {
+    cache: Arc<ResourceCache>,
+    indexes: Vec<IndexConfig>,
+    hub: watch::Hub,
+    watchers: AtomicU64,
+    dropped: AtomicU64,
+    stop: signal::Receiver<bool>,
+}
+
+impl Resource {
+    /// Fields a field selector may use: the names, and the fields of `path` indexes.
+    fn selectable_fields(&self) -> Vec<String> {
+        let mut fields = vec!["metadata.name".to_string()];
+        if self.cache.namespaced {
+            fields.push("metadata.namespace".into());
+        }
+        fields.extend(
+            self.indexes
+                .iter()
+                .filter_map(|i| i.expr.as_path())
+                .map(|p| p.as_str().to_string()),
+        );
+        fields
+    }
+
+    /// Waits until every scope has synced, or fails with `UNAVAILABLE` at `until`.
+    async fn wait_synced(&self, until: Instant) -> Result<(), Status> {
+        while !self.cache.is_synced() {
+            if Instant::now() >= until {
+                let pending: Vec<String> = self
+                    .cache
+                    .scopes()
+                    .into_iter()
+                    .filter(|(_, s)| s.state != ScopeState::Synced)
+                    .map(|(scope, s)| match s.last_error {
+                        Some(e) => format!("{scope}: {:?} ({e})", s.state),
+                        None => format!("{scope}: {:?}", s.state),
+                    })
+                    .collect();
+                return Err(Reason::NotSynced.status(format!(
+                    "{} has not synced yet ({}); retry, or call without wait_for_sync to read \
+                     what is cached",
+                    self.cache.name,
+                    pending.join("; ")
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(())
+    }
+}
+
+/// The service over a fleet; cheap to clone.
+#[derive(Clone)]
+pub struct Api {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    fleet: Arc<Fleet>,
+    resources: Vec<Arc<Resource>>,
+    stop: signal::Sender<bool>,
+}
+
+impl Api {
+    /// The API over `fleet`, whose caches were started from `config`. Starts one hub task per
+    /// resource: call from within a Tokio runtime.
+    pub fn new(fleet: Arc<Fleet>, config: &Config) -> Api {
+        let (stop, stopped) = signal::channel(false);
+        let resources = fleet
+            .caches()
+            .iter()
+            .map(|cache| {
+                let indexes = config
+                    .resources
+                    .iter()
+                    .find(|r| r.name == cache.name)
+                    .map(|r| r.indexes.clone())
+                    .unwrap_or_default();
+                Arc::new(Resource {
+                    cache: cache.clone(),
+                    indexes,
+                    hub: watch::Hub::start(cache.store.clone(), stopped.clone()),
+                    watchers: AtomicU64::new(0),
+                    dropped: AtomicU64::new(0),
+                    stop: stopped.clone(),
+                })
+            })
+            .collect();
+        Api {
+            inner: Arc::new(Inner {
+                fleet,
+                resources,
+                stop,
+            }),
+        }
+    }
+
+    fn resources(&self) -> &[Arc<Resource>] {
+        &self.inner.resources
+    }
+
+    fn resource(&self, name: &str) -> Result<Arc<Resource>, Status> {
+        if name.is_empty() {
+            return Err(reason::invalid(
+                "resource",
+                format!("is required; this sidecar serves: {}", self.names()),
+            ));
+        }
+        self.resources()
+            .iter()
+            .find(|r| r.cache.name == name)
+            .cloned()
+            .ok_or_else(|| {
+                Reason::NotFound.status(format!(
+                    "no resource named {name:?} in the configuration; this sidecar serves: {}",
+                    self.names()
+                ))
+            })
+    }
+
+    fn names(&self) -> String {
+        self.resources()
+            .iter()
+            .map(|r| r.cache.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Ends every watch with `UNAVAILABLE`/`ShuttingDown` and stops the hubs.
+    pub fn stop(&self) {
+        self.inner.stop.send_replace(true);
+    }
+
+    /// Serves on the Unix socket of `server`, and on its TCP address if any, until `shutdown`
+    /// completes; then ends the watches and removes the socket.
+    pub async fn serve(
+        self,
+        server: &ServerConfig,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<(), ApiError> {
+        let (health, health_service) = tonic_health::server::health_reporter();
+        let reflection = tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+            .build_v1()
+            .map_err(|e| ApiError::Tls(format!("reflection: {e}")))?;
+        let reflection_alpha = tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+            .build_v1alpha()
+            .map_err(|e| ApiError::Tls(format!("reflection: {e}")))?;
+        let routes =
+            tonic::service::Routes::new(proto::cache_server::CacheServer::new(self.clone()))
+                .add_service(health_service)
+                .add_service(reflection)
+                .add_service(reflection_alpha);
+
+        let mut stopped = self.inner.stop.subscribe();
+        let fleet = self.inner.fleet.clone();
+        let readiness = tokio::spawn(async move {
+            let mut last = None;
+            loop {
+                let ready = fleet.is_synced();
+                if last != Some(ready) {
+                    let status = if ready {
+                        tonic_health::ServingStatus::Serving
+                    } else {
+                        tonic_health::ServingStatus::NotServing
+                    };
+                    health.set_service_status("", status).await;
+                    health
+                        .set_service_status("informerd.v1.Cache", status)
+                        .await;
+                    last = Some(ready);
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+                    _ = stopped.changed() => return,
+                }
+            }
+        });
+
+        let unix = bind_socket(&server.socket)?;
+        let stop_signal = |mut rx: signal::Receiver<bool>| async move {
+            let _ = rx.wait_for(|s| *s).await;
+        };
+        let uds = Server::builder()
+            .add_routes(routes.clone())
+            .serve_with_incoming_shutdown(
+                tokio_stream::wrappers::UnixListenerStream::new(unix),
+                stop_signal(self.inner.stop.subscribe()),
+            );
+        let tcp = match server.listen {
+            None => None,
+            Some(addr) => {
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(|source| ApiError::Listen { addr, source })?;
+                tracing::info!(addr = %listener.local_addr().unwrap_or(addr), tls = server.tls.is_some(), "serving on TCP");
+                let mut builder = Server::builder();
+                if let Some(tls) = &server.tls {
+                    builder = builder
+                        .tls_config(tls_config(tls)?)
+                        .map_err(|e| ApiError::Tls(e.to_string()))?;
+                }
+                Some(builder.add_routes(routes).serve_with_incoming_shutdown(
+                    tokio_stream::wrappers::TcpListenerStream::new(listener),
+                    stop_signal(self.inner.stop.subscribe()),
+                ))
+            }
+        };
+        tracing::info!(socket = %server.socket.display(), "serving the gRPC API");
+        let this = self.clone();
+        let stopper = async move {
+            shutdown.await;
+            this.stop();
+        };
+        let result = match tcp {
+            None => tokio::join!(uds, stopper).0,
+            Some(tcp) => {
+                let (a, b, ()) = tokio::join!(uds, tcp, stopper);
+                a.and(b)
+            }
+        };
+        readiness.abort();
+        let _ = std::fs::remove_file(&server.socket);
+        result.map_err(ApiError::from)
+    }
+}
+
+/// Binds the Unix socket: creates its directory, and replaces a stale socket file that no
+/// process listens on; refuses to take over a socket another server is using.
+fn bind_socket(path: &Path) -> Result<tokio::net::UnixListener, ApiError> {
+    let error = |message: String| ApiError::Socket {
+        path: path.to_path_buf(),
+        message,
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| error(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    if path.exists() {
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(error(
+                "another process is serving on this socket; stop it or choose another path".into(),
+            ));
+        }
+        std::fs::remove_file(path)
+            .map_err(|e| error(format!("cannot remove the stale socket: {e}")))?;
+    }
+    tokio::net::UnixListener::bind(path).map_err(|e| error(e.to_string()))
+}
+
+fn tls_config(tls: &TlsConfig) -> Result<ServerTlsConfig, ApiError> {
+    let read = |field: &str, path: &Path| {
+        std::fs::read(path).map_err(|e| ApiError::Tls(format!("{field} {}: {e}", path.display())))
+    };
+    let identity = Identity::from_pem(
+        read("certFile", &tls.cert_file)?,
+        read("keyFile", &tls.key_file)?,
+    );
+    let mut config = ServerTlsConfig::new().identity(identity);
+    if let Some(ca) = &tls.client_ca_file {
+        config = config.client_ca_root(Certificate::from_pem(read("clientCAFile", ca)?));
+    }
+    Ok(config)
+}
+
+/// Bytes allocated (jemalloc's count, when it is the allocator) and the resident set size.
+fn memory() -> (u64, u64) {
+    use tikv_jemalloc_ctl::{epoch, stats};
+    let _ = epoch::advance();
+    let allocated = stats::allocated::read().unwrap_or(0) as u64;
+    let resident = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024);
+    (allocated, resident)
+}

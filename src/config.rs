@@ -6,7 +6,11 @@
 //! kind: Config
 //! server:                      # optional
 //!   socket: /run/informerd/informerd.sock   # the default
-//!   listen: 127.0.0.1:7070    # optional; loopback only
+//!   listen: 127.0.0.1:7070    # optional TCP; loopback only, unless tls is set
+//!   tls:                       # optional; required for a non-loopback listen address
+//!     certFile: /etc/informerd/tls.crt
+//!     keyFile: /etc/informerd/tls.key
+//!     clientCAFile: /etc/informerd/ca.crt   # optional: require client certificates
 //! changeLog:                   # optional bounds of the store's change log
 //!   maxEvents: 10000           # the default
 //!   maxBytes: 64Mi             # the default; Kubernetes quantity syntax
@@ -133,8 +137,19 @@ impl ConfigError {
 pub struct ServerConfig {
     /// The Unix domain socket (default [`DEFAULT_SOCKET`]).
     pub socket: PathBuf,
-    /// An optional loopback TCP address.
+    /// An optional TCP address: loopback, or any address when `tls` is set.
     pub listen: Option<SocketAddr>,
+    /// TLS for the TCP address.
+    pub tls: Option<TlsConfig>,
+}
+
+/// `server.tls`: the server's certificate and key (PEM), and optionally the CA that client
+/// certificates must be signed by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsConfig {
+    pub cert_file: PathBuf,
+    pub key_file: PathBuf,
+    pub client_ca_file: Option<PathBuf>,
 }
 
 /// The `changeLog` section: bounds of the store's log of recent changes.
@@ -398,17 +413,22 @@ impl Validator {
             Some(s) => PathBuf::from(s),
             None => PathBuf::from(DEFAULT_SOCKET),
         };
+        let tls = raw.tls.and_then(|t| self.tls(t));
+        let has_tls = tls.is_some();
+        let listen_given = raw.listen.is_some();
         let listen = raw
             .listen
             .and_then(|text| match text.parse::<SocketAddr>() {
-                Ok(addr) if addr.ip().is_loopback() => Some(addr),
+                Ok(addr) if addr.ip().is_loopback() || has_tls => Some(addr),
                 Ok(addr) => {
                     self.error(
                         "server.listen",
                         format!(
-                        "{addr} is not a loopback address; informerd serves data its clients may \
-                         not otherwise read, so TCP is limited to 127.0.0.0/8 and [::1]"
-                    ),
+                            "{addr} is not a loopback address; informerd serves data its \
+                             clients may not otherwise read, so beyond 127.0.0.0/8 and [::1] it \
+                             needs server.tls (certFile, keyFile, and clientCAFile to require \
+                             client certificates)"
+                        ),
                     );
                     None
                 }
@@ -422,7 +442,38 @@ impl Validator {
                     None
                 }
             });
-        ServerConfig { socket, listen }
+        if has_tls && !listen_given {
+            self.error(
+                "server.tls",
+                "TLS applies to the TCP address: set server.listen too (the Unix socket is \
+                 never encrypted)",
+            );
+        }
+        ServerConfig {
+            socket,
+            listen,
+            tls,
+        }
+    }
+
+    fn tls(&mut self, raw: raw::RawTls) -> Option<TlsConfig> {
+        let file = |this: &mut Self, field: &str, value: Option<String>| match value {
+            Some(v) if !v.trim().is_empty() => Some(PathBuf::from(v)),
+            _ => {
+                this.error(
+                    format!("server.tls.{field}"),
+                    "is required: a PEM file path",
+                );
+                None
+            }
+        };
+        let cert_file = file(self, "certFile", raw.cert_file);
+        let key_file = file(self, "keyFile", raw.key_file);
+        Some(TlsConfig {
+            cert_file: cert_file?,
+            key_file: key_file?,
+            client_ca_file: raw.client_ca_file.map(PathBuf::from),
+        })
     }
 
     fn change_log(&mut self, raw: raw::RawChangeLog) -> ChangeLogConfig {

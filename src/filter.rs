@@ -16,7 +16,7 @@ pub mod validation;
 
 use thiserror::Error;
 
-pub use expr::{Filter, StringsExpr};
+pub use expr::{ChangePredicate, Filter, StringsExpr};
 pub use fields::{FieldOp, FieldRequirement, FieldSelector};
 pub use labels::{LabelSelector, Labels, Requirement};
 

@@ -25,6 +25,19 @@ pub struct RawServer {
     pub socket: Option<String>,
     #[serde(default)]
     pub listen: Option<String>,
+    #[serde(default)]
+    pub tls: Option<RawTls>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawTls {
+    #[serde(default)]
+    pub cert_file: Option<String>,
+    #[serde(default)]
+    pub key_file: Option<String>,
+    #[serde(default, rename = "clientCAFile")]
+    pub client_ca_file: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

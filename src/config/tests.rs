@@ -69,6 +69,7 @@ fn a_full_example_parses() {
         ServerConfig {
             socket: PathBuf::from("/run/informerd/informerd.sock"),
             listen: Some("127.0.0.1:7070".parse().unwrap()),
+            tls: None,
         }
     );
     assert_eq!(
@@ -411,4 +412,44 @@ fn load_names_the_file() {
 fn config_is_send_sync() {
     fn assert_send_sync<T: Send + Sync + Clone + 'static>() {}
     assert_send_sync::<Config>();
+}
+
+#[test]
+fn a_non_loopback_address_needs_tls() {
+    let text = |server: &str| {
+        format!("apiVersion: informerd.io/v1alpha1\nkind: Config\nserver:\n{server}resources:\n- apiVersion: v1\n  kind: Pod\n")
+    };
+    let err = parse("t.yaml", &text("  listen: 0.0.0.0:7070\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("t.yaml:4:11: server.listen"), "{err}");
+    assert!(err.contains("needs server.tls"), "{err}");
+
+    let config = parse(
+        "t.yaml",
+        &text("  listen: 0.0.0.0:7070\n  tls:\n    certFile: c.pem\n    keyFile: k.pem\n"),
+    )
+    .unwrap();
+    let tls = config.server.tls.expect("tls");
+    assert_eq!(tls.cert_file, PathBuf::from("c.pem"));
+    assert_eq!(tls.client_ca_file, None);
+
+    let err = parse(
+        "t.yaml",
+        &text("  listen: 0.0.0.0:7070\n  tls:\n    certFile: c.pem\n"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("server.tls.keyFile: is required"), "{err}");
+
+    let err = parse(
+        "t.yaml",
+        &text("  tls:\n    certFile: c.pem\n    keyFile: k.pem\n"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("server.tls: TLS applies to the TCP address"),
+        "{err}"
+    );
 }

@@ -17,6 +17,8 @@ use crate::transform::path::{FieldPath, Segment};
 
 /// The one variable expressions see.
 const OBJECT: &str = "object";
+/// The previous state of the object, in [`ChangePredicate`]s.
+const OLD_OBJECT: &str = "oldObject";
 
 /// The environment of every expression: the standard library, macros (`has`, `all`, `exists`,
 /// `exists_one`, `map`, `filter`) and the extensions Kubernetes also offers (strings, lists,
@@ -182,15 +184,18 @@ impl Access {
 /// resolve.
 struct Analysis<'e> {
     access: Access,
+    /// Variables other than `object` the expression may use (converted whole).
+    extra: &'e [&'e str],
     /// Comprehension variables in scope.
     bound: Vec<&'e str>,
     undeclared: Option<String>,
 }
 
 impl<'e> Analysis<'e> {
-    fn run(expr: &'e IdedExpr) -> Analysis<'e> {
+    fn run(expr: &'e IdedExpr, extra: &'e [&'e str]) -> Analysis<'e> {
         let mut analysis = Analysis {
             access: Access::default(),
+            extra,
             bound: Vec::new(),
             undeclared: None,
         };
@@ -240,6 +245,7 @@ impl<'e> Analysis<'e> {
             Expr::Ident(name) => {
                 if !self.bound.contains(&name.as_str())
                     && name != OBJECT
+                    && !self.extra.contains(&name.as_str())
                     && !KNOWN_IDENTS.contains(&name.as_str())
                     && self.undeclared.is_none()
                 {
@@ -339,6 +345,11 @@ fn type_name(value: &cel::Value) -> String {
 
 impl Compiled {
     fn compile(source: &str) -> Result<Compiled, FilterError> {
+        Self::compile_with(source, &[])
+    }
+
+    /// Compiles an expression that may also use the variables `extra`.
+    fn compile_with(source: &str, extra: &[&str]) -> Result<Compiled, FilterError> {
         let program = ENV.compile(source).map_err(|errors| {
             let first = errors.errors.first();
             let message = match first {
@@ -358,10 +369,15 @@ impl Compiled {
             };
             FilterError::Compile(message)
         })?;
-        let analysis = Analysis::run(program.expression());
+        let analysis = Analysis::run(program.expression(), extra);
         if let Some(name) = analysis.undeclared {
+            let allowed = if extra.is_empty() {
+                "`object` only".to_string()
+            } else {
+                format!("`object` and `{}`", extra.join("`, `"))
+            };
             return Err(FilterError::Compile(format!(
-                "undeclared reference to '{name}' (the expression can use `object` only)"
+                "undeclared reference to '{name}' (the expression can use {allowed})"
             )));
         }
         let access = (!analysis.access.whole).then_some(analysis.access);
@@ -373,12 +389,24 @@ impl Compiled {
     }
 
     fn evaluate(&self, object: &Value) -> Result<cel::Value, FilterError> {
+        self.evaluate_with(object, &[])
+    }
+
+    /// Evaluates with more variables (converted whole).
+    fn evaluate_with(
+        &self,
+        object: &Value,
+        extra: &[(&str, &Value)],
+    ) -> Result<cel::Value, FilterError> {
         let val = match &self.access {
             None => to_val(object),
             Some(access) => to_val_pruned(object, access),
         };
         let mut context = Context::with_env(Arc::clone(&ENV));
         context.add_variable_as_val(OBJECT, val);
+        for (name, value) in extra {
+            context.add_variable_as_val(*name, to_val(value));
+        }
         self.program
             .execute(&context)
             .map_err(|e| FilterError::Evaluation(e.to_string()))
@@ -476,6 +504,55 @@ enum StringsKind {
     Cel(Compiled),
 }
 
+/// A CEL expression over `object` and `oldObject` that evaluates to a bool: whether a watcher
+/// cares about an update (a watch's `predicate_cel`), e.g. `object.spec != oldObject.spec`.
+///
+/// Compiled and checked like a [`Filter`]. An evaluation error counts as "cares": a watcher
+/// never misses an update because its predicate could not be evaluated.
+///
+/// ```
+/// use informerd::filter::ChangePredicate;
+/// use serde_json::json;
+///
+/// let p = ChangePredicate::compile("object.spec != oldObject.spec")?;
+/// assert!(!p.matches(&json!({"spec": {"a": 1}}), &json!({"spec": {"a": 1}})));
+/// assert!(p.matches(&json!({"spec": {"a": 2}}), &json!({"spec": {"a": 1}})));
+/// assert!(ChangePredicate::compile("newObject.spec").is_err());
+/// # Ok::<(), informerd::filter::FilterError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct ChangePredicate {
+    inner: Arc<Compiled>,
+}
+
+impl ChangePredicate {
+    /// Compiles `expression`; it must evaluate to a bool on sample objects.
+    pub fn compile(expression: &str) -> Result<ChangePredicate, FilterError> {
+        let compiled = Compiled::compile_with(expression, &[OLD_OBJECT])?;
+        for (sample, object) in samples() {
+            if let Ok(value) = compiled.evaluate_with(object, &[(OLD_OBJECT, object)]) {
+                if !matches!(value, cel::Value::Bool(_)) {
+                    return Err(FilterError::NotBool {
+                        got: type_name(&value),
+                        sample,
+                    });
+                }
+            }
+        }
+        Ok(ChangePredicate {
+            inner: Arc::new(compiled),
+        })
+    }
+
+    /// Whether the update from `old` to `new` passes; true when evaluation fails.
+    pub fn matches(&self, new: &Value, old: &Value) -> bool {
+        !matches!(
+            self.inner.evaluate_with(new, &[(OLD_OBJECT, old)]),
+            Ok(cel::Value::Bool(false))
+        )
+    }
+}
+
 /// An index key extractor: a field path or a CEL expression yielding a string or a list of
 /// strings.
 ///
@@ -562,6 +639,14 @@ impl StringsExpr {
     }
 
     /// The fields of `object` the extractor reads, or `None` when it needs the whole object.
+    /// The field path, when the keys are a field's values (not CEL).
+    pub fn as_path(&self) -> Option<&FieldPath> {
+        match &*self.inner {
+            StringsKind::Path(path) => Some(path),
+            StringsKind::Cel(_) => None,
+        }
+    }
+
     pub fn field_paths(&self) -> Option<Vec<FieldPath>> {
         match &*self.inner {
             StringsKind::Path(path) => Some(vec![path.clone()]),

@@ -1,0 +1,743 @@
+//! The gRPC API as a client meets it: the real binary (`informerd serve`) on a Unix socket,
+//! caching pods of the real control plane, called with the generated tonic client.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures::{stream, StreamExt, TryStreamExt};
+use informerd::api::client;
+use informerd::api::proto::{
+    self, cache_client::CacheClient, watch_request::Start, EventType, GetRequest, IndexLookup,
+    ListRequest, Predicate, ResumeToken, StatusRequest, WatchEvent, WatchRequest,
+};
+use informerd_testkit::{delete_namespace, unique_namespace, ControlPlane, Sidecar};
+use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
+use kube::api::{Api, Patch, PatchParams};
+use kube::Client;
+use serde_json::{json, Value};
+use tonic::transport::Channel;
+use tonic::{Code, Streaming};
+
+const BIN: &str = env!("CARGO_BIN_EXE_informerd");
+
+/// A namespace with pods, and a sidecar caching them (index `node` on spec.nodeName).
+struct Fixture {
+    kube: Client,
+    ns: String,
+    sidecar: Sidecar,
+    api: CacheClient<Channel>,
+}
+
+impl Fixture {
+    async fn new(base: &str, pods: usize, extra_config: &str) -> anyhow::Result<Fixture> {
+        let cluster = ControlPlane::get();
+        let kube = cluster.client().await?;
+        let ns = unique_namespace(&kube, base).await?;
+        wait_default_service_account(&kube, &ns).await;
+        for i in 0..pods {
+            apply_pod(
+                &kube,
+                &ns,
+                &format!("p{i}"),
+                if i % 2 == 0 { "a" } else { "b" },
+                &format!("n{}", i % 3),
+            )
+            .await?;
+        }
+        let resources = format!(
+            "- name: pods\n  apiVersion: v1\n  kind: Pod\n  namespaces: [{ns}]\n  transform:\n    drop: [metadata.managedFields]\n  indexes:\n  - name: node\n    path: spec.nodeName\n"
+        );
+        let sidecar = Sidecar::start_with(BIN.as_ref(), cluster, extra_config, &resources)?;
+        let mut api = client::connect(&sidecar.socket().display().to_string()).await?;
+        wait_synced(&mut api).await;
+        Ok(Fixture {
+            kube,
+            ns,
+            sidecar,
+            api,
+        })
+    }
+
+    fn pods(&self) -> Api<Pod> {
+        Api::namespaced(self.kube.clone(), &self.ns)
+    }
+
+    /// Merge-patches a pod's labels; returns the new resourceVersion.
+    async fn label(&self, name: &str, labels: Value) -> anyhow::Result<String> {
+        let pod = self
+            .pods()
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"labels": labels}})),
+            )
+            .await?;
+        Ok(pod.metadata.resource_version.unwrap_or_default())
+    }
+
+    async fn list(
+        &mut self,
+        req: ListRequest,
+    ) -> Result<(Vec<proto::ListResponse>, BTreeMap<String, String>), tonic::Status> {
+        let chunks: Vec<_> = self.api.list(req).await?.into_inner().try_collect().await?;
+        let objects = chunks
+            .iter()
+            .flat_map(|c| &c.objects)
+            .map(|o| (o.name.clone(), o.resource_version.clone()))
+            .collect();
+        Ok((chunks, objects))
+    }
+
+    fn list_req(&self) -> ListRequest {
+        ListRequest {
+            resource: "pods".into(),
+            namespace: self.ns.clone(),
+            ..Default::default()
+        }
+    }
+
+    fn watch_req(&self, start: Option<Start>) -> WatchRequest {
+        WatchRequest {
+            resource: "pods".into(),
+            namespace: self.ns.clone(),
+            start,
+            ..Default::default()
+        }
+    }
+
+    async fn cleanup(self) {
+        let _ = delete_namespace(&self.kube, &self.ns).await;
+    }
+}
+
+async fn apply_pod(
+    kube: &Client,
+    ns: &str,
+    name: &str,
+    app: &str,
+    node: &str,
+) -> anyhow::Result<()> {
+    let pod = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": app}},
+        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]}
+    });
+    Api::<Pod>::namespaced(kube.clone(), ns)
+        .patch(
+            name,
+            &PatchParams::apply("informerd-test").force(),
+            &Patch::Apply(pod),
+        )
+        .await?;
+    Ok(())
+}
+
+async fn wait_default_service_account(client: &Client, ns: &str) {
+    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), ns);
+    for _ in 0..600 {
+        if sas.get_opt("default").await.ok().flatten().is_some() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no default ServiceAccount in {ns}");
+}
+
+async fn wait_synced(api: &mut CacheClient<Channel>) {
+    for _ in 0..1200 {
+        if let Ok(s) = api.status(StatusRequest::default()).await {
+            if s.get_ref().synced {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the sidecar did not sync");
+}
+
+fn reason(status: &tonic::Status) -> &str {
+    client::reason(status).unwrap_or("")
+}
+
+/// The next event that is not a bookmark.
+async fn next(stream: &mut Streaming<WatchEvent>) -> WatchEvent {
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(60), stream.message())
+            .await
+            .expect("an event within a minute")
+            .expect("the watch goes on")
+            .expect("the watch is open");
+        if event.r#type != EventType::Bookmark as i32 {
+            return event;
+        }
+    }
+}
+
+fn kind(e: &WatchEvent) -> EventType {
+    EventType::try_from(e.r#type).expect("a known event type")
+}
+
+fn name(e: &WatchEvent) -> &str {
+    e.object.as_ref().map(|o| o.name.as_str()).unwrap_or("")
+}
+
+#[tokio::test]
+async fn list_streams_chunks_at_one_revision_and_filters() -> anyhow::Result<()> {
+    let mut f = Fixture::new("api-list", 12, "").await?;
+    let want: BTreeMap<String, String> = f
+        .pods()
+        .list(&Default::default())
+        .await?
+        .into_iter()
+        .map(|p| {
+            (
+                p.metadata.name.unwrap(),
+                p.metadata.resource_version.unwrap(),
+            )
+        })
+        .collect();
+
+    let (chunks, all) = f
+        .list(ListRequest {
+            chunk_size: 5,
+            ..f.list_req()
+        })
+        .await?;
+    assert_eq!(all, want, "the list is exactly the apiserver's pods");
+    assert_eq!(chunks.len(), 3, "12 objects in chunks of 5");
+    assert!(chunks[..2].iter().all(|c| !c.last && c.revision == 0));
+    let last = chunks.last().unwrap();
+    assert!(last.last && last.synced && last.revision > 0 && last.epoch != 0);
+
+    let (_, app_a) = f
+        .list(ListRequest {
+            label_selector: "app=a".into(),
+            ..f.list_req()
+        })
+        .await?;
+    assert_eq!(
+        app_a.keys().collect::<Vec<_>>(),
+        ["p0", "p10", "p2", "p4", "p6", "p8"]
+    );
+    let (_, on_n1) = f
+        .list(ListRequest {
+            field_selector: "spec.nodeName=n1".into(),
+            ..f.list_req()
+        })
+        .await?;
+    assert_eq!(on_n1.keys().collect::<Vec<_>>(), ["p1", "p10", "p4", "p7"]);
+    let (_, by_index) = f
+        .list(ListRequest {
+            index: Some(IndexLookup {
+                name: "node".into(),
+                value: "n1".into(),
+            }),
+            label_selector: "app!=a".into(),
+            ..f.list_req()
+        })
+        .await?;
+    assert_eq!(by_index.keys().collect::<Vec<_>>(), ["p1", "p7"]);
+
+    let (chunks, _) = f
+        .list(ListRequest {
+            fields: vec!["spec.nodeName".into()],
+            ..f.list_req()
+        })
+        .await?;
+    let object: Value = serde_json::from_slice(&chunks[0].objects[0].json)?;
+    assert!(object["spec"]["nodeName"].is_string(), "{object}");
+    assert!(
+        object["spec"].get("containers").is_none(),
+        "only the requested fields: {object}"
+    );
+    assert_eq!(
+        object["metadata"]["name"],
+        chunks[0].objects[0].name.as_str(),
+        "identity is kept"
+    );
+    assert_eq!(object["kind"], "Pod");
+
+    for (req, field) in [
+        (
+            ListRequest {
+                label_selector: "app in (a".into(),
+                ..f.list_req()
+            },
+            "label_selector",
+        ),
+        (
+            ListRequest {
+                field_selector: "spec.hostname=x".into(),
+                ..f.list_req()
+            },
+            "field_selector",
+        ),
+        (
+            ListRequest {
+                index: Some(IndexLookup {
+                    name: "zone".into(),
+                    value: "z".into(),
+                }),
+                ..f.list_req()
+            },
+            "index.name",
+        ),
+        (
+            ListRequest {
+                fields: vec!["spec..x".into()],
+                ..f.list_req()
+            },
+            "fields[0]",
+        ),
+    ] {
+        let err = f.list(req).await.unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+        assert!(
+            err.message().starts_with(field),
+            "names {field}: {}",
+            err.message()
+        );
+        assert_eq!(reason(&err), "Invalid");
+    }
+    let err = f
+        .list(ListRequest {
+            resource: "widgets".into(),
+            ..f.list_req()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::NotFound);
+    assert!(
+        err.message().contains("this sidecar serves: pods"),
+        "{}",
+        err.message()
+    );
+    f.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn get_reads_your_writes_with_min_resource_version() -> anyhow::Result<()> {
+    let mut f = Fixture::new("api-get", 2, "").await?;
+    let get = |name: &str, min_rv: &str| GetRequest {
+        resource: "pods".into(),
+        namespace: f.ns.clone(),
+        name: name.into(),
+        min_resource_version: min_rv.into(),
+        ..Default::default()
+    };
+    for round in 0..5 {
+        let written = f.label("p0", json!({"round": round.to_string()})).await?;
+        let got = f.api.get(get("p0", &written)).await?.into_inner();
+        let object = got.object.expect("an object");
+        assert_eq!(
+            object.resource_version, written,
+            "round {round}: the version just written"
+        );
+        assert_eq!(
+            object.labels.get("round").map(String::as_str),
+            Some(round.to_string().as_str())
+        );
+    }
+    let err = f.api.get(get("nope", "")).await.unwrap_err();
+    assert_eq!((err.code(), reason(&err)), (Code::NotFound, "NotFound"));
+
+    let future: u64 = f.label("p1", json!({"x": "1"})).await?.parse()?;
+    let mut req = tonic::Request::new(get("p1", &(future + 1_000_000).to_string()));
+    req.set_timeout(Duration::from_millis(300));
+    let err = f.api.get(req).await.unwrap_err();
+    assert_eq!(
+        (err.code(), reason(&err)),
+        (Code::DeadlineExceeded, "NotCaughtUp"),
+        "{err:?}"
+    );
+    let err = f
+        .api
+        .get(GetRequest {
+            namespace: String::new(),
+            ..get("p0", "")
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    f.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn watch_gives_transitions_per_selector_and_honours_predicates() -> anyhow::Result<()> {
+    let mut f = Fixture::new("api-watch", 4, "").await?;
+    let mut selected = f
+        .api
+        .watch(WatchRequest {
+            label_selector: "app=a".into(),
+            ..f.watch_req(Some(Start::SendInitialState(true)))
+        })
+        .await?
+        .into_inner();
+    let mut initial = vec![];
+    loop {
+        let e = next(&mut selected).await;
+        if kind(&e) == EventType::Synced {
+            break;
+        }
+        assert_eq!(kind(&e), EventType::Added);
+        initial.push(name(&e).to_string());
+    }
+    initial.sort();
+    assert_eq!(initial, ["p0", "p2"]);
+    let mut labels_only = f
+        .api
+        .watch(WatchRequest {
+            predicates: vec![Predicate::LabelsChanged as i32],
+            ..f.watch_req(None)
+        })
+        .await?
+        .into_inner();
+    let mut spec_cel = f
+        .api
+        .watch(WatchRequest {
+            predicate_cel: "object.spec != oldObject.spec".into(),
+            ..f.watch_req(None)
+        })
+        .await?
+        .into_inner();
+
+    // p0 leaves the selector, then comes back.
+    let left = f.label("p0", json!({"app": "b"})).await?;
+    let e = next(&mut selected).await;
+    assert_eq!((kind(&e), name(&e)), (EventType::Deleted, "p0"));
+    assert_eq!(
+        e.object.as_ref().unwrap().resource_version,
+        left,
+        "at the version that removed it"
+    );
+    f.label("p0", json!({"app": "a"})).await?;
+    let e = next(&mut selected).await;
+    assert_eq!((kind(&e), name(&e)), (EventType::Added, "p0"));
+
+    // A status-only update: not for a labels predicate, nor for the CEL one.
+    f.pods()
+        .patch_status(
+            "p1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"phase": "Running"}})),
+        )
+        .await?;
+    // A spec update: the CEL predicate wants it.
+    let spec = f
+        .pods()
+        .patch(
+            "p1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"activeDeadlineSeconds": 600}})),
+        )
+        .await?;
+    let e = next(&mut spec_cel).await;
+    assert_eq!((kind(&e), name(&e)), (EventType::Modified, "p1"));
+    assert_eq!(
+        e.object.unwrap().resource_version,
+        spec.metadata.resource_version.unwrap(),
+        "the status update was skipped"
+    );
+    // The labels watch saw p0's two label changes, then nothing of p1 until its labels change.
+    let relabel = f.label("p1", json!({"tier": "x"})).await?;
+    let mut seen = vec![];
+    for _ in 0..3 {
+        seen.push(next(&mut labels_only).await);
+    }
+    let seen: Vec<_> = seen
+        .iter()
+        .map(|e| {
+            (
+                kind(e),
+                name(e).to_string(),
+                e.object.as_ref().unwrap().resource_version.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(seen[0].1, "p0");
+    assert_eq!(seen[1].1, "p0");
+    assert_eq!(
+        seen[2],
+        (EventType::Modified, "p1".into(), relabel),
+        "status and spec updates skipped"
+    );
+
+    let err = f
+        .api
+        .watch(WatchRequest {
+            predicate_cel: "object.spec +".into(),
+            ..f.watch_req(None)
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert!(
+        err.message().starts_with("predicate_cel"),
+        "{}",
+        err.message()
+    );
+    f.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn resuming_replays_exactly_what_was_missed() -> anyhow::Result<()> {
+    let mut f = Fixture::new("api-resume", 3, "changeLog:\n  maxEvents: 40\n").await?;
+    let (chunks, _) = f.list(f.list_req()).await?;
+    let last = chunks.last().unwrap();
+    let token = ResumeToken {
+        epoch: last.epoch,
+        revision: last.revision,
+    };
+    // A watch that stays connected is the reference.
+    let mut reference = f
+        .api
+        .watch(f.watch_req(Some(Start::Since(token))))
+        .await?
+        .into_inner();
+    let mut missed = vec![];
+    for i in 0..6 {
+        missed.push(
+            f.label(&format!("p{}", i % 3), json!({"i": i.to_string()}))
+                .await?,
+        );
+    }
+    let mut want = vec![];
+    for _ in 0..6 {
+        let e = next(&mut reference).await;
+        want.push((
+            e.revision,
+            name(&e).to_string(),
+            e.object.unwrap().resource_version,
+        ));
+    }
+    assert_eq!(want.iter().map(|w| w.2.clone()).collect::<Vec<_>>(), missed);
+    let mut resumed = f
+        .api
+        .watch(f.watch_req(Some(Start::Since(token))))
+        .await?
+        .into_inner();
+    let mut got = vec![];
+    for _ in 0..6 {
+        let e = next(&mut resumed).await;
+        got.push((
+            e.revision,
+            name(&e).to_string(),
+            e.object.unwrap().resource_version,
+        ));
+    }
+    assert_eq!(
+        got, want,
+        "the same events, in the same order, with the same revisions"
+    );
+    // From the middle: the rest only.
+    let mid = ResumeToken {
+        epoch: token.epoch,
+        revision: want[2].0,
+    };
+    let mut from_mid = f
+        .api
+        .watch(f.watch_req(Some(Start::Since(mid))))
+        .await?
+        .into_inner();
+    assert_eq!(next(&mut from_mid).await.revision, want[3].0);
+
+    // Another epoch: the sidecar restarted; relist.
+    let other = ResumeToken {
+        epoch: token.epoch ^ 1,
+        revision: token.revision,
+    };
+    let err = f
+        .api
+        .watch(f.watch_req(Some(Start::Since(other))))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.code(), reason(&err)),
+        (Code::OutOfRange, "EpochChanged")
+    );
+    assert!(err.message().contains("relist"), "{}", err.message());
+    // Older than the log (40 events): relist.
+    for i in 0..45 {
+        f.label("p0", json!({"j": i.to_string()})).await?;
+    }
+    let newest = f.list(f.list_req()).await?.0.last().unwrap().revision;
+    assert!(newest >= token.revision + 45);
+    let err = f
+        .api
+        .watch(f.watch_req(Some(Start::Since(token))))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.code(), reason(&err)),
+        (Code::OutOfRange, "Expired"),
+        "{err:?}"
+    );
+    f.cleanup().await;
+    Ok(())
+}
+
+/// 100 watchers that read and one that never does, during churn: the 100 get every event in
+/// order, the one that never reads is ended with FellBehind, and the others never notice.
+#[tokio::test]
+async fn a_watcher_that_never_reads_is_ended_and_the_others_get_everything() -> anyhow::Result<()> {
+    let mut f = Fixture::new("api-fanout", 20, "").await?;
+    let start = f.list(f.list_req()).await?.0.last().unwrap().revision;
+    let epoch = f.list(f.list_req()).await?.0.last().unwrap().epoch;
+    let token = ResumeToken {
+        epoch,
+        revision: start,
+    };
+    let mut stalled = f
+        .api
+        .watch(f.watch_req(Some(Start::Since(token))))
+        .await?
+        .into_inner();
+    let mut readers = vec![];
+    for _ in 0..100 {
+        let mut api = client::connect(&f.sidecar.socket().display().to_string()).await?;
+        let req = f.watch_req(Some(Start::Since(token)));
+        readers.push(tokio::spawn(async move {
+            let mut s = api.watch(req).await?.into_inner();
+            let mut seen = vec![];
+            while let Some(e) = s.message().await? {
+                if e.r#type == EventType::Modified as i32 {
+                    seen.push(e.revision);
+                    if seen.len() == CHANGES {
+                        break;
+                    }
+                }
+            }
+            Ok::<_, tonic::Status>(seen)
+        }));
+    }
+    // More than the stalled watcher's buffer plus what HTTP/2 lets its connection hold (the
+    // client's 2 MiB stream window, the server's send buffer).
+    const CHANGES: usize = 5000;
+    let pods = f.pods();
+    stream::iter(0..CHANGES)
+        .map(|i| {
+            let pods = pods.clone();
+            async move {
+                pods.patch(
+                    &format!("p{}", i % 20),
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"metadata": {"labels": {"i": i.to_string()}}})),
+                )
+                .await
+            }
+        })
+        .buffer_unordered(16)
+        .try_collect::<Vec<_>>()
+        .await?;
+    let want: Vec<u64> = (start + 1..=start + CHANGES as u64).collect();
+    for r in readers {
+        assert_eq!(r.await??, want, "every change, in order");
+    }
+    let status = f.api.status(StatusRequest::default()).await?.into_inner();
+    let pods_status = &status.resources[0];
+    assert_eq!(
+        pods_status.dropped_watches, 1,
+        "the watcher that never read was ended"
+    );
+    println!(
+        "sidecar after {CHANGES} changes to 101 watchers: {} MiB allocated, {} MiB resident",
+        status.allocated_bytes >> 20,
+        status.resident_bytes >> 20
+    );
+    // It gets what was buffered, then the status, and can resume from there.
+    let mut received = 0u64;
+    let mut last = start;
+    let err = loop {
+        match stalled.message().await {
+            Ok(Some(e)) => {
+                received += 1;
+                last = e.revision;
+            }
+            Ok(None) => panic!("ended without a status"),
+            Err(status) => break status,
+        }
+    };
+    assert_eq!(
+        (err.code(), reason(&err)),
+        (Code::ResourceExhausted, "FellBehind"),
+        "{err:?}"
+    );
+    assert!(
+        received < CHANGES as u64,
+        "it was ended, not served everything ({received})"
+    );
+    let mut resumed = f
+        .api
+        .watch(f.watch_req(Some(Start::Since(ResumeToken {
+            epoch,
+            revision: last,
+        }))))
+        .await?
+        .into_inner();
+    assert_eq!(
+        next(&mut resumed).await.revision,
+        last + 1,
+        "resumes right after what it received"
+    );
+    f.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn grpcurl_lists_the_services_and_calls_status() -> anyhow::Result<()> {
+    let f = Fixture::new("api-grpcurl", 1, "").await?;
+    let repo = informerd_testkit::repo_root();
+    let made = std::process::Command::new("make")
+        .arg("-s")
+        .arg("-C")
+        .arg(&repo)
+        .arg(".cache/bin/grpcurl")
+        .status()?;
+    assert!(made.success(), "make .cache/bin/grpcurl");
+    let grpcurl = |args: &[&str]| -> anyhow::Result<String> {
+        let out = std::process::Command::new(repo.join(".cache/bin/grpcurl"))
+            .arg("-plaintext")
+            .args(args)
+            .output()?;
+        assert!(
+            out.status.success(),
+            "grpcurl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(String::from_utf8(out.stdout)?)
+    };
+    // grpcurl 1.9.2-1.9.3 mishandle `-unix PATH`; a `unix://` target works in every version.
+    let socket = format!("unix://{}", f.sidecar.socket().display());
+    let services = grpcurl(&[&socket, "list"])?;
+    for s in [
+        "informerd.v1.Cache",
+        "grpc.health.v1.Health",
+        "grpc.reflection.v1.ServerReflection",
+    ] {
+        assert!(services.lines().any(|l| l == s), "{s} in {services}");
+    }
+    let status: Value = serde_json::from_str(&grpcurl(&[
+        "-d",
+        "{}",
+        &socket,
+        "informerd.v1.Cache/Status",
+    ])?)?;
+    assert_eq!(status["synced"], true, "{status}");
+    assert_eq!(status["resources"][0]["name"], "pods");
+    assert_eq!(
+        status["resources"][0]["objects"], "1",
+        "uint64 is a JSON string"
+    );
+    let health: Value = serde_json::from_str(&grpcurl(&[
+        "-d",
+        "{\"service\": \"informerd.v1.Cache\"}",
+        &socket,
+        "grpc.health.v1.Health/Check",
+    ])?)?;
+    assert_eq!(health["status"], "SERVING");
+    f.cleanup().await;
+    Ok(())
+}
