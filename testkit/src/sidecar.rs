@@ -105,7 +105,11 @@ impl Sidecar {
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(60);
         while !self.socket.exists() {
-            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
                 return Err(Error::Command {
                     command: format!("{} serve", self.bin.display()),
                     detail: format!("exited with {status}: {}", self.log()),
