@@ -1,0 +1,131 @@
+package informerd
+
+import (
+	"errors"
+	"fmt"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// ReasonKey is the gRPC trailer in which informerd names the reason of an error.
+const ReasonKey = "informerd-reason"
+
+// The reasons informerd gives in the informerd-reason trailer, with the gRPC code each comes
+// with and what a client does about it.
+const (
+	// ReasonExpired (OUT_OF_RANGE): the revision is older than the change log: relist.
+	ReasonExpired = "Expired"
+	// ReasonEpochChanged (OUT_OF_RANGE): the token comes from another run of the sidecar: relist.
+	ReasonEpochChanged = "EpochChanged"
+	// ReasonFellBehind (RESOURCE_EXHAUSTED): the watcher did not read fast enough: resume from
+	// the revision of the last event received.
+	ReasonFellBehind = "FellBehind"
+	// ReasonNotSynced (UNAVAILABLE): the cache has not finished its initial list: retry.
+	ReasonNotSynced = "NotSynced"
+	// ReasonNotFound (NOT_FOUND): no such object (Get) or no such resource.
+	ReasonNotFound = "NotFound"
+	// ReasonNotCaughtUp (DEADLINE_EXCEEDED): Get's min_resource_version was not seen in time.
+	ReasonNotCaughtUp = "NotCaughtUp"
+	// ReasonInvalid (INVALID_ARGUMENT): a bad selector, index, field mask or CEL expression.
+	ReasonInvalid = "Invalid"
+	// ReasonShuttingDown (UNAVAILABLE): the sidecar is stopping: reconnect, resume.
+	ReasonShuttingDown = "ShuttingDown"
+)
+
+// Error is an error returned by the informerd API: the gRPC status and the informerd-reason
+// trailer. Every error the Client returns for a failed call is an *Error (or wraps one), and it
+// keeps its gRPC status: status.Code(err) works on it.
+type Error struct {
+	// Code is the gRPC status code.
+	Code codes.Code
+	// Reason is the informerd-reason trailer, empty if the server sent none (for example when
+	// the connection broke, or the error came from the gRPC library itself).
+	Reason string
+	// Message is the status message, which says what to do.
+	Message string
+	st      *status.Status
+}
+
+func (e *Error) Error() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("informerd: %s (%s): %s", e.Reason, e.Code, e.Message)
+	}
+	return fmt.Sprintf("informerd: %s: %s", e.Code, e.Message)
+}
+
+// GRPCStatus makes status.FromError and status.Code see the original gRPC status.
+func (e *Error) GRPCStatus() *status.Status { return e.st }
+
+// Is matches another *Error with the same code and reason, so that errors.Is(err, ErrExpired)
+// and the like work.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	if !ok {
+		return false
+	}
+	return t.Code == e.Code && t.Reason == e.Reason && t.Message == "" && t.st == nil
+}
+
+// Sentinels for errors.Is: errors.Is(err, informerd.ErrExpired).
+var (
+	ErrExpired      = &Error{Code: codes.OutOfRange, Reason: ReasonExpired}
+	ErrEpochChanged = &Error{Code: codes.OutOfRange, Reason: ReasonEpochChanged}
+	ErrFellBehind   = &Error{Code: codes.ResourceExhausted, Reason: ReasonFellBehind}
+	ErrNotSynced    = &Error{Code: codes.Unavailable, Reason: ReasonNotSynced}
+	ErrNotFound     = &Error{Code: codes.NotFound, Reason: ReasonNotFound}
+	ErrNotCaughtUp  = &Error{Code: codes.DeadlineExceeded, Reason: ReasonNotCaughtUp}
+	ErrInvalid      = &Error{Code: codes.InvalidArgument, Reason: ReasonInvalid}
+	ErrShuttingDown = &Error{Code: codes.Unavailable, Reason: ReasonShuttingDown}
+)
+
+// Reason returns the informerd-reason of an error returned by this package ("" if none).
+func Reason(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Reason
+	}
+	return ""
+}
+
+// Code returns the gRPC code of an error (codes.OK for nil, codes.Unknown for an error that is
+// not a gRPC status).
+func Code(err error) codes.Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return status.Code(err)
+}
+
+// ReasonFromMetadata reads the informerd-reason from the trailer (or, failing that, the
+// header) of a call made with the generated client directly.
+func ReasonFromMetadata(trailer, header metadata.MD) string {
+	for _, md := range []metadata.MD{trailer, header} {
+		if v := md.Get(ReasonKey); len(v) > 0 {
+			return v[0]
+		}
+	}
+	return ""
+}
+
+// IsRelist reports whether the error means the resume token cannot be used any more and the
+// caller must list again (OUT_OF_RANGE: Expired, EpochChanged).
+func IsRelist(err error) bool { return Code(err) == codes.OutOfRange }
+
+// IsNotFound reports whether the error is NOT_FOUND (no such object, or no such resource).
+func IsNotFound(err error) bool { return Code(err) == codes.NotFound }
+
+// wrapError turns an error from a gRPC call into an *Error carrying the reason from the call's
+// metadata. nil stays nil; a non-status error is returned as it is.
+func wrapError(err error, trailer, header metadata.MD) error {
+	if err == nil {
+		return nil
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	return &Error{Code: st.Code(), Reason: ReasonFromMetadata(trailer, header), Message: st.Message(), st: st}
+}

@@ -1,0 +1,365 @@
+// Package informerd is the Go client of informerd, the sidecar that keeps one filtered,
+// field-stripped cache of Kubernetes objects and serves it over gRPC
+// (proto/informerd/v1/cache.proto; the generated stubs are in package informerdv1).
+//
+//	c, err := informerd.Dial("") // unix:///run/informerd/informerd.sock
+//	pods, err := informerd.ListAs[corev1.Pod](ctx, c, "pods", informerd.InNamespace("web"))
+//	inf := informerd.NewInformer[corev1.Pod](c, "pods", informerd.HandlerFuncs[corev1.Pod]{...})
+//	go inf.Run(ctx)
+//
+// Objects travel as JSON: Get and List decode them into *unstructured.Unstructured, GetAs and
+// ListAs into any type encoding/json can fill (*corev1.Pod, a CRD's Go type, ...).
+package informerd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"informerd.io/clients/go/informerdv1"
+)
+
+// DefaultSocket is where informerd listens unless its configuration says otherwise.
+const DefaultSocket = "/run/informerd/informerd.sock"
+
+// Client is a connection to one informerd sidecar. It is safe for concurrent use.
+type Client struct {
+	conn  *grpc.ClientConn
+	cache informerdv1.CacheClient
+}
+
+// DialOption configures Dial.
+type DialOption func(*dialOptions)
+
+type dialOptions struct {
+	grpc []grpc.DialOption
+}
+
+// WithGRPCDialOptions adds options to the underlying grpc.NewClient call (interceptors,
+// keepalive, credentials for a TCP listener behind a proxy, ...).
+func WithGRPCDialOptions(opts ...grpc.DialOption) DialOption {
+	return func(o *dialOptions) { o.grpc = append(o.grpc, opts...) }
+}
+
+// Dial connects to informerd at target: "unix:///path/to.sock" (or a plain absolute path), or
+// "host:port" for its loopback TCP listener. An empty target means DefaultSocket. The
+// connection is made lazily and re-made after it breaks; calls fail with UNAVAILABLE while
+// the sidecar is unreachable (the Informer waits for it).
+func Dial(target string, opts ...DialOption) (*Client, error) {
+	var o dialOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	switch {
+	case target == "":
+		target = "unix://" + DefaultSocket
+	case strings.HasPrefix(target, "/"):
+		target = "unix://" + target
+	}
+	gopts := []grpc.DialOption{
+		// informerd listens on a Unix socket or on loopback only.
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		// A sidecar that restarts comes back within seconds: retry the connection quickly
+		// rather than with gRPC's default backoff, which grows to two minutes.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff: backoff.Config{
+				BaseDelay:  100 * time.Millisecond,
+				Multiplier: 1.6,
+				Jitter:     0.2,
+				MaxDelay:   3 * time.Second,
+			},
+			MinConnectTimeout: 5 * time.Second,
+		}),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64 << 20)),
+	}
+	gopts = append(gopts, o.grpc...)
+	conn, err := grpc.NewClient(target, gopts...)
+	if err != nil {
+		return nil, fmt.Errorf("informerd: dial %s: %w", target, err)
+	}
+	return &Client{conn: conn, cache: informerdv1.NewCacheClient(conn)}, nil
+}
+
+// Close closes the connection; streams still open on it end.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// Raw returns the generated gRPC client, for what this package does not wrap.
+func (c *Client) Raw() informerdv1.CacheClient { return c.cache }
+
+// ResumeToken is a point in a resource's cache: Watch with Since(token) replays exactly the
+// changes after it. Revisions are only comparable within one epoch (one run of the sidecar).
+type ResumeToken struct {
+	Epoch    uint64
+	Revision uint64
+}
+
+// IsZero reports whether the token is unset.
+func (t ResumeToken) IsZero() bool { return t == ResumeToken{} }
+
+func (t ResumeToken) String() string { return fmt.Sprintf("%d/%d", t.Epoch, t.Revision) }
+
+// Predicate is an update predicate of a watch (see WithPredicates).
+type Predicate = informerdv1.Predicate
+
+// The predicates: an update (MODIFIED) is delivered when at least one holds.
+const (
+	GenerationChanged  = informerdv1.Predicate_GENERATION_CHANGED
+	LabelsChanged      = informerdv1.Predicate_LABELS_CHANGED
+	AnnotationsChanged = informerdv1.Predicate_ANNOTATIONS_CHANGED
+)
+
+// Option is an option of Get, List, Watch or an Informer. Each call uses the options that
+// make sense for it and ignores the others (namespace, selectors and index do not apply to
+// Get; min resource version applies only to Get; predicates and the starting point only to
+// watches).
+type Option func(*options)
+
+type options struct {
+	namespace          string
+	labelSelector      string
+	fieldSelector      string
+	index              *informerdv1.IndexLookup
+	fields             []string
+	minResourceVersion string
+	waitForSync        bool
+	chunkSize          uint32
+	since              *ResumeToken
+	initialState       bool
+	predicates         []Predicate
+	predicateCEL       string
+	bookmarkInterval   time.Duration
+}
+
+func collect(opts []Option) options {
+	var o options
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o
+}
+
+// InNamespace limits List, Watch and an Informer to one namespace (default: all namespaces).
+func InNamespace(ns string) Option { return func(o *options) { o.namespace = ns } }
+
+// WithLabelSelector filters by a Kubernetes label selector: "app=web,tier in (a,b),!canary".
+func WithLabelSelector(sel string) Option { return func(o *options) { o.labelSelector = sel } }
+
+// WithFieldSelector filters by a Kubernetes field selector on metadata.name,
+// metadata.namespace and the fields of `path` indexes: "spec.nodeName=node-1".
+func WithFieldSelector(sel string) Option { return func(o *options) { o.fieldSelector = sel } }
+
+// WithIndex returns only the objects whose secondary index `name` (from the sidecar's
+// configuration) has this value.
+func WithIndex(name, value string) Option {
+	return func(o *options) { o.index = &informerdv1.IndexLookup{Name: name, Value: value} }
+}
+
+// WithFields returns only these fields of each object (paths like "status.phase" or
+// `metadata.labels["app"]`); identity fields are always returned.
+func WithFields(paths ...string) Option {
+	return func(o *options) { o.fields = append(o.fields, paths...) }
+}
+
+// MinResourceVersion makes Get wait (up to the context's deadline, 30 s without one) until the
+// cache holds this resourceVersion of the object or a later one: read your own writes by
+// passing the resourceVersion the API server returned for the write.
+func MinResourceVersion(rv string) Option {
+	return func(o *options) { o.minResourceVersion = rv }
+}
+
+// WaitForSync makes the call wait until the cache has synced (up to the context's deadline)
+// instead of answering from a cache still in its initial list.
+func WaitForSync() Option { return func(o *options) { o.waitForSync = true } }
+
+// WithChunkSize sets how many objects List receives per message.
+func WithChunkSize(n uint32) Option { return func(o *options) { o.chunkSize = n } }
+
+// Since starts a Watch after this token: exactly the changes after it are replayed.
+func Since(t ResumeToken) Option { return func(o *options) { o.since = &t } }
+
+// SendInitialState starts a Watch with the current state, as ADDED events and one SYNCED event.
+func SendInitialState() Option { return func(o *options) { o.initialState = true } }
+
+// WithPredicates delivers an update only when one of the predicates (or the CEL predicate)
+// holds; additions and deletions are always delivered.
+func WithPredicates(p ...Predicate) Option {
+	return func(o *options) { o.predicates = append(o.predicates, p...) }
+}
+
+// WithPredicateCEL adds a CEL predicate over `object` and `oldObject`, e.g.
+// "object.spec != oldObject.spec".
+func WithPredicateCEL(expr string) Option { return func(o *options) { o.predicateCEL = expr } }
+
+// WithBookmarkInterval sets how often the sidecar sends a BOOKMARK (default 10 s).
+func WithBookmarkInterval(d time.Duration) Option {
+	return func(o *options) { o.bookmarkInterval = d }
+}
+
+// Get returns one object of a resource (the resource's name in the sidecar's configuration,
+// e.g. "pods") by namespace and name ("" namespace for cluster-scoped objects).
+func (c *Client) Get(ctx context.Context, resource, namespace, name string, opts ...Option) (*unstructured.Unstructured, error) {
+	return GetAs[unstructured.Unstructured](ctx, c, resource, namespace, name, opts...)
+}
+
+// GetAs is Get decoding the object into a *T, e.g. GetAs[corev1.Pod].
+func GetAs[T any](ctx context.Context, c *Client, resource, namespace, name string, opts ...Option) (*T, error) {
+	resp, err := c.GetObject(ctx, resource, namespace, name, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return decode[T](resp.GetObject())
+}
+
+// GetObject is Get returning the response as sent: the object's identity, revision and JSON,
+// and the (epoch, revision) the read was made at.
+func (c *Client) GetObject(ctx context.Context, resource, namespace, name string, opts ...Option) (*informerdv1.GetResponse, error) {
+	o := collect(opts)
+	req := &informerdv1.GetRequest{
+		Resource:           resource,
+		Namespace:          namespace,
+		Name:               name,
+		MinResourceVersion: o.minResourceVersion,
+		Fields:             o.fields,
+		WaitForSync:        o.waitForSync,
+	}
+	var header, trailer metadata.MD
+	resp, err := c.cache.Get(ctx, req, grpc.Header(&header), grpc.Trailer(&trailer))
+	if err != nil {
+		return nil, wrapError(err, trailer, header)
+	}
+	return resp, nil
+}
+
+// ListResult is what List returns: the objects, all at one revision, and that revision as a
+// resume token to Watch from.
+type ListResult[T any] struct {
+	Items []*T
+	// Token is the (epoch, revision) the whole list is consistent at.
+	Token ResumeToken
+	// Synced tells whether every scope of the resource had finished its initial list.
+	Synced bool
+}
+
+// List returns the objects of a resource that match the options.
+func (c *Client) List(ctx context.Context, resource string, opts ...Option) (*ListResult[unstructured.Unstructured], error) {
+	return ListAs[unstructured.Unstructured](ctx, c, resource, opts...)
+}
+
+// ListAs is List decoding the objects into *T, e.g. ListAs[corev1.Pod].
+func ListAs[T any](ctx context.Context, c *Client, resource string, opts ...Option) (*ListResult[T], error) {
+	res := &ListResult[T]{}
+	var derr error
+	token, synced, err := c.ListObjects(ctx, resource, func(obj *informerdv1.Object) {
+		if derr != nil {
+			return
+		}
+		v, err := decode[T](obj)
+		if err != nil {
+			derr = err
+			return
+		}
+		res.Items = append(res.Items, v)
+	}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if derr != nil {
+		return nil, derr
+	}
+	res.Token, res.Synced = token, synced
+	return res, nil
+}
+
+// ListObjects streams the raw objects of a List to fn, one at a time, without decoding them,
+// and returns the token and synced flag of the last chunk.
+func (c *Client) ListObjects(ctx context.Context, resource string, fn func(*informerdv1.Object), opts ...Option) (ResumeToken, bool, error) {
+	o := collect(opts)
+	req := &informerdv1.ListRequest{
+		Resource:      resource,
+		Namespace:     o.namespace,
+		LabelSelector: o.labelSelector,
+		FieldSelector: o.fieldSelector,
+		Index:         o.index,
+		Fields:        o.fields,
+		WaitForSync:   o.waitForSync,
+		ChunkSize:     o.chunkSize,
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.cache.List(ctx, req)
+	if err != nil {
+		return ResumeToken{}, false, wrapError(err, nil, nil)
+	}
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			if err == io.EOF {
+				return ResumeToken{}, false, fmt.Errorf("informerd: List %s: the stream ended without its last chunk", resource)
+			}
+			header, _ := stream.Header()
+			return ResumeToken{}, false, wrapError(err, stream.Trailer(), header)
+		}
+		for _, obj := range resp.GetObjects() {
+			fn(obj)
+		}
+		if resp.GetLast() {
+			return ResumeToken{Epoch: resp.GetEpoch(), Revision: resp.GetRevision()}, resp.GetSynced(), nil
+		}
+	}
+}
+
+// Status returns what the sidecar caches and how it is doing; resource "" means all resources.
+func (c *Client) Status(ctx context.Context, resource string) (*informerdv1.StatusResponse, error) {
+	var header, trailer metadata.MD
+	resp, err := c.cache.Status(ctx, &informerdv1.StatusRequest{Resource: resource}, grpc.Header(&header), grpc.Trailer(&trailer))
+	if err != nil {
+		return nil, wrapError(err, trailer, header)
+	}
+	return resp, nil
+}
+
+// WaitForSynced polls Status until every scope of every resource has synced, the sidecar being
+// unreachable meanwhile counting as not yet synced. It returns the context's error if that
+// ends first, with the last Status error if there was one.
+func (c *Client) WaitForSynced(ctx context.Context, interval time.Duration) error {
+	var last error
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		st, err := c.Status(callCtx, "")
+		cancel()
+		if err == nil && st.GetSynced() {
+			return nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			if last != nil {
+				return fmt.Errorf("%w (last error: %v)", ctx.Err(), last)
+			}
+			return ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+}
+
+func decode[T any](obj *informerdv1.Object) (*T, error) {
+	if obj == nil {
+		return nil, fmt.Errorf("informerd: the response carries no object")
+	}
+	v := new(T)
+	if err := json.Unmarshal(obj.GetJson(), v); err != nil {
+		return nil, fmt.Errorf("informerd: decode %s/%s into %T: %w", obj.GetNamespace(), obj.GetName(), v, err)
+	}
+	return v, nil
+}
