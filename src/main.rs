@@ -1,9 +1,14 @@
-//! The informerd binary: wires config → fleet → filter → transform → store.
+//! The informerd binary: `serve` wires config → fleet → filter → transform → store → api;
+//! `get`, `list`, `watch` and `status` are a client of a running sidecar.
 
 use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use clap::{Parser, Subcommand};
-use informerd::{config, fleet::Fleet};
+use std::sync::Arc;
+
+use informerd::{api::Api, config, fleet::Fleet};
+
+mod cli;
 
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
@@ -35,11 +40,23 @@ enum Command {
         /// The configuration file.
         file: PathBuf,
     },
+    /// Print one cached object: `get pods web-1 -n shop -o yaml`.
+    Get(cli::GetArgs),
+    /// List cached objects: `list pods -A -l app=web`.
+    List(cli::ListArgs),
+    /// Follow changes, one line or document per event: `watch pods --initial -o json`.
+    Watch(cli::WatchArgs),
+    /// What the sidecar caches and how it is doing: sync state, objects, memory, scopes.
+    Status(cli::StatusArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Get(args) => cli::get(args),
+        Command::List(args) => cli::list(args),
+        Command::Watch(args) => cli::watch(args),
+        Command::Status(args) => cli::status(args),
         Command::CheckConfig { file } => match config::load(&file) {
             Ok(cfg) => {
                 println!("{}: ok ({} resources)", file.display(), cfg.resources.len());
@@ -106,27 +123,36 @@ async fn serve(
         None => kube::Config::infer().await?,
     };
     let client = kube::Client::try_from(client_config)?;
-    let fleet = Fleet::start(client, &cfg).await?;
-    let mut ticker = tokio::time::interval(Duration::from_secs(1));
-    let mut announced = false;
-    loop {
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => break,
-            _ = ticker.tick() => {
-                if !announced && fleet.is_synced() {
-                    announced = true;
-                    for c in fleet.caches() {
-                        let stats = c.store.stats();
-                        tracing::info!(resource = %c.name, objects = stats.objects,
-                            encoded_bytes_per_object = stats.encoded_bytes / stats.objects.max(1),
-                            "synced");
-                    }
-                    tracing::info!(allocated_mib = allocated_bytes() >> 20, "every scope synced");
-                }
-            }
-        }
-    }
+    let fleet = Arc::new(Fleet::start(client, &cfg).await?);
+    let api = Api::new(fleet.clone(), &cfg);
+    tokio::spawn(announce_sync(fleet.clone()));
+    api.serve(&cfg.server, shutdown_signal()).await?;
     tracing::info!("shutting down");
     fleet.shutdown();
     Ok(())
+}
+
+/// Logs once when every scope has synced, with what the caches hold.
+async fn announce_sync(fleet: Arc<Fleet>) {
+    while !fleet.wait_synced(Duration::from_secs(3600)).await {}
+    for c in fleet.caches() {
+        let stats = c.store.stats();
+        tracing::info!(resource = %c.name, objects = stats.objects,
+            encoded_bytes_per_object = stats.encoded_bytes / stats.objects.max(1),
+            "synced");
+    }
+    tracing::info!(
+        allocated_mib = allocated_bytes() >> 20,
+        "every scope synced"
+    );
+}
+
+/// Ctrl-C or SIGTERM (what the kubelet sends).
+async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("a SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
 }

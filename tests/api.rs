@@ -741,3 +741,114 @@ async fn grpcurl_lists_the_services_and_calls_status() -> anyhow::Result<()> {
     f.cleanup().await;
     Ok(())
 }
+
+/// TCP beyond loopback is served only with TLS (the config refuses it otherwise); a client
+/// that trusts the certificate gets the API, a plaintext one does not.
+#[tokio::test]
+async fn tcp_beyond_loopback_is_served_with_tls() -> anyhow::Result<()> {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])?;
+    let dir = std::env::temp_dir().join(format!("informerd-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let (cert_file, key_file) = (dir.join("tls.crt"), dir.join("tls.key"));
+    std::fs::write(&cert_file, cert.cert.pem())?;
+    std::fs::write(&key_file, cert.signing_key.serialize_pem())?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let server = format!(
+        "  listen: 0.0.0.0:{port}\n  tls:\n    certFile: {}\n    keyFile: {}\n",
+        cert_file.display(),
+        key_file.display()
+    );
+    let f = Fixture::new("api-tls", 1, &server).await?;
+    let options = client::ConnectOptions {
+        ca_file: Some(cert_file.clone()),
+        ..Default::default()
+    };
+    let mut tls = client::connect_with(&format!("https://127.0.0.1:{port}"), &options).await?;
+    let status = tls.status(StatusRequest::default()).await?.into_inner();
+    assert_eq!(status.resources[0].objects, 1);
+    let plaintext = async {
+        client::connect(&format!("http://127.0.0.1:{port}"))
+            .await?
+            .status(StatusRequest::default())
+            .await?;
+        anyhow::Ok(())
+    };
+    assert!(
+        plaintext.await.is_err(),
+        "plaintext is refused on the TLS port"
+    );
+    f.cleanup().await;
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(())
+}
+
+/// SIGTERM (what the kubelet sends) ends open watches with UNAVAILABLE/ShuttingDown, which
+/// clients answer by resuming, and removes the socket.
+#[tokio::test]
+async fn sigterm_ends_watches_with_a_status_to_resume_on() -> anyhow::Result<()> {
+    let mut f = Fixture::new("api-term", 1, "").await?;
+    let mut watch = f.api.watch(f.watch_req(None)).await?.into_inner();
+    let pid = f.sidecar.pid().expect("running").to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()?
+        .success());
+    let err = loop {
+        match watch.message().await {
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("the watch ended without a status"),
+            Err(status) => break status,
+        }
+    };
+    assert_eq!(
+        (err.code(), reason(&err)),
+        (Code::Unavailable, "ShuttingDown"),
+        "{err:?}"
+    );
+    for _ in 0..600 {
+        if !f.sidecar.socket().exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        !f.sidecar.socket().exists(),
+        "the socket is removed on the way out"
+    );
+    f.cleanup().await;
+    Ok(())
+}
+
+/// Bookmarks come at the interval the watch asks for and carry the revision it has reached,
+/// even when none of the changes pass its filters.
+#[tokio::test]
+async fn bookmarks_carry_the_revision_the_watch_has_reached() -> anyhow::Result<()> {
+    let mut f = Fixture::new("api-bookmark", 2, "").await?;
+    let mut watch = f
+        .api
+        .watch(WatchRequest {
+            label_selector: "app=none".into(),
+            bookmark_interval_seconds: 1,
+            ..f.watch_req(None)
+        })
+        .await?
+        .into_inner();
+    f.label("p0", json!({"x": "1"})).await?;
+    let reached = f.list(f.list_req()).await?.0.last().unwrap().revision;
+    loop {
+        let e = tokio::time::timeout(Duration::from_secs(60), watch.message())
+            .await?
+            .expect("the watch goes on")
+            .expect("open");
+        assert_eq!(kind(&e), EventType::Bookmark, "nothing passes app=none");
+        assert!(e.object.is_none());
+        if e.revision == reached {
+            break;
+        }
+        assert!(e.revision < reached);
+    }
+    f.cleanup().await;
+    Ok(())
+}
