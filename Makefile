@@ -55,20 +55,41 @@ NAMESPACES ?= 10
 seed: cluster
 	$(BIN)/seed pods --kubeconfig $(CLUSTER_DIR)/kubeconfig --pods $(PODS) --namespaces $(NAMESPACES)
 
-# --- tests --------------------------------------------------------------------------------------
+# --- tests ---------------------------------------------------------------------------------------
+# Where cargo puts the binary the client tests run as a sidecar.
+CARGO_TARGET := $(or $(CARGO_TARGET_DIR),target)
+
 .PHONY: test
-test: tools
+test: tools $(BIN)/grpcurl
 	@set -eo pipefail; trap '$(BIN)/cluster down --dir $(TEST_CLUSTER_DIR)' EXIT; \
 	$(BIN)/cluster up --dir $(TEST_CLUSTER_DIR) --bin $(BIN); \
 	(cd tools && go vet ./... && go test ./...); \
 	INFORMERD_CLUSTER_DIR=$(abspath $(TEST_CLUSTER_DIR)) cargo test --workspace 2>&1 | tee .cache/cargo-test.log; \
-	awk '/^test result:/ { p += $$4; f += $$6 } END { printf "tests: %d passed, %d failed\n", p, f }' .cache/cargo-test.log
+	cargo build --bin informerd; \
+	export INFORMERD_BIN=$(abspath $(CARGO_TARGET))/debug/informerd \
+	  INFORMERD_KUBECONFIG=$(abspath $(TEST_CLUSTER_DIR))/kubeconfig \
+	  INFORMERD_SEED_BIN=$(abspath $(BIN))/seed; \
+	(cd clients/go && go vet ./... && go test -count=1 -v ./...) 2>&1 | tee .cache/go-client-test.log; \
+	clients/python/run-tests.sh -v 2>&1 | tee .cache/python-client-test.log; \
+	awk '/^test result:/ { p += $$4; f += $$6 } END { printf "tests: cargo %d passed, %d failed; ", p, f }' .cache/cargo-test.log; \
+	awk '/^--- PASS/ { p++ } /^--- FAIL/ { f++ } END { printf "go client %d passed, %d failed; ", p, f }' .cache/go-client-test.log; \
+	awk '/ PASSED/ { p++ } / FAILED/ { f++ } END { printf "python client %d passed, %d failed\n", p, f }' .cache/python-client-test.log
 
 # --- the demo -----------------------------------------------------------------------------------
 DEMO_PODS ?= 5000
+DEMO_DIR  := .cache/demo
 .PHONY: demo
-demo: cluster
+demo: cluster $(BIN)/seed
 	$(BIN)/seed pods --kubeconfig $(CLUSTER_DIR)/kubeconfig --prefix demo --pods $(DEMO_PODS) --namespaces 5
-	cargo build --release
-	@echo "informerd caches the DaemonSet-owned pods of every seeded namespace; Ctrl-C stops it"
-	RUST_LOG=info target/release/informerd serve --config examples/demo.yaml --kubeconfig $(CLUSTER_DIR)/kubeconfig
+	cargo build --release --bin informerd
+	@set -e; mkdir -p $(DEMO_DIR); rm -f $(DEMO_DIR)/informerd.sock; \
+	echo "starting informerd with examples/demo.yaml (log: $(DEMO_DIR)/informerd.log)"; \
+	RUST_LOG=info $(CARGO_TARGET)/release/informerd serve --config examples/demo.yaml \
+	  --kubeconfig $(CLUSTER_DIR)/kubeconfig 2> $(DEMO_DIR)/informerd.log & pid=$$!; \
+	trap 'kill $$pid 2>/dev/null' EXIT; \
+	until [ -S $(DEMO_DIR)/informerd.sock ]; do \
+	  kill -0 $$pid 2>/dev/null || { cat $(DEMO_DIR)/informerd.log; exit 1; }; sleep 0.2; done; \
+	(cd clients/go && go run ./examples/demo --socket $(abspath $(DEMO_DIR))/informerd.sock \
+	  --kubeconfig $(abspath $(CLUSTER_DIR))/kubeconfig --seed $(abspath $(BIN))/seed); \
+	echo; echo "== the same sidecar from the command line: informerd status"; \
+	$(CARGO_TARGET)/release/informerd status --socket $(DEMO_DIR)/informerd.sock
