@@ -1,0 +1,1490 @@
+//! Watch fan-out during churn (issue 4): W watchers on one resource, each on its own connection,
+//! and one watcher that never reads. The W must receive every event exactly once and in order;
+//! the one that never reads must be ended (`RESOURCE_EXHAUSTED`/`FellBehind`) and the sidecar's
+//! memory must stay bounded.
+//!
+//! `cargo bench --bench watch_fanout` runs the real binary (the release build under
+//! `cargo bench`) against the local control plane, in a namespace of its own with
+//! `FANOUT_PODS` pods (default 200). It merge-patches a label carrying a sequence number onto
+//! the pods, round-robin, at `FANOUT_RATE` writes/s (default 200) for `FANOUT_SECONDS`
+//! (default 30), at most `FANOUT_CONCURRENCY` (default 16) in flight, while `FANOUT_WATCHERS`
+//! (default 100) watchers follow from the same List token and a plain kube-rs watch on the
+//! apiserver follows the same namespace as the baseline.
+//!
+//! Latency of a delivery = when the watcher received the MODIFIED event − when the benchmark
+//! sent that write (same process clock, so it includes the client's own scheduling on a shared
+//! machine). "Added by informerd" compares each delivery with the baseline's receipt of the same
+//! write. Memory is sampled every second through `Status` (jemalloc's allocated bytes and the
+//! RSS) and /proc/<pid>/status.
+//!
+//! Prints a Markdown report and writes the same figures to `benches/results/watch_fanout.json`.
+//! Latencies and memory are printed, never asserted; the run fails (exit 1) only when a watcher
+//! missed, duplicated or reordered an event, or a resumed watch does not continue where it left.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use futures::{StreamExt, TryStreamExt};
+use informerd::api::client;
+use informerd::api::proto::{
+    cache_client::CacheClient, watch_request::Start, EventType, GetRequest, ListRequest,
+    ResumeToken, StatusRequest, StatusResponse, WatchEvent, WatchRequest,
+};
+use informerd_testkit::{delete_namespace, unique_namespace, ControlPlane, Sidecar};
+use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchParams};
+use serde_json::{json, Value};
+use tokio::sync::{watch, Semaphore};
+use tonic::transport::Channel;
+use tonic::{Code, Streaming};
+
+const BIN: &str = env!("CARGO_BIN_EXE_informerd");
+const RESOURCE: &str = "pods";
+/// The label each write sets: the write's sequence number.
+const SEQ_LABEL: &str = "bench-seq";
+/// How long the watchers may take to reach the last write once churn has ended.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(180);
+/// How long to wait for the next message of the never-reading watcher when draining it.
+const STALLED_IDLE: Duration = Duration::from_secs(15);
+
+#[derive(Debug, Clone)]
+struct Settings {
+    pods: usize,
+    watchers: usize,
+    rate: f64,
+    seconds: f64,
+    concurrency: usize,
+}
+
+impl Settings {
+    fn from_env() -> anyhow::Result<Settings> {
+        let s = Settings {
+            pods: env_or("FANOUT_PODS", 200)?,
+            watchers: env_or("FANOUT_WATCHERS", 100)?,
+            rate: env_or("FANOUT_RATE", 200.0)?,
+            seconds: env_or("FANOUT_SECONDS", 30.0)?,
+            concurrency: env_or("FANOUT_CONCURRENCY", 16)?,
+        };
+        if s.pods == 0 || s.watchers == 0 || s.concurrency == 0 {
+            bail!("FANOUT_PODS, FANOUT_WATCHERS and FANOUT_CONCURRENCY must be at least 1");
+        }
+        if !(s.rate > 0.0 && s.seconds > 0.0) {
+            bail!("FANOUT_RATE and FANOUT_SECONDS must be positive");
+        }
+        Ok(s)
+    }
+
+    fn writes(&self) -> u64 {
+        (self.rate * self.seconds).round().max(1.0) as u64
+    }
+}
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T>
+where
+    T::Err: std::fmt::Display,
+{
+    match std::env::var(name) {
+        Ok(v) if !v.trim().is_empty() => v.trim().parse().map_err(|e| anyhow!("{name}={v:?}: {e}")),
+        _ => Ok(default),
+    }
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            eprintln!(
+                "watch_fanout: FAILED: a correctness check failed (missed, repeated or \
+                 reordered events, or a resume that did not continue; see above)"
+            );
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("watch_fanout: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<bool> {
+    let settings = Settings::from_env()?;
+    let cluster = ControlPlane::get();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let kube = cluster.client().await?;
+        let ns = unique_namespace(&kube, "fanout").await?;
+        let outcome = bench(cluster, &kube, &ns, &settings).await;
+        if let Err(e) = delete_namespace(&kube, &ns).await {
+            eprintln!("warning: could not delete namespace {ns}: {e}");
+        }
+        outcome
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory samples
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Phase {
+    /// Before any watcher.
+    Setup = 0,
+    /// Watchers open, no writes yet.
+    Idle = 1,
+    Churn = 2,
+    /// Writes done; waiting for the watchers to reach the last one.
+    Drain = 3,
+    After = 4,
+}
+
+impl Phase {
+    fn from_u8(v: u8) -> Phase {
+        match v {
+            0 => Phase::Setup,
+            1 => Phase::Idle,
+            2 => Phase::Churn,
+            3 => Phase::Drain,
+            _ => Phase::After,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Phase::Setup => "setup",
+            Phase::Idle => "idle",
+            Phase::Churn => "churn",
+            Phase::Drain => "drain",
+            Phase::After => "after",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Sample {
+    at: Instant,
+    phase: Phase,
+    allocated: u64,
+    resident: u64,
+    vmrss: u64,
+    watchers: u64,
+    dropped: u64,
+    revision: u64,
+    log_entries: u64,
+    log_bytes: u64,
+}
+
+impl Sample {
+    /// Seconds since the churn began (negative before).
+    fn t(&self, churn_start: Instant) -> f64 {
+        micros(self.at, churn_start) as f64 / 1e6
+    }
+
+    fn json(&self, churn_start: Instant) -> Value {
+        json!({
+            "t_s": (self.t(churn_start) * 10.0).round() / 10.0,
+            "phase": self.phase.name(),
+            "allocated_bytes": self.allocated,
+            "resident_bytes": self.resident,
+            "vmrss_bytes": self.vmrss,
+            "watchers": self.watchers,
+            "dropped_watches": self.dropped,
+            "revision": self.revision,
+            "log_entries": self.log_entries,
+            "log_bytes": self.log_bytes,
+        })
+    }
+
+    fn memory_json(&self) -> Value {
+        json!({
+            "allocated_bytes": self.allocated,
+            "resident_bytes": self.resident,
+            "vmrss_bytes": self.vmrss,
+        })
+    }
+}
+
+fn vmrss_bytes(pid: Option<u32>) -> u64 {
+    let Some(pid) = pid else { return 0 };
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+async fn status(api: &mut CacheClient<Channel>) -> anyhow::Result<StatusResponse> {
+    Ok(api
+        .status(StatusRequest {
+            resource: RESOURCE.into(),
+        })
+        .await?
+        .into_inner())
+}
+
+async fn sample(
+    api: &mut CacheClient<Channel>,
+    pid: Option<u32>,
+    phase: Phase,
+) -> anyhow::Result<Sample> {
+    let s = status(api).await?;
+    let at = Instant::now();
+    let r = s
+        .resources
+        .iter()
+        .find(|r| r.name == RESOURCE)
+        .ok_or_else(|| anyhow!("Status has no resource {RESOURCE}"))?;
+    Ok(Sample {
+        at,
+        phase,
+        allocated: s.allocated_bytes,
+        resident: s.resident_bytes,
+        vmrss: vmrss_bytes(pid),
+        watchers: r.watchers,
+        dropped: r.dropped_watches,
+        revision: r.revision,
+        log_entries: r.log_entries,
+        log_bytes: r.log_bytes,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Watchers
+
+/// One received event (bookmarks are not kept).
+#[derive(Debug, Clone, Copy)]
+struct Delivery {
+    revision: u64,
+    /// The object's resourceVersion (0 when it is not a number).
+    rv: u64,
+    /// The write's sequence number, from the label.
+    seq: Option<u64>,
+    kind: i32,
+    at: Instant,
+}
+
+#[derive(Debug)]
+enum End {
+    /// Reached the revision of the last write.
+    Reached,
+    /// The stream ended without a status.
+    Closed,
+    /// The stream ended with a status.
+    Failed(tonic::Status),
+    /// The benchmark stopped waiting (DRAIN_TIMEOUT).
+    GaveUp,
+}
+
+struct Followed {
+    deliveries: Vec<Delivery>,
+    end: End,
+    /// Kept open until the benchmark has sampled the memory with every watcher still open.
+    stream: Streaming<WatchEvent>,
+}
+
+fn seq_of(labels: &std::collections::HashMap<String, String>) -> Option<u64> {
+    labels.get(SEQ_LABEL).and_then(|v| v.parse().ok())
+}
+
+/// Reads a watch until it reaches the target revision (sent once churn is over).
+async fn follow(
+    mut stream: Streaming<WatchEvent>,
+    mut target: watch::Receiver<u64>,
+    capacity: usize,
+) -> Followed {
+    let mut deliveries = Vec::with_capacity(capacity);
+    let mut last = 0;
+    let end = loop {
+        if last >= *target.borrow() {
+            break End::Reached;
+        }
+        tokio::select! {
+            m = stream.message() => match m {
+                Ok(Some(e)) => {
+                    let at = Instant::now();
+                    if e.r#type == EventType::Bookmark as i32 {
+                        continue;
+                    }
+                    let (rv, seq) = e
+                        .object
+                        .as_ref()
+                        .map(|o| (o.resource_version.parse().unwrap_or(0), seq_of(&o.labels)))
+                        .unwrap_or((0, None));
+                    deliveries.push(Delivery { revision: e.revision, rv, seq, kind: e.r#type, at });
+                    last = e.revision;
+                }
+                Ok(None) => break End::Closed,
+                Err(s) => break End::Failed(s),
+            },
+            changed = target.changed() => if changed.is_err() { break End::GaveUp },
+        }
+    };
+    Followed {
+        deliveries,
+        end,
+        stream,
+    }
+}
+
+struct Baseline {
+    /// Receipt of each MODIFIED event, as (seq, rv, at).
+    deliveries: Vec<(Option<u64>, u64, Instant)>,
+    other_events: usize,
+    error: Option<String>,
+}
+
+/// A plain watch on the apiserver, from `rv`, re-issued when the apiserver closes it, until it
+/// has seen the target resourceVersion.
+async fn baseline(pods: Api<Pod>, mut rv: String, mut target: watch::Receiver<u64>) -> Baseline {
+    use kube::api::WatchEvent as K;
+    let mut out = Baseline {
+        deliveries: Vec::new(),
+        other_events: 0,
+        error: None,
+    };
+    let mut last = 0u64;
+    'watch: loop {
+        let mut stream = match pods.watch(&WatchParams::default().timeout(290), &rv).await {
+            Ok(s) => s.boxed(),
+            Err(e) => {
+                out.error = Some(format!("watch: {e}"));
+                break;
+            }
+        };
+        loop {
+            if last >= *target.borrow() {
+                break 'watch;
+            }
+            tokio::select! {
+                item = stream.next() => match item {
+                    None => continue 'watch,
+                    Some(Ok(K::Modified(p))) => {
+                        let at = Instant::now();
+                        rv = p.metadata.resource_version.clone().unwrap_or_default();
+                        last = rv.parse().unwrap_or(last);
+                        let seq = p
+                            .metadata
+                            .labels
+                            .as_ref()
+                            .and_then(|l| l.get(SEQ_LABEL))
+                            .and_then(|v| v.parse().ok());
+                        out.deliveries.push((seq, last, at));
+                    }
+                    Some(Ok(K::Added(p) | K::Deleted(p))) => {
+                        rv = p.metadata.resource_version.clone().unwrap_or_default();
+                        last = rv.parse().unwrap_or(last);
+                        out.other_events += 1;
+                    }
+                    Some(Ok(K::Bookmark(b))) => rv = b.metadata.resource_version,
+                    Some(Ok(K::Error(s))) => {
+                        out.error = Some(format!("watch error: {s}"));
+                        break 'watch;
+                    }
+                    Some(Err(e)) => {
+                        out.error = Some(format!("watch stream: {e}"));
+                        break 'watch;
+                    }
+                },
+                changed = target.changed() => if changed.is_err() {
+                    out.error = Some("did not reach the last write in time".into());
+                    break 'watch;
+                },
+            }
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Churn
+
+struct Write {
+    seq: u64,
+    pod: usize,
+    sent: Instant,
+    acked: Instant,
+    /// The resourceVersion the apiserver returned, or why the write failed.
+    rv: Result<u64, String>,
+}
+
+async fn churn(pods: &Api<Pod>, s: &Settings, start: Instant) -> Vec<Write> {
+    let total = s.writes();
+    let permits = Arc::new(Semaphore::new(s.concurrency));
+    let mut tasks = tokio::task::JoinSet::new();
+    for seq in 0..total {
+        tokio::time::sleep_until((start + Duration::from_secs_f64(seq as f64 / s.rate)).into())
+            .await;
+        let permit = permits.clone().acquire_owned().await.expect("semaphore");
+        let pods = pods.clone();
+        let pod = (seq % s.pods as u64) as usize;
+        tasks.spawn(async move {
+            let patch = json!({"metadata": {"labels": {SEQ_LABEL: seq.to_string()}}});
+            let sent = Instant::now();
+            let result = pods
+                .patch(
+                    &pod_name(pod),
+                    &PatchParams::default(),
+                    &Patch::Merge(patch),
+                )
+                .await;
+            let acked = Instant::now();
+            drop(permit);
+            let rv = result.map_err(|e| e.to_string()).and_then(|p| {
+                let rv = p.metadata.resource_version.unwrap_or_default();
+                rv.parse::<u64>()
+                    .map_err(|_| format!("resourceVersion {rv:?} is not a number"))
+            });
+            Write {
+                seq,
+                pod,
+                sent,
+                acked,
+                rv,
+            }
+        });
+    }
+    let mut writes: Vec<Write> = tasks.join_all().await;
+    writes.sort_by_key(|w| w.seq);
+    writes
+}
+
+fn pod_name(i: usize) -> String {
+    format!("p{i}")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checks and statistics
+
+/// What one watcher received against what it should have.
+#[derive(Debug, Default)]
+struct Check {
+    events: usize,
+    modified: usize,
+    other_kinds: usize,
+    /// MODIFIED events for a change that is not one of the benchmark's writes.
+    unlabelled: usize,
+    missing_revisions: u64,
+    repeated_or_backward: u64,
+    writes_missing: usize,
+    writes_duplicated: usize,
+    /// Events whose resourceVersion is not the one the write got, or goes backwards.
+    rv_wrong: usize,
+    problems: Vec<String>,
+}
+
+impl Check {
+    fn ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+fn check_watcher(
+    deliveries: &[Delivery],
+    end: &End,
+    start: u64,
+    target: u64,
+    writes: &[Write],
+) -> Check {
+    let mut c = Check {
+        events: deliveries.len(),
+        ..Default::default()
+    };
+    match end {
+        End::Reached => {}
+        End::Closed => c.problems.push("the stream closed early".into()),
+        End::Failed(s) => c.problems.push(format!(
+            "the stream ended with {:?} ({}): {}",
+            s.code(),
+            client::reason(s).unwrap_or("-"),
+            s.message()
+        )),
+        End::GaveUp => c.problems.push(format!(
+            "did not reach revision {target} within {} s of the last write (at {})",
+            DRAIN_TIMEOUT.as_secs(),
+            deliveries.last().map_or(start, |d| d.revision)
+        )),
+    }
+    let mut expected = start + 1;
+    let mut first_revision_problem = None;
+    let mut seen = vec![0u32; writes.len()];
+    let mut last_rv = 0;
+    for d in deliveries {
+        if d.revision == expected {
+            expected += 1;
+        } else if d.revision < expected {
+            c.repeated_or_backward += 1;
+            first_revision_problem.get_or_insert(format!(
+                "revision {} after {}",
+                d.revision,
+                expected - 1
+            ));
+        } else {
+            c.missing_revisions += d.revision - expected;
+            first_revision_problem
+                .get_or_insert(format!("revisions {expected}..{} missing", d.revision - 1));
+            expected = d.revision + 1;
+        }
+        if d.kind == EventType::Modified as i32 {
+            c.modified += 1;
+        } else {
+            c.other_kinds += 1;
+        }
+        if d.rv != 0 {
+            if d.rv <= last_rv {
+                c.rv_wrong += 1;
+            }
+            last_rv = d.rv;
+        }
+        match d.seq.and_then(|s| writes.get(s as usize).map(|w| (s, w))) {
+            Some((s, w)) if d.kind == EventType::Modified as i32 => {
+                // A label can also be carried by a later change of another kind: only the
+                // MODIFIED event with the write's own resourceVersion is the write.
+                match &w.rv {
+                    Ok(rv) if *rv == d.rv => seen[s as usize] += 1,
+                    Ok(_) => c.unlabelled += 1,
+                    Err(_) => {}
+                }
+            }
+            _ if d.kind == EventType::Modified as i32 => c.unlabelled += 1,
+            _ => {}
+        }
+    }
+    if expected <= target && matches!(end, End::Reached) {
+        c.missing_revisions += target + 1 - expected;
+    }
+    for (w, n) in writes.iter().zip(&seen) {
+        if w.rv.is_ok() {
+            match n {
+                0 => c.writes_missing += 1,
+                1 => {}
+                _ => c.writes_duplicated += 1,
+            }
+        }
+    }
+    if let Some(p) = first_revision_problem {
+        c.problems.push(format!(
+            "{} revisions missing, {} repeated or backwards (first: {p})",
+            c.missing_revisions, c.repeated_or_backward
+        ));
+    } else if c.missing_revisions > 0 && matches!(end, End::Reached) {
+        c.problems
+            .push(format!("{} revisions missing", c.missing_revisions));
+    }
+    if c.writes_missing > 0 || c.writes_duplicated > 0 {
+        c.problems.push(format!(
+            "writes: {} never delivered, {} delivered more than once",
+            c.writes_missing, c.writes_duplicated
+        ));
+    }
+    if c.rv_wrong > 0 {
+        c.problems.push(format!(
+            "{} events with a resourceVersion not above the previous one",
+            c.rv_wrong
+        ));
+    }
+    c
+}
+
+/// Percentiles of durations in microseconds (signed: "added" latencies can be negative).
+#[derive(Debug, Clone, Copy, Default)]
+struct Stats {
+    n: usize,
+    p50: i64,
+    p90: i64,
+    p99: i64,
+    max: i64,
+}
+
+impl Stats {
+    fn of(mut v: Vec<i64>) -> Stats {
+        if v.is_empty() {
+            return Stats::default();
+        }
+        v.sort_unstable();
+        let at = |p: f64| v[((p * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
+        Stats {
+            n: v.len(),
+            p50: at(0.50),
+            p90: at(0.90),
+            p99: at(0.99),
+            max: v[v.len() - 1],
+        }
+    }
+
+    fn row(&self, label: &str) -> String {
+        format!(
+            "| {label} | {} | {} | {} | {} | {} |",
+            ms(self.p50),
+            ms(self.p90),
+            ms(self.p99),
+            ms(self.max),
+            self.n
+        )
+    }
+
+    fn json(&self) -> Value {
+        let ms = |us: i64| (us as f64 / 10.0).round() / 100.0;
+        json!({
+            "n": self.n,
+            "p50_ms": ms(self.p50),
+            "p90_ms": ms(self.p90),
+            "p99_ms": ms(self.p99),
+            "max_ms": ms(self.max),
+        })
+    }
+}
+
+fn ms(us: i64) -> String {
+    format!("{:.1}", us as f64 / 1000.0)
+}
+
+fn micros(later: Instant, earlier: Instant) -> i64 {
+    if later >= earlier {
+        (later - earlier).as_micros() as i64
+    } else {
+        -((earlier - later).as_micros() as i64)
+    }
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1}", bytes as f64 / (1 << 20) as f64)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The benchmark
+
+async fn wait_default_service_account(kube: &kube::Client, ns: &str) -> anyhow::Result<()> {
+    let sas: Api<ServiceAccount> = Api::namespaced(kube.clone(), ns);
+    for _ in 0..600 {
+        if sas.get_opt("default").await?.is_some() {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("no default ServiceAccount in {ns} after 60 s")
+}
+
+async fn create_pods(pods: &Api<Pod>, n: usize) -> anyhow::Result<()> {
+    futures::stream::iter(0..n)
+        .map(|i| async move {
+            // No nodeName: nothing schedules or garbage-collects these pods, so the benchmark's
+            // writes are the only changes.
+            let pod: Pod = serde_json::from_value(json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": pod_name(i), "labels": {"app": "fanout", SEQ_LABEL: "none"}},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]}
+            }))?;
+            pods.create(&PostParams::default(), &pod).await?;
+            Ok::<_, anyhow::Error>(())
+        })
+        .buffer_unordered(16)
+        .try_collect::<Vec<_>>()
+        .await?;
+    Ok(())
+}
+
+struct StalledOutcome {
+    /// Whether it was ended with RESOURCE_EXHAUSTED / FellBehind.
+    fell_behind: bool,
+    /// How its stream ended, as read.
+    end: String,
+    received: u64,
+    last_revision: u64,
+    /// Its events were start+1, start+2, ... (a resumable prefix).
+    contiguous: bool,
+    /// A watch `since` its last event began at the next revision.
+    resumed_at: Option<u64>,
+}
+
+async fn drain_stalled(mut stream: Streaming<WatchEvent>, start: u64) -> StalledOutcome {
+    let mut out = StalledOutcome {
+        fell_behind: false,
+        end: String::new(),
+        received: 0,
+        last_revision: start,
+        contiguous: true,
+        resumed_at: None,
+    };
+    loop {
+        match tokio::time::timeout(STALLED_IDLE, stream.message()).await {
+            Err(_) => {
+                out.end = format!(
+                    "still open: no message for {} s after {} events",
+                    STALLED_IDLE.as_secs(),
+                    out.received
+                );
+                break;
+            }
+            Ok(Ok(Some(e))) => {
+                if e.r#type == EventType::Bookmark as i32 {
+                    continue;
+                }
+                if e.revision != out.last_revision + 1 {
+                    out.contiguous = false;
+                }
+                out.last_revision = e.revision;
+                out.received += 1;
+            }
+            Ok(Ok(None)) => {
+                out.end = "closed without a status".into();
+                break;
+            }
+            Ok(Err(s)) => {
+                let reason = client::reason(&s).unwrap_or("-").to_string();
+                out.fell_behind = s.code() == Code::ResourceExhausted && reason == "FellBehind";
+                out.end = format!("{:?} / informerd-reason: {reason}", s.code());
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// What one run measured.
+struct Measured {
+    version: String,
+    /// The revision of the List token every watcher started from.
+    start: u64,
+    /// The sidecar's revision once it held the last write.
+    target: u64,
+    writes: Vec<Write>,
+    churn_start: Instant,
+    churn_end: Instant,
+    /// When every watcher had reached `target` (or the benchmark gave up).
+    drained: Instant,
+    watchers: Vec<(Vec<Delivery>, End)>,
+    baseline: Baseline,
+    stalled: StalledOutcome,
+    before: Sample,
+    idle: Sample,
+    after: Sample,
+    closed: Sample,
+    samples: Vec<Sample>,
+    dropped_watches: u64,
+    relists: u64,
+}
+
+async fn bench(
+    cluster: &ControlPlane,
+    kube: &kube::Client,
+    ns: &str,
+    s: &Settings,
+) -> anyhow::Result<bool> {
+    let pods: Api<Pod> = Api::namespaced(kube.clone(), ns);
+    wait_default_service_account(kube, ns).await?;
+    create_pods(&pods, s.pods).await.context("create pods")?;
+    eprintln!("watch_fanout: {} pods in namespace {ns}", s.pods);
+
+    let resources = format!(
+        "- name: {RESOURCE}\n  apiVersion: v1\n  kind: Pod\n  namespaces: [{ns}]\n  transform:\n    drop: [metadata.managedFields]\n"
+    );
+    let sidecar = Sidecar::start(BIN.as_ref(), cluster, &resources)?;
+    let measured = measure(&sidecar, &pods, ns, s).await;
+    let measured = match measured {
+        Ok(m) => m,
+        Err(e) => {
+            print_log_tail(&sidecar);
+            return Err(e);
+        }
+    };
+    let report = Report::new(&measured);
+    println!("{}", report.markdown(s, &measured));
+    if !report.ok {
+        print_log_tail(&sidecar);
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/results/watch_fanout.json");
+    std::fs::create_dir_all(path.parent().expect("a parent"))?;
+    let json = report.json(s, &measured);
+    std::fs::write(&path, serde_json::to_string_pretty(&json)? + "\n")
+        .with_context(|| format!("write {}", path.display()))?;
+    eprintln!("watch_fanout: wrote benches/results/watch_fanout.json");
+    Ok(report.ok)
+}
+
+fn print_log_tail(sidecar: &Sidecar) {
+    let log = sidecar.log();
+    let lines: Vec<&str> = log.lines().collect();
+    eprintln!("sidecar log (last lines):");
+    for l in &lines[lines.len().saturating_sub(20)..] {
+        eprintln!("  {l}");
+    }
+}
+
+async fn measure(
+    sidecar: &Sidecar,
+    pods: &Api<Pod>,
+    ns: &str,
+    s: &Settings,
+) -> anyhow::Result<Measured> {
+    let socket = sidecar.socket().display().to_string();
+    let pid = sidecar.pid();
+    let mut api = client::connect(&socket).await?;
+    let synced = async {
+        loop {
+            if let Ok(st) = status(&mut api).await {
+                if st.synced {
+                    return st;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    let version = tokio::time::timeout(Duration::from_secs(120), synced)
+        .await
+        .map_err(|_| anyhow!("the sidecar did not sync within 120 s"))?
+        .version;
+
+    // The token every watcher starts from.
+    let chunks: Vec<_> = api
+        .list(ListRequest {
+            resource: RESOURCE.into(),
+            namespace: ns.into(),
+            ..Default::default()
+        })
+        .await?
+        .into_inner()
+        .try_collect()
+        .await?;
+    let listed: usize = chunks.iter().map(|c| c.objects.len()).sum();
+    let last = chunks.last().ok_or_else(|| anyhow!("an empty List"))?;
+    if listed != s.pods {
+        bail!(
+            "the sidecar lists {listed} pods, the namespace has {}",
+            s.pods
+        );
+    }
+    let token = ResumeToken {
+        epoch: last.epoch,
+        revision: last.revision,
+    };
+    let start = token.revision;
+    let kube_rv = pods
+        .list_metadata(&ListParams::default())
+        .await?
+        .metadata
+        .resource_version
+        .unwrap_or_default();
+
+    // Memory before any watcher, then a sample every second.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = sample(&mut api, pid, Phase::Setup).await?;
+    let phase = Arc::new(AtomicU8::new(Phase::Idle as u8));
+    let samples = Arc::new(Mutex::new(Vec::<Sample>::new()));
+    let (stop_sampling, mut sampling_stopped) = watch::channel(false);
+    let sampler = {
+        let (phase, samples) = (phase.clone(), samples.clone());
+        let mut api = client::connect(&socket).await?;
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = sampling_stopped.changed() => return,
+                }
+                let p = Phase::from_u8(phase.load(Ordering::Relaxed));
+                match sample(&mut api, pid, p).await {
+                    Ok(x) => samples.lock().expect("samples").push(x),
+                    Err(e) => eprintln!("watch_fanout: memory sample failed: {e:#}"),
+                }
+            }
+        })
+    };
+
+    let watch_req = |since: ResumeToken| WatchRequest {
+        resource: RESOURCE.into(),
+        namespace: ns.into(),
+        start: Some(Start::Since(since)),
+        ..Default::default()
+    };
+    // The watcher that never reads, on its own connection.
+    let mut stalled_api = client::connect(&socket).await?;
+    let stalled = stalled_api.watch(watch_req(token)).await?.into_inner();
+
+    let (target_tx, target_rx) = watch::channel(u64::MAX);
+    let capacity = s.writes() as usize + 16;
+    let mut readers = Vec::with_capacity(s.watchers);
+    for _ in 0..s.watchers {
+        let mut api = client::connect(&socket).await?;
+        let stream = api.watch(watch_req(token)).await?.into_inner();
+        let target = target_rx.clone();
+        readers.push(tokio::spawn(async move {
+            let followed = follow(stream, target, capacity).await;
+            (followed, api)
+        }));
+    }
+    let (base_target_tx, base_target_rx) = watch::channel(u64::MAX);
+    let base = tokio::spawn(baseline(pods.clone(), kube_rv, base_target_rx));
+
+    // Every watch open on the server (the readers and the one that never reads) before the
+    // first write.
+    let open = async {
+        loop {
+            let st = status(&mut api).await?;
+            if st.resources.first().map_or(0, |r| r.watchers) > s.watchers as u64 {
+                return Ok::<_, anyhow::Error>(());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), open)
+        .await
+        .map_err(|_| anyhow!("the watches did not all open within 60 s"))??;
+    // Give the baseline watch a moment to be established at the apiserver.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let idle = sample(&mut api, pid, Phase::Idle).await?;
+
+    eprintln!(
+        "watch_fanout: {} watchers + 1 that never reads open; {} writes at {}/s",
+        s.watchers,
+        s.writes(),
+        s.rate
+    );
+    let churn_start = Instant::now();
+    phase.store(Phase::Churn as u8, Ordering::Relaxed);
+    let writes = churn(pods, s, churn_start).await;
+    let churn_end = Instant::now();
+    phase.store(Phase::Drain as u8, Ordering::Relaxed);
+
+    let last_write = writes
+        .iter()
+        .filter_map(|w| w.rv.as_ref().ok().map(|rv| (*rv, w.pod)))
+        .max()
+        .ok_or_else(|| anyhow!("no write succeeded: {:?}", writes.first().map(|w| &w.rv)))?;
+    // The sidecar has every write once it holds the last one; its revision then is the target.
+    let mut get = tonic::Request::new(GetRequest {
+        resource: RESOURCE.into(),
+        namespace: ns.into(),
+        name: pod_name(last_write.1),
+        min_resource_version: last_write.0.to_string(),
+        ..Default::default()
+    });
+    get.set_timeout(Duration::from_secs(120));
+    api.get(get).await.context("Get of the last write")?;
+    let target = status(&mut api)
+        .await?
+        .resources
+        .first()
+        .map_or(0, |r| r.revision);
+    target_tx.send_replace(target);
+    base_target_tx.send_replace(last_write.0);
+
+    let mut all = futures::future::join_all(readers);
+    let joined = tokio::select! {
+        r = &mut all => r,
+        _ = tokio::time::sleep(DRAIN_TIMEOUT) => {
+            // The watchers that have not reached the target end with GaveUp.
+            drop(target_tx);
+            all.await
+        }
+    };
+    let drained = Instant::now();
+    let mut followed = Vec::with_capacity(joined.len());
+    for j in joined {
+        followed.push(j.context("a watcher task panicked")?);
+    }
+    let baseline = tokio::time::timeout(Duration::from_secs(60), base)
+        .await
+        .map_err(|_| anyhow!("the baseline watch did not reach the last write within 60 s"))?
+        .context("the baseline task panicked")?;
+    phase.store(Phase::After as u8, Ordering::Relaxed);
+
+    // Memory after churn with every reader still open; then the watcher that never read.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = sample(&mut api, pid, Phase::After).await?;
+    let mut stalled = drain_stalled(stalled, start).await;
+    if stalled.fell_behind {
+        let since = ResumeToken {
+            epoch: token.epoch,
+            revision: stalled.last_revision,
+        };
+        let mut resumed = api.watch(watch_req(since)).await?.into_inner();
+        let first = async {
+            loop {
+                match resumed.message().await {
+                    Ok(Some(e)) if e.r#type == EventType::Bookmark as i32 => continue,
+                    Ok(Some(e)) => return Some(e.revision),
+                    _ => return None,
+                }
+            }
+        };
+        stalled.resumed_at = tokio::time::timeout(Duration::from_secs(30), first)
+            .await
+            .ok()
+            .flatten();
+    }
+    drop(stalled_api);
+    // Close every reader, then the memory once more.
+    let mut watchers = Vec::with_capacity(followed.len());
+    for (f, api) in followed {
+        drop((f.stream, api));
+        watchers.push((f.deliveries, f.end));
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let closed = sample(&mut api, pid, Phase::After).await?;
+    stop_sampling.send_replace(true);
+    sampler.await.context("the sampler panicked")?;
+    let samples = samples.lock().expect("samples").clone();
+    let final_status = status(&mut api).await?;
+    let resource = final_status
+        .resources
+        .first()
+        .ok_or_else(|| anyhow!("Status has no resource"))?;
+    Ok(Measured {
+        version,
+        start,
+        target,
+        writes,
+        churn_start,
+        churn_end,
+        drained,
+        watchers,
+        baseline,
+        stalled,
+        before,
+        idle,
+        after,
+        closed,
+        samples,
+        dropped_watches: resource.dropped_watches,
+        relists: resource.scopes.iter().map(|sc| sc.relists).sum(),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The report
+
+/// The figures of a run.
+struct Report {
+    ok: bool,
+    writes_ok: usize,
+    writes_failed: usize,
+    first_write_error: Option<String>,
+    achieved_rate: f64,
+    churn_secs: f64,
+    changes: u64,
+    checks: Vec<Check>,
+    events_min: usize,
+    events_max: usize,
+    delivered: usize,
+    events_per_sec: f64,
+    drain_ms: f64,
+    ack: Stats,
+    baseline: Stats,
+    informerd: Stats,
+    added: Stats,
+    per_watcher_p99: Stats,
+    per_watcher_p99_min: i64,
+    baseline_missing: usize,
+    peak: [u64; 3],
+    dropped_at: Option<f64>,
+}
+
+impl Report {
+    fn new(m: &Measured) -> Report {
+        let checks: Vec<Check> = m
+            .watchers
+            .iter()
+            .map(|(d, e)| check_watcher(d, e, m.start, m.target, &m.writes))
+            .collect();
+        let stalled_ok = !m.stalled.fell_behind
+            || (m.stalled.contiguous && m.stalled.resumed_at == Some(m.stalled.last_revision + 1));
+        let ok = checks.iter().all(Check::ok) && stalled_ok;
+
+        // The baseline's receipt of each write.
+        let mut base_at: Vec<Option<Instant>> = vec![None; m.writes.len()];
+        for (seq, rv, at) in &m.baseline.deliveries {
+            if let Some(w) = seq.and_then(|q| m.writes.get(q as usize)) {
+                if w.rv.as_ref().ok() == Some(rv) {
+                    base_at[w.seq as usize] = Some(*at);
+                }
+            }
+        }
+        let ok_writes: Vec<&Write> = m.writes.iter().filter(|w| w.rv.is_ok()).collect();
+        let baseline_missing = ok_writes
+            .iter()
+            .filter(|w| base_at[w.seq as usize].is_none())
+            .count();
+
+        let mut informerd = Vec::new();
+        let mut added = Vec::new();
+        let mut per_watcher_p99 = Vec::new();
+        let mut last_receipt = m.churn_start;
+        let mut delivered = 0usize;
+        for (ds, _) in &m.watchers {
+            let mut mine = Vec::with_capacity(ds.len());
+            for d in ds {
+                delivered += 1;
+                last_receipt = last_receipt.max(d.at);
+                let Some(w) = d.seq.and_then(|q| m.writes.get(q as usize)) else {
+                    continue;
+                };
+                if d.kind != EventType::Modified as i32 || w.rv.as_ref().ok() != Some(&d.rv) {
+                    continue;
+                }
+                let l = micros(d.at, w.sent);
+                informerd.push(l);
+                mine.push(l);
+                if let Some(b) = base_at[w.seq as usize] {
+                    added.push(micros(d.at, b));
+                }
+            }
+            per_watcher_p99.push(Stats::of(mine).p99);
+        }
+        let events: Vec<usize> = checks.iter().map(|c| c.events).collect();
+        let during: Vec<&Sample> = m
+            .samples
+            .iter()
+            .filter(|x| matches!(x.phase, Phase::Churn | Phase::Drain))
+            .chain([&m.after])
+            .collect();
+        let peak = |f: fn(&Sample) -> u64| during.iter().map(|x| f(x)).max().unwrap_or(0);
+        let churn_secs = (m.churn_end - m.churn_start).as_secs_f64();
+        Report {
+            ok,
+            writes_ok: ok_writes.len(),
+            writes_failed: m.writes.len() - ok_writes.len(),
+            first_write_error: m.writes.iter().find_map(|w| w.rv.as_ref().err().cloned()),
+            achieved_rate: m.writes.len() as f64 / churn_secs.max(1e-9),
+            churn_secs,
+            changes: m.target.saturating_sub(m.start),
+            events_min: events.iter().copied().min().unwrap_or(0),
+            events_max: events.iter().copied().max().unwrap_or(0),
+            checks,
+            delivered,
+            events_per_sec: delivered as f64
+                / (last_receipt - m.churn_start).as_secs_f64().max(1e-9),
+            drain_ms: (m.drained - m.churn_end).as_secs_f64() * 1000.0,
+            ack: Stats::of(ok_writes.iter().map(|w| micros(w.acked, w.sent)).collect()),
+            baseline: Stats::of(
+                m.writes
+                    .iter()
+                    .filter_map(|w| base_at[w.seq as usize].map(|b| micros(b, w.sent)))
+                    .collect(),
+            ),
+            informerd: Stats::of(informerd),
+            added: Stats::of(added),
+            per_watcher_p99_min: per_watcher_p99.iter().copied().min().unwrap_or(0),
+            per_watcher_p99: Stats::of(per_watcher_p99),
+            baseline_missing,
+            peak: [
+                peak(|x| x.allocated),
+                peak(|x| x.resident),
+                peak(|x| x.vmrss),
+            ],
+            dropped_at: m
+                .samples
+                .iter()
+                .find(|x| x.dropped > 0)
+                .map(|x| x.t(m.churn_start)),
+        }
+    }
+
+    fn good(&self) -> usize {
+        self.checks.iter().filter(|c| c.ok()).count()
+    }
+
+    fn markdown(&self, s: &Settings, m: &Measured) -> String {
+        let mut out = Vec::<String>::new();
+        out.push(format!(
+            "### Watch fan-out: {} watchers + 1 that never reads, {} pods, {} writes/s for {} s",
+            s.watchers, s.pods, s.rate, s.seconds
+        ));
+        out.push(String::new());
+        out.push(format!(
+            "informerd {} ({} build, `cargo bench --bench watch_fanout`); pods of one namespace, \
+             `transform: {{drop: [metadata.managedFields]}}`; each watcher on its own connection, \
+             all `since` one List token; writes: merge patch of the label `{SEQ_LABEL}`, \
+             round-robin over the pods, at most {} in flight; {} CPUs shared with the control \
+             plane.",
+            m.version,
+            profile(),
+            s.concurrency,
+            cpus()
+        ));
+        out.push(String::new());
+        out.push(
+            "| writes | achieved rate | sidecar changes | events per watcher | every event once, \
+             in order | delivered | last watcher done after the last write |"
+                .into(),
+        );
+        out.push("|---:|---:|---:|---:|:--|---:|---:|".into());
+        out.push(format!(
+            "| {}{} | {:.1}/s | {} | {} | {} ({}/{} watchers) | {:.0} events/s | {:.0} ms |",
+            self.writes_ok,
+            if self.writes_failed == 0 {
+                String::new()
+            } else {
+                format!(" (+{} failed)", self.writes_failed)
+            },
+            self.achieved_rate,
+            self.changes,
+            if self.events_min == self.events_max {
+                self.events_min.to_string()
+            } else {
+                format!("{}–{}", self.events_min, self.events_max)
+            },
+            if self.good() == self.checks.len() {
+                "yes"
+            } else {
+                "**NO**"
+            },
+            self.good(),
+            self.checks.len(),
+            self.events_per_sec,
+            self.drain_ms
+        ));
+        out.push(String::new());
+        out.push("| latency from the write's send (ms) | p50 | p90 | p99 | max | n |".into());
+        out.push("|:--|---:|---:|---:|---:|---:|".into());
+        out.push(self.ack.row("write acknowledged by the apiserver"));
+        out.push(
+            self.baseline
+                .row("kube-rs watch on the apiserver (baseline)"),
+        );
+        out.push(self.informerd.row(&format!(
+            "informerd, {} watchers (every delivery)",
+            s.watchers
+        )));
+        out.push(
+            self.added
+                .row("added by informerd (delivery − baseline's receipt of the same write)"),
+        );
+        out.push(String::new());
+        out.push(format!(
+            "Per-watcher p99: {}–{} ms (median watcher {} ms).",
+            ms(self.per_watcher_p99_min),
+            ms(self.per_watcher_p99.max),
+            ms(self.per_watcher_p99.p50)
+        ));
+        out.push(String::new());
+        out.push(
+            "| sidecar memory (MiB) | before watchers | watchers open, idle | peak during churn \
+             | after churn | watchers closed |"
+                .into(),
+        );
+        out.push("|:--|---:|---:|---:|---:|---:|".into());
+        type Field = fn(&Sample) -> u64;
+        let rows: [(&str, Field); 3] = [
+            ("allocated (jemalloc, Status)", |x| x.allocated),
+            ("resident (Status)", |x| x.resident),
+            ("VmRSS (/proc)", |x| x.vmrss),
+        ];
+        for ((label, f), peak) in rows.into_iter().zip(self.peak) {
+            out.push(format!(
+                "| {label} | {} | {} | {} | {} | {} |",
+                mib(f(&m.before)),
+                mib(f(&m.idle)),
+                mib(peak),
+                mib(f(&m.after)),
+                mib(f(&m.closed))
+            ));
+        }
+        out.push(String::new());
+        out.push(format!(
+            "Change log after churn: {} entries, {} MiB.",
+            m.after.log_entries,
+            mib(m.after.log_bytes)
+        ));
+        let st = &m.stalled;
+        out.push(format!(
+            "Never-reading watcher: {}; dropped_watches = {}{}; it had received {} events ({}); \
+             {}. Watches open after churn: {}.",
+            if st.fell_behind {
+                "ended with RESOURCE_EXHAUSTED, informerd-reason: FellBehind".to_string()
+            } else {
+                format!("**not ended with FellBehind** ({})", st.end)
+            },
+            m.dropped_watches,
+            match self.dropped_at {
+                Some(t) => format!(" (first seen {t:.0} s into churn)"),
+                None => String::new(),
+            },
+            st.received,
+            if st.contiguous {
+                "in order, none missing"
+            } else {
+                "**with gaps or reordering**"
+            },
+            match st.resumed_at {
+                Some(r) if r == st.last_revision + 1 => format!(
+                    "a watch since its last revision {} resumed at {r}",
+                    st.last_revision
+                ),
+                Some(r) => format!(
+                    "**a watch since its last revision {} resumed at {r}**",
+                    st.last_revision
+                ),
+                None if st.fell_behind => "**a watch since its last revision got nothing**".into(),
+                None => "no resume tried".into(),
+            },
+            m.after.watchers
+        ));
+        if self.baseline_missing > 0 || m.baseline.error.is_some() || m.baseline.other_events > 0 {
+            out.push(format!(
+                "Baseline: {} writes not seen{}{}.",
+                self.baseline_missing,
+                m.baseline
+                    .error
+                    .as_ref()
+                    .map(|e| format!(", ended: {e}"))
+                    .unwrap_or_default(),
+                if m.baseline.other_events > 0 {
+                    format!(", {} ADDED/DELETED events", m.baseline.other_events)
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        if m.relists > 0 || self.changes != self.writes_ok as u64 {
+            out.push(format!(
+                "Note: the sidecar made {} changes for {} successful writes; {} relists.",
+                self.changes, self.writes_ok, m.relists
+            ));
+        }
+        if let Some(e) = &self.first_write_error {
+            out.push(format!(
+                "Failed writes: {} (first: {e}).",
+                self.writes_failed
+            ));
+        }
+        let bad: Vec<(usize, &Check)> = self
+            .checks
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| !c.ok())
+            .collect();
+        if !bad.is_empty() {
+            out.push(String::new());
+            out.push(format!(
+                "**DISCREPANCIES** in {} of {} watchers (expected revisions {}..={}, {} writes \
+                 each):",
+                bad.len(),
+                self.checks.len(),
+                m.start + 1,
+                m.target,
+                self.writes_ok
+            ));
+            for (i, c) in bad.iter().take(10) {
+                out.push(format!(
+                    "- watcher {i}: {} events; {}",
+                    c.events,
+                    c.problems.join("; ")
+                ));
+            }
+            if bad.len() > 10 {
+                out.push(format!("- ... and {} more", bad.len() - 10));
+            }
+        }
+        out.join("\n")
+    }
+
+    fn json(&self, s: &Settings, m: &Measured) -> Value {
+        let round = |x: f64, digits: i32| {
+            let f = 10f64.powi(digits);
+            (x * f).round() / f
+        };
+        json!({
+            "benchmark": "watch_fanout",
+            "ok": self.ok,
+            "informerd_version": m.version,
+            "profile": profile(),
+            "config": {
+                "pods": s.pods,
+                "watchers": s.watchers,
+                "never_reading_watchers": 1,
+                "target_rate_per_s": s.rate,
+                "seconds": s.seconds,
+                "concurrency": s.concurrency,
+                "transform": {"drop": ["metadata.managedFields"]},
+                "cpus": cpus(),
+            },
+            "writes": {
+                "succeeded": self.writes_ok,
+                "failed": self.writes_failed,
+                "achieved_rate_per_s": round(self.achieved_rate, 1),
+                "churn_seconds": round(self.churn_secs, 2),
+            },
+            "delivery": {
+                "start_revision": m.start,
+                "target_revision": m.target,
+                "sidecar_changes": self.changes,
+                "relists": m.relists,
+                "watchers": self.checks.len(),
+                "watchers_correct": self.good(),
+                "events_per_watcher_min": self.events_min,
+                "events_per_watcher_max": self.events_max,
+                "events_delivered": self.delivered,
+                "events_per_s": self.events_per_sec.round(),
+                "last_watcher_done_after_last_write_ms": self.drain_ms.round(),
+                "discrepancies": self
+                    .checks
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| !c.ok())
+                    .map(|(i, c)| json!({"watcher": i, "events": c.events, "problems": c.problems}))
+                    .collect::<Vec<_>>(),
+            },
+            "latency": {
+                "write_ack": self.ack.json(),
+                "baseline_kube_watch": self.baseline.json(),
+                "informerd_watchers": self.informerd.json(),
+                "added_by_informerd": self.added.json(),
+                "per_watcher_p99_ms": {
+                    "min": round(self.per_watcher_p99_min as f64 / 1000.0, 2),
+                    "median": round(self.per_watcher_p99.p50 as f64 / 1000.0, 2),
+                    "max": round(self.per_watcher_p99.max as f64 / 1000.0, 2),
+                },
+                "baseline_writes_not_seen": self.baseline_missing,
+                "baseline_error": m.baseline.error,
+            },
+            "memory": {
+                "before_watchers": m.before.memory_json(),
+                "watchers_open_idle": m.idle.memory_json(),
+                "peak_during_churn": {
+                    "allocated_bytes": self.peak[0],
+                    "resident_bytes": self.peak[1],
+                    "vmrss_bytes": self.peak[2],
+                },
+                "after_churn": m.after.memory_json(),
+                "after_watchers_closed": m.closed.memory_json(),
+                "change_log_after_churn": {
+                    "entries": m.after.log_entries,
+                    "bytes": m.after.log_bytes,
+                },
+                "samples": m.samples.iter().map(|x| x.json(m.churn_start)).collect::<Vec<_>>(),
+            },
+            "never_reading_watcher": {
+                "fell_behind": m.stalled.fell_behind,
+                "end": m.stalled.end,
+                "dropped_watches": m.dropped_watches,
+                "dropped_seen_at_s": self.dropped_at.map(|t| round(t, 1)),
+                "events_received": m.stalled.received,
+                "last_revision": m.stalled.last_revision,
+                "in_order": m.stalled.contiguous,
+                "resumed_at_revision": m.stalled.resumed_at,
+            },
+            "watchers_open_after_churn": m.after.watchers,
+        })
+    }
+}
+
+fn profile() -> &'static str {
+    if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    }
+}
+
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(0, |n| n.get())
+}
