@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use informerd::{api::Api, config, fleet::Fleet};
 
+mod bench;
 mod cli;
 
 #[global_allocator]
@@ -48,6 +49,9 @@ enum Command {
     Watch(cli::WatchArgs),
     /// What the sidecar caches and how it is doing: sync state, objects, memory, scopes.
     Status(cli::StatusArgs),
+    /// Run a dump (`kubectl get pods -A -o json`) through a configuration: objects kept, and
+    /// bytes per object as JSON, in the store, and allocated.
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -57,6 +61,7 @@ fn main() -> ExitCode {
         Command::List(args) => cli::list(args),
         Command::Watch(args) => cli::watch(args),
         Command::Status(args) => cli::status(args),
+        Command::Bench(args) => bench::run(args),
         Command::CheckConfig { file } => match config::load(&file) {
             Ok(cfg) => {
                 println!("{}: ok ({} resources)", file.display(), cfg.resources.len());

@@ -34,7 +34,12 @@ pub struct Pipeline {
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Applied {
     pub changes: u64,
+    /// Objects the CEL filter did not keep (evaluation errors included), every time one arrives.
+    pub filtered_out: u64,
+    /// Filter evaluations that failed (each also counted in `filtered_out`).
     pub filter_errors: u64,
+    /// Objects the store refused (see [`crate::store::StoreError`]).
+    pub refused: u64,
 }
 
 /// The state of one scope's stream between events: which keys the current (re)list has seen.
@@ -142,6 +147,7 @@ impl ScopeIngest {
             },
         };
         if !keep {
+            self.counters.filtered_out += 1;
             if self.pipeline.store.delete(&key).is_some() {
                 self.counters.changes += 1;
             }
@@ -155,6 +161,7 @@ impl ScopeIngest {
                 // Serving the previous version as if it were current would be a lie: drop it,
                 // as a relist would.
                 tracing::warn!(object = %key, error = %e, "object not stored");
+                self.counters.refused += 1;
                 if self.pipeline.store.delete(&key).is_some() {
                     self.counters.changes += 1;
                 }
@@ -285,6 +292,7 @@ mod tests {
             vec![pod("a", "x", "1", "keep"), pod("a", "y", "2", "drop")],
         );
         assert_eq!(p.store.len(), 1, "only the matching object is stored");
+        assert_eq!(scope.counters.filtered_out, 1);
         let synced = p.store.revision();
         scope.handle(watcher::Event::Apply(pod("a", "x", "3", "drop")));
         scope.handle(watcher::Event::Apply(pod("a", "y", "4", "keep")));
@@ -316,6 +324,7 @@ mod tests {
             changes(&p.store, synced),
             vec![(ChangeKind::Deleted, "a/x".to_string())]
         );
+        assert_eq!(scope.counters.refused, 1);
     }
 
     #[test]

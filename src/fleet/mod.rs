@@ -28,11 +28,11 @@ use kube::{
 };
 use tokio::task::JoinHandle;
 
-pub use ingest::{Pipeline, Progress, ScopeIngest};
+pub use ingest::{Applied, Pipeline, Progress, ScopeIngest};
 pub use scope::{ScopeState, ScopeStatus};
 
 use crate::{
-    config::{Config, ConfigError, ResourceConfig, Scope},
+    config::{ChangeLogConfig, Config, ConfigError, ResourceConfig, Scope},
     filter::StringsExpr,
     store::{Indexer, Store, StoreOptions},
 };
@@ -96,21 +96,7 @@ impl Fleet {
         let mut caches = Vec::with_capacity(resolved.len());
         let mut tasks = Vec::new();
         for (rc, ar, caps) in resolved {
-            let indexes = rc
-                .indexes
-                .iter()
-                .map(|ix| {
-                    (
-                        ix.name.clone(),
-                        Arc::new(ExprIndexer(ix.expr.clone())) as Arc<dyn Indexer>,
-                    )
-                })
-                .collect();
-            let store = Arc::new(Store::new(StoreOptions {
-                log_max_events: config.change_log.max_events,
-                log_max_bytes: config.change_log.max_bytes,
-                indexes,
-            }));
+            let store = Arc::new(new_store(&config.change_log, rc));
             let cache = Arc::new(ResourceCache {
                 name: rc.name.clone(),
                 api_resource: ar.clone(),
@@ -234,6 +220,26 @@ async fn resolve(
             .into());
     }
     Ok((ar, caps))
+}
+
+/// The empty store of one configured resource: its indexes, and the change log bounds of the
+/// configuration.
+pub fn new_store(change_log: &ChangeLogConfig, rc: &ResourceConfig) -> Store {
+    let indexes = rc
+        .indexes
+        .iter()
+        .map(|ix| {
+            (
+                ix.name.clone(),
+                Arc::new(ExprIndexer(ix.expr.clone())) as Arc<dyn Indexer>,
+            )
+        })
+        .collect();
+    Store::new(StoreOptions {
+        log_max_events: change_log.max_events,
+        log_max_bytes: change_log.max_bytes,
+        indexes,
+    })
 }
 
 /// A configured secondary index, as the store sees it.
