@@ -1,0 +1,49 @@
+"""Python client for informerd: read a shared, filtered, field-stripped cache of Kubernetes
+objects from the sidecar beside you, and watch it change.
+
+    from informerd import Client, Informer
+
+    client = Client()  # unix:///run/informerd/informerd.sock
+    pods = client.list("pods", namespace="default")
+    print(len(pods.items), pods.token)
+
+Objects are plain dicts (the object's JSON, decoded), as with the Kubernetes dynamic client.
+"""
+
+from ._client import (
+    DEFAULT_SOCKET,
+    DEFAULT_TARGET,
+    Client,
+    Event,
+    EventType,
+    ListResult,
+    ObjectRef,
+    Predicate,
+    ResumeToken,
+    Watch,
+    object_key,
+)
+from ._errors import REASON_TRAILER, InformerdError, NotFoundError, Reason
+from ._informer import DeletedFinalStateUnknown, Delta, DeltaType, Informer
+
+__all__ = [
+    "DEFAULT_SOCKET",
+    "DEFAULT_TARGET",
+    "REASON_TRAILER",
+    "Client",
+    "DeletedFinalStateUnknown",
+    "Delta",
+    "DeltaType",
+    "Event",
+    "EventType",
+    "Informer",
+    "InformerdError",
+    "ListResult",
+    "NotFoundError",
+    "ObjectRef",
+    "Predicate",
+    "Reason",
+    "ResumeToken",
+    "Watch",
+    "object_key",
+]

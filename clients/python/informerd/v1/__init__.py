@@ -1,0 +1,1 @@
+"""Generated code for the informerd.v1 API (see generate.sh). Do not edit."""

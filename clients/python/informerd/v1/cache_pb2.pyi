@@ -1,0 +1,247 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Predicate(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PREDICATE_UNSPECIFIED: _ClassVar[Predicate]
+    GENERATION_CHANGED: _ClassVar[Predicate]
+    LABELS_CHANGED: _ClassVar[Predicate]
+    ANNOTATIONS_CHANGED: _ClassVar[Predicate]
+
+class EventType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    EVENT_TYPE_UNSPECIFIED: _ClassVar[EventType]
+    ADDED: _ClassVar[EventType]
+    MODIFIED: _ClassVar[EventType]
+    DELETED: _ClassVar[EventType]
+    BOOKMARK: _ClassVar[EventType]
+    SYNCED: _ClassVar[EventType]
+PREDICATE_UNSPECIFIED: Predicate
+GENERATION_CHANGED: Predicate
+LABELS_CHANGED: Predicate
+ANNOTATIONS_CHANGED: Predicate
+EVENT_TYPE_UNSPECIFIED: EventType
+ADDED: EventType
+MODIFIED: EventType
+DELETED: EventType
+BOOKMARK: EventType
+SYNCED: EventType
+
+class Object(_message.Message):
+    __slots__ = ("namespace", "name", "uid", "resource_version", "labels", "revision", "json")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    JSON_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    labels: _containers.ScalarMap[str, str]
+    revision: int
+    json: bytes
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., uid: _Optional[str] = ..., resource_version: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., revision: _Optional[int] = ..., json: _Optional[bytes] = ...) -> None: ...
+
+class IndexLookup(_message.Message):
+    __slots__ = ("name", "value")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    value: str
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+
+class GetRequest(_message.Message):
+    __slots__ = ("resource", "namespace", "name", "min_resource_version", "fields", "wait_for_sync")
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MIN_RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    FIELDS_FIELD_NUMBER: _ClassVar[int]
+    WAIT_FOR_SYNC_FIELD_NUMBER: _ClassVar[int]
+    resource: str
+    namespace: str
+    name: str
+    min_resource_version: str
+    fields: _containers.RepeatedScalarFieldContainer[str]
+    wait_for_sync: bool
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., min_resource_version: _Optional[str] = ..., fields: _Optional[_Iterable[str]] = ..., wait_for_sync: bool = ...) -> None: ...
+
+class GetResponse(_message.Message):
+    __slots__ = ("object", "epoch", "revision")
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    object: Object
+    epoch: int
+    revision: int
+    def __init__(self, object: _Optional[_Union[Object, _Mapping]] = ..., epoch: _Optional[int] = ..., revision: _Optional[int] = ...) -> None: ...
+
+class ListRequest(_message.Message):
+    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "fields", "wait_for_sync", "chunk_size")
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    FIELD_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    FIELDS_FIELD_NUMBER: _ClassVar[int]
+    WAIT_FOR_SYNC_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_SIZE_FIELD_NUMBER: _ClassVar[int]
+    resource: str
+    namespace: str
+    label_selector: str
+    field_selector: str
+    index: IndexLookup
+    fields: _containers.RepeatedScalarFieldContainer[str]
+    wait_for_sync: bool
+    chunk_size: int
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ..., wait_for_sync: bool = ..., chunk_size: _Optional[int] = ...) -> None: ...
+
+class ListResponse(_message.Message):
+    __slots__ = ("objects", "last", "epoch", "revision", "synced")
+    OBJECTS_FIELD_NUMBER: _ClassVar[int]
+    LAST_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    SYNCED_FIELD_NUMBER: _ClassVar[int]
+    objects: _containers.RepeatedCompositeFieldContainer[Object]
+    last: bool
+    epoch: int
+    revision: int
+    synced: bool
+    def __init__(self, objects: _Optional[_Iterable[_Union[Object, _Mapping]]] = ..., last: bool = ..., epoch: _Optional[int] = ..., revision: _Optional[int] = ..., synced: bool = ...) -> None: ...
+
+class ResumeToken(_message.Message):
+    __slots__ = ("epoch", "revision")
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    epoch: int
+    revision: int
+    def __init__(self, epoch: _Optional[int] = ..., revision: _Optional[int] = ...) -> None: ...
+
+class WatchRequest(_message.Message):
+    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "fields", "since", "send_initial_state", "predicates", "predicate_cel", "bookmark_interval_seconds", "wait_for_sync")
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    FIELD_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    FIELDS_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    SEND_INITIAL_STATE_FIELD_NUMBER: _ClassVar[int]
+    PREDICATES_FIELD_NUMBER: _ClassVar[int]
+    PREDICATE_CEL_FIELD_NUMBER: _ClassVar[int]
+    BOOKMARK_INTERVAL_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    WAIT_FOR_SYNC_FIELD_NUMBER: _ClassVar[int]
+    resource: str
+    namespace: str
+    label_selector: str
+    field_selector: str
+    index: IndexLookup
+    fields: _containers.RepeatedScalarFieldContainer[str]
+    since: ResumeToken
+    send_initial_state: bool
+    predicates: _containers.RepeatedScalarFieldContainer[Predicate]
+    predicate_cel: str
+    bookmark_interval_seconds: int
+    wait_for_sync: bool
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ..., since: _Optional[_Union[ResumeToken, _Mapping]] = ..., send_initial_state: bool = ..., predicates: _Optional[_Iterable[_Union[Predicate, str]]] = ..., predicate_cel: _Optional[str] = ..., bookmark_interval_seconds: _Optional[int] = ..., wait_for_sync: bool = ...) -> None: ...
+
+class WatchEvent(_message.Message):
+    __slots__ = ("type", "epoch", "revision", "object")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    type: EventType
+    epoch: int
+    revision: int
+    object: Object
+    def __init__(self, type: _Optional[_Union[EventType, str]] = ..., epoch: _Optional[int] = ..., revision: _Optional[int] = ..., object: _Optional[_Union[Object, _Mapping]] = ...) -> None: ...
+
+class StatusRequest(_message.Message):
+    __slots__ = ("resource",)
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    resource: str
+    def __init__(self, resource: _Optional[str] = ...) -> None: ...
+
+class ScopeStatus(_message.Message):
+    __slots__ = ("scope", "state", "listed", "changes", "filter_errors", "relists", "last_error")
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    LISTED_FIELD_NUMBER: _ClassVar[int]
+    CHANGES_FIELD_NUMBER: _ClassVar[int]
+    FILTER_ERRORS_FIELD_NUMBER: _ClassVar[int]
+    RELISTS_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    scope: str
+    state: str
+    listed: int
+    changes: int
+    filter_errors: int
+    relists: int
+    last_error: str
+    def __init__(self, scope: _Optional[str] = ..., state: _Optional[str] = ..., listed: _Optional[int] = ..., changes: _Optional[int] = ..., filter_errors: _Optional[int] = ..., relists: _Optional[int] = ..., last_error: _Optional[str] = ...) -> None: ...
+
+class ResourceStatus(_message.Message):
+    __slots__ = ("name", "api_version", "kind", "namespaced", "synced", "epoch", "revision", "objects", "encoded_bytes", "interned_bytes", "log_entries", "log_bytes", "watchers", "dropped_watches", "scopes")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACED_FIELD_NUMBER: _ClassVar[int]
+    SYNCED_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    OBJECTS_FIELD_NUMBER: _ClassVar[int]
+    ENCODED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    INTERNED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    LOG_ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    LOG_BYTES_FIELD_NUMBER: _ClassVar[int]
+    WATCHERS_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_WATCHES_FIELD_NUMBER: _ClassVar[int]
+    SCOPES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    api_version: str
+    kind: str
+    namespaced: bool
+    synced: bool
+    epoch: int
+    revision: int
+    objects: int
+    encoded_bytes: int
+    interned_bytes: int
+    log_entries: int
+    log_bytes: int
+    watchers: int
+    dropped_watches: int
+    scopes: _containers.RepeatedCompositeFieldContainer[ScopeStatus]
+    def __init__(self, name: _Optional[str] = ..., api_version: _Optional[str] = ..., kind: _Optional[str] = ..., namespaced: bool = ..., synced: bool = ..., epoch: _Optional[int] = ..., revision: _Optional[int] = ..., objects: _Optional[int] = ..., encoded_bytes: _Optional[int] = ..., interned_bytes: _Optional[int] = ..., log_entries: _Optional[int] = ..., log_bytes: _Optional[int] = ..., watchers: _Optional[int] = ..., dropped_watches: _Optional[int] = ..., scopes: _Optional[_Iterable[_Union[ScopeStatus, _Mapping]]] = ...) -> None: ...
+
+class StatusResponse(_message.Message):
+    __slots__ = ("version", "synced", "resources", "allocated_bytes", "resident_bytes")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    SYNCED_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    RESIDENT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    version: str
+    synced: bool
+    resources: _containers.RepeatedCompositeFieldContainer[ResourceStatus]
+    allocated_bytes: int
+    resident_bytes: int
+    def __init__(self, version: _Optional[str] = ..., synced: bool = ..., resources: _Optional[_Iterable[_Union[ResourceStatus, _Mapping]]] = ..., allocated_bytes: _Optional[int] = ..., resident_bytes: _Optional[int] = ...) -> None: ...
