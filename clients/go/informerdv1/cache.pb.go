@@ -327,7 +327,10 @@ type GetRequest struct {
 	// `metadata.labels["app"]`); identity fields are always returned. Empty: everything.
 	Fields []string `protobuf:"bytes,5,rep,name=fields,proto3" json:"fields,omitempty"`
 	// Wait, up to the call's deadline, until the cache has synced; otherwise a cache still in
-	// its initial list answers from what it has.
+	// its initial list answers from what it has. Synced means every scope has finished its
+	// initial list, which the apiserver may serve from its watch cache (as client-go's first
+	// list is): a write made just before may arrive moments later. To read a write of your own,
+	// use min_resource_version.
 	WaitForSync   bool `protobuf:"varint,6,opt,name=wait_for_sync,json=waitForSync,proto3" json:"wait_for_sync,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -880,7 +883,14 @@ type WatchEvent struct {
 	Type  EventType              `protobuf:"varint,1,opt,name=type,proto3,enum=informerd.v1.EventType" json:"type,omitempty"`
 	Epoch uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	// The revision of this change: resume with since = (epoch, revision) after handling it.
-	Revision      uint64  `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	// Exception: the ADDED events of the initial state (send_initial_state) carry the revision
+	// of each object's last change and come in key order; they are not resume points. Resume
+	// points start at SYNCED, which carries the revision of the whole initial state; a watch
+	// that breaks before SYNCED starts again.
+	Revision uint64 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	// DELETED of a deleted object: its last stored state (with its last resourceVersion); of an
+	// object that left this watch's filters: its last state within them, with the
+	// resourceVersion of the change that moved it out, as Kubernetes' watch cache does.
 	Object        *Object `protobuf:"bytes,4,opt,name=object,proto3" json:"object,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
