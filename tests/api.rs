@@ -10,8 +10,10 @@ use informerd::api::proto::{
     self, cache_client::CacheClient, watch_request::Start, EventType, GetRequest, IndexLookup,
     ListRequest, Predicate, ResumeToken, StatusRequest, WatchEvent, WatchRequest,
 };
-use informerd_testkit::{delete_namespace, unique_namespace, ControlPlane, Sidecar};
-use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
+use informerd_testkit::{
+    delete_namespace, unique_namespace, wait_default_service_account, ControlPlane, Sidecar,
+};
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, Patch, PatchParams};
 use kube::Client;
 use serde_json::{json, Value};
@@ -33,7 +35,7 @@ impl Fixture {
         let cluster = ControlPlane::get();
         let kube = cluster.client().await?;
         let ns = unique_namespace(&kube, base).await?;
-        wait_default_service_account(&kube, &ns).await;
+        wait_default_service_account(&kube, &ns).await?;
         for i in 0..pods {
             apply_pod(
                 &kube,
@@ -130,17 +132,6 @@ async fn apply_pod(
         )
         .await?;
     Ok(())
-}
-
-async fn wait_default_service_account(client: &Client, ns: &str) {
-    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), ns);
-    for _ in 0..600 {
-        if sas.get_opt("default").await.ok().flatten().is_some() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("no default ServiceAccount in {ns}");
 }
 
 async fn wait_synced(api: &mut CacheClient<Channel>) {

@@ -12,7 +12,7 @@ use informerd::{
 };
 use informerd_testkit::{delete_namespace, unique_namespace, ControlPlane};
 use k8s_openapi::{
-    api::core::v1::{Namespace, Pod, ServiceAccount},
+    api::core::v1::{Namespace, Pod},
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 };
 use kube::{
@@ -277,19 +277,8 @@ async fn after_churn_the_cache_equals_the_apiserver() -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn wait_default_service_account(client: &Client, ns: &str) {
-    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), ns);
-    for _ in 0..600 {
-        if sas.get_opt("default").await.ok().flatten().is_some() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("no default ServiceAccount in {ns}");
-}
-
 async fn create_pods(client: &Client, ns: &str, n: usize) -> anyhow::Result<()> {
-    wait_default_service_account(client, ns).await;
+    informerd_testkit::wait_default_service_account(client, ns).await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     for i in 0..n {
         let name = format!("p{i}");

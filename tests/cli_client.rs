@@ -11,7 +11,7 @@ use std::{
 };
 
 use informerd_testkit::{delete_namespace, unique_namespace, ControlPlane, Sidecar};
-use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::Pod;
 use kube::{
     api::{Patch, PatchParams},
     Api, Client,
@@ -157,16 +157,9 @@ fn bin() -> &'static str {
 
 /// Creates the pods of [`PODS`] in order; the resourceVersion of the last write.
 async fn create_pods(client: &Client, ns: &str) -> String {
-    // Pods are refused until the namespace's default ServiceAccount exists.
-    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), ns);
-    let deadline = Instant::now() + PATIENCE;
-    while sas.get_opt("default").await.ok().flatten().is_none() {
-        assert!(
-            Instant::now() < deadline,
-            "no default ServiceAccount in {ns}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    informerd_testkit::wait_default_service_account(client, ns)
+        .await
+        .expect("the namespace's default ServiceAccount");
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let mut last_write = String::new();
     for name in PODS {

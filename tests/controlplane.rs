@@ -45,13 +45,7 @@ async fn pods_written_with_server_side_apply_carry_managed_fields() -> anyhow::R
     let cp = ControlPlane::get();
     let client = cp.client().await?;
     let ns = unique_namespace(&client, "cp-pods").await?;
-    // The ServiceAccount admission plugin rejects pods until the serviceaccount controller has
-    // made the namespace's default ServiceAccount.
-    let sas: Api<k8s_openapi::api::core::v1::ServiceAccount> = Api::namespaced(client.clone(), &ns);
-    wait_until("the default ServiceAccount exists", || async {
-        sas.get_opt("default").await.ok().flatten().is_some()
-    })
-    .await;
+    informerd_testkit::wait_default_service_account(&client, &ns).await?;
 
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     for i in 0..3 {

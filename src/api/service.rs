@@ -100,16 +100,7 @@ impl Cache for Api {
         let until = Instant::now() + reason::deadline(request.metadata(), DEFAULT_WAIT);
         let req = request.into_inner();
         let resource = self.resource(&req.resource)?;
-        let query = Query::new(
-            &resource,
-            QueryRequest {
-                namespace: &req.namespace,
-                label_selector: &req.label_selector,
-                field_selector: &req.field_selector,
-                index: req.index.as_ref(),
-                fields: &req.fields,
-            },
-        )?;
+        let query = Query::new(&resource, QueryRequest::from(&req))?;
         if req.wait_for_sync {
             resource.wait_synced(until).await?;
         }

@@ -142,16 +142,7 @@ pub enum Start {
 
 impl WatchSpec {
     pub fn new(resource: &Resource, req: &proto::WatchRequest) -> Result<WatchSpec, Status> {
-        let query = Query::new(
-            resource,
-            super::query::QueryRequest {
-                namespace: &req.namespace,
-                label_selector: &req.label_selector,
-                field_selector: &req.field_selector,
-                index: req.index.as_ref(),
-                fields: &req.fields,
-            },
-        )?;
+        let query = Query::new(resource, req.into())?;
         let epoch = resource.cache.store.epoch();
         let start = match &req.start {
             None | Some(proto::watch_request::Start::SendInitialState(false)) => Start::Now,

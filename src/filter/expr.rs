@@ -452,16 +452,7 @@ impl Filter {
     /// Compiles `expression`; see the type's documentation for what is checked.
     pub fn compile(expression: &str) -> Result<Filter, FilterError> {
         let compiled = Compiled::compile(expression)?;
-        for (sample, object) in samples() {
-            if let Ok(value) = compiled.evaluate(object) {
-                if !matches!(value, cel::Value::Bool(_)) {
-                    return Err(FilterError::NotBool {
-                        got: type_name(&value),
-                        sample,
-                    });
-                }
-            }
-        }
+        check_bool(|object| compiled.evaluate(object))?;
         Ok(Filter {
             inner: Arc::new(compiled),
         })
@@ -504,6 +495,24 @@ enum StringsKind {
     Cel(Compiled),
 }
 
+/// Refuses an expression that evaluates to something other than a bool on a sample object
+/// (evaluation errors are for run time: they depend on the object).
+fn check_bool(
+    evaluate: impl Fn(&Value) -> Result<cel::Value, FilterError>,
+) -> Result<(), FilterError> {
+    for (sample, object) in samples() {
+        if let Ok(value) = evaluate(object) {
+            if !matches!(value, cel::Value::Bool(_)) {
+                return Err(FilterError::NotBool {
+                    got: type_name(&value),
+                    sample,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A CEL expression over `object` and `oldObject` that evaluates to a bool: whether a watcher
 /// cares about an update (a watch's `predicate_cel`), e.g. `object.spec != oldObject.spec`.
 ///
@@ -529,16 +538,7 @@ impl ChangePredicate {
     /// Compiles `expression`; it must evaluate to a bool on sample objects.
     pub fn compile(expression: &str) -> Result<ChangePredicate, FilterError> {
         let compiled = Compiled::compile_with(expression, &[OLD_OBJECT])?;
-        for (sample, object) in samples() {
-            if let Ok(value) = compiled.evaluate_with(object, &[(OLD_OBJECT, object)]) {
-                if !matches!(value, cel::Value::Bool(_)) {
-                    return Err(FilterError::NotBool {
-                        got: type_name(&value),
-                        sample,
-                    });
-                }
-            }
-        }
+        check_bool(|object| compiled.evaluate_with(object, &[(OLD_OBJECT, object)]))?;
         Ok(ChangePredicate {
             inner: Arc::new(compiled),
         })

@@ -249,6 +249,22 @@ pub async fn unique_namespace(client: &Client, base: &str) -> Result<String> {
     Ok(name)
 }
 
+/// Waits until the namespace's default ServiceAccount exists: the ServiceAccount admission
+/// plugin refuses pods until the serviceaccount controller has made it.
+pub async fn wait_default_service_account(client: &Client, namespace: &str) -> Result<()> {
+    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
+    for _ in 0..600 {
+        if sas.get_opt("default").await?.is_some() {
+            return Ok(());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    Err(Error::Command {
+        command: format!("wait for the default ServiceAccount of {namespace}"),
+        detail: "not created within 60 s: is kube-controller-manager running?".into(),
+    })
+}
+
 /// Deletes a namespace (the namespace controller removes what it holds).
 pub async fn delete_namespace(client: &Client, name: &str) -> Result<()> {
     match Api::<Namespace>::all(client.clone())
