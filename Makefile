@@ -7,7 +7,6 @@ CLUSTER_DIR ?= .cluster
 # make test runs against a control plane of its own, stopped at the end, so that a developer's
 # `make cluster` is neither disturbed nor required.
 TEST_CLUSTER_DIR := .cache/test-cluster
-GO_TOOLS    := $(wildcard tools/go.mod tools/go.sum tools/cmd/*/*.go)
 K8S_PKG     := k8s.io/kubernetes/cmd
 
 export GOFLAGS := -buildvcs=false
@@ -27,7 +26,9 @@ $(BIN)/kube-apiserver $(BIN)/kube-controller-manager &: tools/go.mod tools/go.su
 	cd tools && go build -ldflags='-s -w' -o ../$(BIN)/ $(K8S_PKG)/kube-apiserver $(K8S_PKG)/kube-controller-manager
 	@touch $(BIN)/kube-apiserver $(BIN)/kube-controller-manager
 
-$(BIN)/etcd $(BIN)/cluster $(BIN)/seed: $(BIN)/%: $(GO_TOOLS)
+# Each tool is rebuilt when its own sources (or the module) change.
+.SECONDEXPANSION:
+$(BIN)/etcd $(BIN)/cluster $(BIN)/seed $(BIN)/peer-clientgo: $(BIN)/%: tools/go.mod tools/go.sum $$(wildcard tools/cmd/$$*/*.go)
 	@mkdir -p $(BIN)
 	cd tools && go build -ldflags='-s -w' -o ../$(BIN)/ ./cmd/$*
 
