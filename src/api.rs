@@ -35,6 +35,11 @@ use crate::fleet::{Fleet, ResourceCache, ScopeState};
 pub use reason::{Reason, REASON_TRAILER};
 pub use watch::{DEFAULT_BOOKMARK_INTERVAL, WATCHER_BUFFER};
 
+/// TCP and HTTP/2 keepalive interval on the TCP listener.
+const KEEPALIVE: Duration = Duration::from_secs(30);
+/// How long shutdown waits for connections to close after ending the watches.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
 /// What can stop the API from serving.
 #[derive(Debug, Error)]
 pub enum ApiError {
@@ -194,7 +199,24 @@ impl Api {
         server: &ServerConfig,
         shutdown: impl Future<Output = ()> + Send,
     ) -> Result<(), ApiError> {
+        let result = self.serve_until(server, shutdown).await;
+        // Also on the error paths: the hubs stop, and so does the readiness task.
+        self.stop();
+        result
+    }
+
+    async fn serve_until(
+        &self,
+        server: &ServerConfig,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<(), ApiError> {
         let (health, health_service) = tonic_health::server::health_reporter();
+        // Not ready until the readiness task has seen every scope synced.
+        for service in ["", "informerd.v1.Cache"] {
+            health
+                .set_service_status(service, tonic_health::ServingStatus::NotServing)
+                .await;
+        }
         let reflection = tonic_reflection::server::Builder::configure()
             .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
             .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
@@ -231,7 +253,15 @@ impl Api {
                 }
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_millis(250)) => {}
-                    _ = stopped.changed() => return,
+                    _ = stopped.changed() => {
+                        // Shutting down: not ready any more.
+                        for service in ["", "informerd.v1.Cache"] {
+                            health
+                                .set_service_status(service, tonic_health::ServingStatus::NotServing)
+                                .await;
+                        }
+                        return;
+                    }
                 }
             }
         });
@@ -253,30 +283,44 @@ impl Api {
                     .await
                     .map_err(|source| ApiError::Listen { addr, source })?;
                 tracing::info!(addr = %listener.local_addr().unwrap_or(addr), tls = server.tls.is_some(), "serving on TCP");
-                let mut builder = Server::builder();
+                // Watch events are small and latency matters: no Nagle; keepalives find peers
+                // that vanished without closing (their watchers would live on otherwise).
+                let incoming = tonic::transport::server::TcpIncoming::from(listener)
+                    .with_nodelay(Some(true))
+                    .with_keepalive(Some(KEEPALIVE));
+                let mut builder = Server::builder().http2_keepalive_interval(Some(KEEPALIVE));
                 if let Some(tls) = &server.tls {
                     builder = builder
                         .tls_config(tls_config(tls)?)
                         .map_err(|e| ApiError::Tls(e.to_string()))?;
                 }
                 Some(builder.add_routes(routes).serve_with_incoming_shutdown(
-                    tokio_stream::wrappers::TcpListenerStream::new(listener),
+                    incoming,
                     stop_signal(self.inner.stop.subscribe()),
                 ))
             }
         };
         tracing::info!(socket = %server.socket.display(), "serving the gRPC API");
-        let this = self.clone();
-        let stopper = async move {
-            shutdown.await;
-            this.stop();
-        };
-        let result = match tcp {
-            None => tokio::join!(uds, stopper).0,
-            Some(tcp) => {
-                let (a, b, ()) = tokio::join!(uds, tcp, stopper);
-                a.and(b)
+        let servers = async move {
+            match tcp {
+                None => uds.await,
+                Some(tcp) => {
+                    let (a, b) = tokio::join!(uds, tcp);
+                    a.and(b)
+                }
             }
+        };
+        // Graceful shutdown waits for every connection to close; a client that neither reads
+        // nor closes must not keep the process up until SIGKILL.
+        let stopper = async {
+            shutdown.await;
+            self.stop();
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+            tracing::warn!(grace = ?SHUTDOWN_GRACE, "connections still open after the grace period; closing them");
+        };
+        let result = tokio::select! {
+            r = servers => r,
+            () = stopper => Ok(()),
         };
         readiness.abort();
         let _ = std::fs::remove_file(&server.socket);
@@ -295,14 +339,27 @@ fn bind_socket(path: &Path) -> Result<tokio::net::UnixListener, ApiError> {
         std::fs::create_dir_all(dir)
             .map_err(|e| error(format!("cannot create {}: {e}", dir.display())))?;
     }
-    if path.exists() {
-        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        use std::os::unix::fs::FileTypeExt;
+        if !meta.file_type().is_socket() {
             return Err(error(
-                "another process is serving on this socket; stop it or choose another path".into(),
+                "the path exists and is not a socket; choose another path".into(),
             ));
         }
-        std::fs::remove_file(path)
-            .map_err(|e| error(format!("cannot remove the stale socket: {e}")))?;
+        match std::os::unix::net::UnixStream::connect(path) {
+            Ok(_) => {
+                return Err(error(
+                    "another process is serving on this socket; stop it or choose another path"
+                        .into(),
+                ))
+            }
+            // Nobody listens: a socket left by a process that died. Replace it.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                std::fs::remove_file(path)
+                    .map_err(|e| error(format!("cannot remove the stale socket: {e}")))?;
+            }
+            Err(e) => return Err(error(format!("cannot check the existing socket: {e}"))),
+        }
     }
     tokio::net::UnixListener::bind(path).map_err(|e| error(e.to_string()))
 }

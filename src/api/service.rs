@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures::Stream;
+use prost::Message;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tonic::{Request, Response, Status};
@@ -12,7 +13,7 @@ use tonic::{Request, Response, Status};
 use super::proto::{self, cache_server::Cache};
 use super::query::{Mask, Query, QueryRequest};
 use super::reason::{self, invalid, Reason};
-use super::watch::{self, WatchSpec};
+use super::watch::{self, WatchSpec, STALL_TIMEOUT};
 use super::{Api, Resource};
 use crate::store::ObjectKey;
 
@@ -57,6 +58,9 @@ impl Cache for Api {
                         ) =>
                 {
                     let object = mask.render(&stored.to_json_value(), stored.revision(), None);
+                    // The object may have changed after `revision` was read; it is then the
+                    // state at its own revision (the latest: it was just read).
+                    let revision = revision.max(stored.revision());
                     return Ok(Response::new(proto::GetResponse {
                         object: Some(object),
                         epoch: store.epoch(),
@@ -109,42 +113,63 @@ impl Cache for Api {
         let (revision, candidates) = query.candidates(&resource);
         let chunk_size = req.chunk_size as usize;
         let (tx, rx) = mpsc::channel(2);
+        let stop = resource.stop.clone();
         tokio::spawn(async move {
             let mut chunk = Vec::new();
             let mut bytes = 0;
+            // A client that stops reading is let go after STALL_TIMEOUT, releasing the
+            // snapshot (which keeps replaced objects alive); shutdown ends the list too.
+            let send = |message: proto::ListResponse| {
+                let tx = tx.clone();
+                let mut stop = stop.clone();
+                async move {
+                    tokio::select! {
+                        sent = tx.send_timeout(Ok(message), STALL_TIMEOUT) => match sent {
+                            Ok(()) => true,
+                            Err(mpsc::error::SendTimeoutError::Timeout(_)) => {
+                                let _ = tx.try_send(Err(Reason::FellBehind.status(format!(
+                                    "the list was not read for {} s; list again",
+                                    STALL_TIMEOUT.as_secs()
+                                ))));
+                                false
+                            }
+                            Err(mpsc::error::SendTimeoutError::Closed(_)) => false,
+                        },
+                        _ = stop.changed() => false,
+                    }
+                }
+            };
             for stored in candidates {
+                tokio::task::consume_budget().await;
                 // Decoded one at a time and dropped: a list never holds decoded objects.
                 let object = stored.to_json_value();
                 if !query.matches(&resource, &object) {
                     continue;
                 }
                 let rendered = query.mask().render(&object, stored.revision(), None);
-                bytes += rendered.json.len();
+                bytes += rendered.encoded_len();
                 chunk.push(rendered);
-                let full = match chunk_size {
-                    0 => bytes >= CHUNK_BYTES,
-                    n => chunk.len() >= n,
-                };
-                if full {
+                // Whichever limit comes first: gRPC clients refuse messages over 4 MiB by
+                // default, whatever chunk_size asks for.
+                if bytes >= CHUNK_BYTES || (chunk_size > 0 && chunk.len() >= chunk_size) {
                     let message = proto::ListResponse {
                         objects: std::mem::take(&mut chunk),
                         ..Default::default()
                     };
                     bytes = 0;
-                    if tx.send(Ok(message)).await.is_err() {
+                    if !send(message).await {
                         return;
                     }
                 }
             }
-            let _ = tx
-                .send(Ok(proto::ListResponse {
-                    objects: chunk,
-                    last: true,
-                    epoch,
-                    revision,
-                    synced,
-                }))
-                .await;
+            send(proto::ListResponse {
+                objects: chunk,
+                last: true,
+                epoch,
+                revision,
+                synced,
+            })
+            .await;
         });
         Ok(Response::new(Box::pin(
             tokio_stream::wrappers::ReceiverStream::new(rx),

@@ -10,11 +10,12 @@
 //! - When the broadcast ring overflows for a watcher (it lags by more than [`HUB_CAPACITY`]
 //!   changes), the watcher reads what it missed from the store's change log instead: the ring
 //!   only saves decoding work, the log is the source of truth.
-//! - Replays (initial state, change log) wait for the client to read. Live changes do not: a
-//!   watcher whose buffer ([`WATCHER_BUFFER`] events) is full is ended with
-//!   `RESOURCE_EXHAUSTED`/`FellBehind` after the events already buffered; it resumes from the
-//!   revision of the last event it received. Its memory is that buffer, so a watcher that never
-//!   reads costs the others nothing and the sidecar a bounded amount.
+//! - Each watcher has a buffer of [`WATCHER_BUFFER`] events. A client that reads keeps it from
+//!   staying full; a watcher whose buffer stays full for [`STALL_TIMEOUT`] is ended with
+//!   `RESOURCE_EXHAUSTED`/`FellBehind` after the events already buffered, and resumes from the
+//!   revision of the last event it received. So a burst (a large initial state, a replay, a
+//!   relist upstream) never ends a watcher that reads, and one that stops reading costs the
+//!   others nothing and the sidecar a bounded amount: its buffer, for a bounded time.
 
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
@@ -35,13 +36,18 @@ use crate::store::{Change, ChangeKind, Store};
 
 /// Changes the hub keeps for watchers that have not taken them yet (shared by all watchers).
 pub const HUB_CAPACITY: usize = 4096;
-/// Events buffered per watcher before a live change finds it full and ends it.
+/// Events buffered per watcher.
 ///
 /// Decision: 1024. A controller that handles events in a loop keeps the buffer near empty;
-/// one that stalls for more than 1024 changes gets a status it can act on (resume) instead of
-/// the sidecar holding an unbounded backlog for it. At ~1 KiB per event, about 1 MiB per stalled
-/// watcher at most, plus what HTTP/2 flow control lets the connection hold.
+/// one that stalls gets a status it can act on (resume) instead of the sidecar holding an
+/// unbounded backlog for it. At ~1 KiB per event, about 1 MiB per stalled watcher at most, plus
+/// what HTTP/2 flow control lets the connection hold.
 pub const WATCHER_BUFFER: usize = 1024;
+/// How long a watcher's buffer may stay full before the watcher is ended with `FellBehind`.
+///
+/// Decision: 5 s. Far longer than a reading client takes to drain 1024 events (milliseconds),
+/// short enough that a stalled one does not hold its snapshot or replay for long.
+pub const STALL_TIMEOUT: Duration = Duration::from_secs(5);
 /// Bookmarks when the request does not ask for an interval.
 pub const DEFAULT_BOOKMARK_INTERVAL: Duration = Duration::from_secs(10);
 
@@ -98,6 +104,7 @@ impl Hub {
                 match store.changes_since(last) {
                     Ok(changes) => {
                         for change in changes {
+                            tokio::task::consume_budget().await;
                             last = change.revision;
                             // Nobody to tell: skip the decoding. A watcher that subscribes
                             // later reads the store first, up to a revision at least this one.
@@ -217,12 +224,14 @@ pub fn start(resource: Arc<Resource>, spec: WatchSpec) -> Result<WatchStream, St
     let hub_rx = resource.hub.subscribe();
     let (tx, rx) = mpsc::channel(WATCHER_BUFFER);
     let (end_tx, end_rx) = oneshot::channel::<Status>();
+    let synced = !matches!(spec.start, Start::InitialState);
     let mut watcher = Watcher {
         epoch: resource.cache.store.epoch(),
         resource,
         spec,
         tx,
         position: 0,
+        synced,
     };
     // Fail fast on a token the log cannot serve, as the call's own status.
     let replay = match watcher.spec.start {
@@ -237,10 +246,8 @@ pub fn start(resource: Arc<Resource>, spec: WatchSpec) -> Result<WatchStream, St
         _ => None,
     };
     tokio::spawn(async move {
-        let watchers = &watcher.resource.watchers;
-        watchers.fetch_add(1, Ordering::Relaxed);
+        let _counted = Counted::new(watcher.resource.clone());
         let end = watcher.run(hub_rx, replay).await.err().flatten();
-        watcher.resource.watchers.fetch_sub(1, Ordering::Relaxed);
         if let Some(status) = end {
             if status.code() == Reason::FellBehind.code() {
                 watcher.resource.dropped.fetch_add(1, Ordering::Relaxed);
@@ -249,8 +256,33 @@ pub fn start(resource: Arc<Resource>, spec: WatchSpec) -> Result<WatchStream, St
         }
     });
     let events = tokio_stream::wrappers::ReceiverStream::new(rx).map(Ok);
-    let end = futures::stream::once(end_rx).filter_map(|r| async move { r.ok().map(Err) });
+    // The task ends every stream with a status, except when the client has gone; a task that
+    // ended otherwise (a panic) must not look like a clean end to a client still reading.
+    let end = futures::stream::once(end_rx).map(|r| {
+        Err(r.unwrap_or_else(|_| {
+            Status::internal(
+                "the watch ended unexpectedly (see the sidecar's log); watch again with since = \
+                 the (epoch, revision) of the last event you received",
+            )
+        }))
+    });
     Ok(Box::pin(events.chain(end)))
+}
+
+/// Counts a watcher in `watchers` while it lives, however it ends.
+struct Counted(Arc<Resource>);
+
+impl Counted {
+    fn new(resource: Arc<Resource>) -> Counted {
+        resource.watchers.fetch_add(1, Ordering::Relaxed);
+        Counted(resource)
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.watchers.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 struct Watcher {
@@ -260,6 +292,8 @@ struct Watcher {
     tx: mpsc::Sender<proto::WatchEvent>,
     /// Every change up to this revision has been handled.
     position: u64,
+    /// Past the initial state: events are resume points.
+    synced: bool,
 }
 
 /// How a watcher ends: with a status for the client, or quietly (`None`: the client left).
@@ -277,12 +311,14 @@ impl Watcher {
             Start::Since(revision) => {
                 self.position = revision;
                 for change in replay.unwrap_or_default() {
-                    self.handle(&Event::from_change(change), false).await?;
+                    self.handle(&Event::from_change(change)).await?;
                 }
             }
             Start::InitialState => {
                 let (revision, candidates) = self.spec.query.candidates(&self.resource);
                 for stored in candidates {
+                    // Decoding many objects: let the runtime's other tasks run.
+                    tokio::task::consume_budget().await;
                     let object = stored.to_json_value();
                     if !self.spec.query.matches(&self.resource, &object) {
                         continue;
@@ -292,11 +328,12 @@ impl Watcher {
                         .query
                         .mask()
                         .render(&object, stored.revision(), None);
-                    self.send(EventType::Added, stored.revision(), Some(rendered), false)
+                    self.send(EventType::Added, stored.revision(), Some(rendered))
                         .await?;
                 }
                 self.position = revision;
-                self.send(EventType::Synced, revision, None, false).await?;
+                self.send(EventType::Synced, revision, None).await?;
+                self.synced = true;
             }
         }
         let mut stop = self.resource.stop.clone();
@@ -309,7 +346,7 @@ impl Watcher {
                     Ok(Broadcast::Change(event)) => {
                         if event.revision > self.position {
                             self.catch_up_to(event.revision - 1).await?;
-                            self.handle(&event, true).await?;
+                            self.handle(&event).await?;
                         }
                     }
                     Ok(Broadcast::Gap) | Err(broadcast::error::RecvError::Lagged(_)) => {
@@ -337,15 +374,16 @@ impl Watcher {
             .cache
             .store
             .changes_since(self.position)
-            .map_err(|_| Some(self.fell_behind()))?;
+            .map_err(|e| Some(reason::from_store(&e)))?;
         for change in changes.into_iter().take_while(|c| c.revision <= revision) {
-            self.handle(&Event::from_change(change), true).await?;
+            self.handle(&Event::from_change(change)).await?;
+            tokio::task::consume_budget().await;
         }
         Ok(())
     }
 
     /// Sends what this change means for this watcher, if anything.
-    async fn handle(&mut self, event: &Event, live: bool) -> Result<(), End> {
+    async fn handle(&mut self, event: &Event) -> Result<(), End> {
         self.position = event.revision;
         let query = &self.spec.query;
         let now = event.kind != ChangeKind::Deleted && query.matches(&self.resource, &event.object);
@@ -382,7 +420,7 @@ impl Watcher {
                 _ => (EventType::Deleted, self.render(event)),
             },
         };
-        self.send(kind, event.revision, Some(object), live).await
+        self.send(kind, event.revision, Some(object)).await
     }
 
     /// The event's object as this watcher asked for it; rendered once for every watcher that
@@ -412,34 +450,35 @@ impl Watcher {
         }
     }
 
-    /// Replays wait for the client; live events end a watcher whose buffer is full.
+    /// Waits while the buffer is full, up to [`STALL_TIMEOUT`]; then the watcher is ended.
     async fn send(
         &mut self,
         kind: EventType,
         revision: u64,
         object: Option<proto::Object>,
-        live: bool,
     ) -> Result<(), End> {
         let event = self.event(kind, revision, object);
-        if live {
-            return match self.tx.try_send(event) {
-                Ok(()) => Ok(()),
-                Err(mpsc::error::TrySendError::Full(_)) => Err(Some(self.fell_behind())),
-                Err(mpsc::error::TrySendError::Closed(_)) => Err(None),
-            };
-        }
         let mut stop = self.resource.stop.clone();
         tokio::select! {
-            sent = self.tx.send(event) => sent.map_err(|_| None),
+            sent = self.tx.send_timeout(event, STALL_TIMEOUT) => match sent {
+                Ok(()) => Ok(()),
+                Err(mpsc::error::SendTimeoutError::Timeout(_)) => Err(Some(self.fell_behind())),
+                Err(mpsc::error::SendTimeoutError::Closed(_)) => Err(None),
+            },
             _ = stop.changed() => Err(Some(shutting_down())),
         }
     }
 
     fn fell_behind(&self) -> Status {
+        let next = if self.synced {
+            "watch again with since = the (epoch, revision) of the last event you received"
+        } else {
+            "it had not reached SYNCED, so watch again with send_initial_state"
+        };
         Reason::FellBehind.status(format!(
-            "this watch fell behind: {WATCHER_BUFFER} events were waiting to be read when \
-             revision {} came; watch again with since = the (epoch, revision) of the last event \
-             you received",
+            "this watch fell behind: its {WATCHER_BUFFER} buffered events were not read for \
+             {} s (at revision {}); {next}",
+            STALL_TIMEOUT.as_secs(),
             self.position
         ))
     }

@@ -15,8 +15,8 @@
 // trailer `informerd-reason` with one of these values:
 //   Expired        OUT_OF_RANGE        the revision is older than the change log: relist
 //   EpochChanged   OUT_OF_RANGE        the token comes from another run of the sidecar: relist
-//   FellBehind     RESOURCE_EXHAUSTED  the watcher did not read fast enough: resume from the
-//                                      revision of the last event it received
+//   FellBehind     RESOURCE_EXHAUSTED  the watcher's buffer (1024 events) stayed full for 5 s:
+//                                      resume from the revision of the last event it received
 //   NotSynced      UNAVAILABLE         the cache has not finished its initial list: retry
 //   NotFound       NOT_FOUND           no such object (Get) or no such resource
 //   NotCaughtUp    DEADLINE_EXCEEDED   Get's min_resource_version was not seen in time
@@ -111,7 +111,9 @@ const (
 	EventType_DELETED EventType = 3
 	// No object: the watch has seen every change up to `revision`; resume from it.
 	EventType_BOOKMARK EventType = 4
-	// No object: the initial state (send_initial_state) is complete, at `revision`.
+	// No object: the initial state (send_initial_state) is complete, at `revision`. It is the
+	// state the cache holds; to wait until the cache itself has finished its initial lists,
+	// set wait_for_sync.
 	EventType_SYNCED EventType = 5
 )
 

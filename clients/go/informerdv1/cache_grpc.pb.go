@@ -15,8 +15,8 @@
 // trailer `informerd-reason` with one of these values:
 //   Expired        OUT_OF_RANGE        the revision is older than the change log: relist
 //   EpochChanged   OUT_OF_RANGE        the token comes from another run of the sidecar: relist
-//   FellBehind     RESOURCE_EXHAUSTED  the watcher did not read fast enough: resume from the
-//                                      revision of the last event it received
+//   FellBehind     RESOURCE_EXHAUSTED  the watcher's buffer (1024 events) stayed full for 5 s:
+//                                      resume from the revision of the last event it received
 //   NotSynced      UNAVAILABLE         the cache has not finished its initial list: retry
 //   NotFound       NOT_FOUND           no such object (Get) or no such resource
 //   NotCaughtUp    DEADLINE_EXCEEDED   Get's min_resource_version was not seen in time
