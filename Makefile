@@ -18,6 +18,8 @@ help:
 	@echo "make cluster       start etcd, kube-apiserver, kube-controller-manager on 127.0.0.1"
 	@echo "make cluster-down  stop them"
 	@echo "make seed PODS=N NAMESPACES=M   create realistic pods in the running cluster"
+	@echo "make bench         memory per pod: informerd's profiles against kube-rs and client-go caches"
+	@echo "                   (BENCH_PODS=10000,50000 ...; results in benches/results/compare.*)"
 
 # --- the control plane, built from source through the Go module proxy -------------------------
 $(BIN)/kube-apiserver $(BIN)/kube-controller-manager &: tools/go.mod tools/go.sum
@@ -75,6 +77,12 @@ test: tools $(BIN)/grpcurl
 	awk '/^test result:/ { p += $$4; f += $$6 } END { printf "tests: cargo %d passed, %d failed; ", p, f }' .cache/cargo-test.log; \
 	awk '/^--- PASS/ { p++ } /^--- FAIL/ { f++ } END { printf "go client %d passed, %d failed; ", p, f }' .cache/go-client-test.log; \
 	awk '/ PASSED/ { p++ } / FAILED/ { f++ } END { printf "python client %d passed, %d failed\n", p, f }' .cache/python-client-test.log
+
+# --- the memory comparison (benches/compare.rs documents its BENCH_* settings) ---------------
+.PHONY: bench
+bench: cluster $(BIN)/seed $(BIN)/peer-clientgo
+	cargo build --release -p informerd-peers
+	INFORMERD_CLUSTER_DIR=$(abspath $(CLUSTER_DIR)) cargo bench --bench compare
 
 # --- the demo -----------------------------------------------------------------------------------
 DEMO_PODS ?= 5000

@@ -21,6 +21,8 @@
 //! Latencies and memory are printed, never asserted; the run fails (exit 1) only when a watcher
 //! missed, duplicated or reordered an event, or a resumed watch does not continue where it left.
 
+mod common;
+
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -28,6 +30,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
+use common::{cpus, env_or, micros, ms, print_log_tail, profile, Stats};
 use futures::{StreamExt, TryStreamExt};
 use informerd::api::proto::{
     cache_client::CacheClient, watch_request::Start, EventType, GetRequest, ListRequest,
@@ -80,16 +83,6 @@ impl Settings {
 
     fn writes(&self) -> u64 {
         (self.rate * self.seconds).round().max(1.0) as u64
-    }
-}
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T>
-where
-    T::Err: std::fmt::Display,
-{
-    match std::env::var(name) {
-        Ok(v) if !v.trim().is_empty() => v.trim().parse().map_err(|e| anyhow!("{name}={v:?}: {e}")),
-        _ => Ok(default),
     }
 }
 
@@ -593,67 +586,6 @@ fn check_watcher(
     c
 }
 
-/// Percentiles of durations in microseconds (signed: "added" latencies can be negative).
-#[derive(Debug, Clone, Copy, Default)]
-struct Stats {
-    n: usize,
-    p50: i64,
-    p90: i64,
-    p99: i64,
-    max: i64,
-}
-
-impl Stats {
-    fn of(mut v: Vec<i64>) -> Stats {
-        if v.is_empty() {
-            return Stats::default();
-        }
-        v.sort_unstable();
-        let at = |p: f64| v[((p * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
-        Stats {
-            n: v.len(),
-            p50: at(0.50),
-            p90: at(0.90),
-            p99: at(0.99),
-            max: v[v.len() - 1],
-        }
-    }
-
-    fn row(&self, label: &str) -> String {
-        format!(
-            "| {label} | {} | {} | {} | {} | {} |",
-            ms(self.p50),
-            ms(self.p90),
-            ms(self.p99),
-            ms(self.max),
-            self.n
-        )
-    }
-
-    fn json(&self) -> Value {
-        let ms = |us: i64| (us as f64 / 10.0).round() / 100.0;
-        json!({
-            "n": self.n,
-            "p50_ms": ms(self.p50),
-            "p90_ms": ms(self.p90),
-            "p99_ms": ms(self.p99),
-            "max_ms": ms(self.max),
-        })
-    }
-}
-
-fn ms(us: i64) -> String {
-    format!("{:.1}", us as f64 / 1000.0)
-}
-
-fn micros(later: Instant, earlier: Instant) -> i64 {
-    if later >= earlier {
-        (later - earlier).as_micros() as i64
-    } else {
-        -((earlier - later).as_micros() as i64)
-    }
-}
-
 fn mib(bytes: u64) -> String {
     format!("{:.1}", bytes as f64 / (1 << 20) as f64)
 }
@@ -820,15 +752,6 @@ async fn bench(
         .with_context(|| format!("write {}", path.display()))?;
     eprintln!("watch_fanout: wrote benches/results/watch_fanout.json");
     Ok(report.ok)
-}
-
-fn print_log_tail(sidecar: &Sidecar) {
-    let log = sidecar.log();
-    let lines: Vec<&str> = log.lines().collect();
-    eprintln!("sidecar log (last lines):");
-    for l in &lines[lines.len().saturating_sub(20)..] {
-        eprintln!("  {l}");
-    }
 }
 
 async fn measure(
@@ -1495,16 +1418,4 @@ impl Report {
             "watchers_open_after_churn": m.after.watchers,
         })
     }
-}
-
-fn profile() -> &'static str {
-    if cfg!(debug_assertions) {
-        "debug"
-    } else {
-        "release"
-    }
-}
-
-fn cpus() -> usize {
-    std::thread::available_parallelism().map_or(0, |n| n.get())
 }

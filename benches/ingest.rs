@@ -1,0 +1,1226 @@
+//! Ingest throughput without the network: the same recorded list and watch bodies decoded and
+//! applied by informerd's pipeline and by a kube-rs reflector, beside a parse-only pass over the
+//! same bytes (the floor no decoder beats).
+//!
+//! `cargo bench --bench ingest` (pods: `INGEST_PODS`, default 10000; timed iterations of each
+//! pass: `INGEST_ITERATIONS`, default 5).
+//!
+//! Input, recorded once from the local control plane and cached in `benches/results/tmp/`
+//! (git-ignored), so that later runs do not touch the network:
+//! - list bodies: the `PodList` of each namespace `seed-0..19`, as the apiserver returned it
+//!   (the pods are seeded first if the cluster has fewer; a recording of fewer pods than the
+//!   cluster holds takes a page of `INGEST_PODS / 20` pods per namespace).
+//! - watch bodies, built from the list items byte for byte: one `{"type":"ADDED","object":...}`
+//!   line per pod (the object with the `kind` and `apiVersion` that watch events carry), then
+//!   one `MODIFIED` line per pod with a new `resourceVersion` and one more label.
+//!
+//! Every pass runs in this process, on one thread, over the same bytes, with the allocator of
+//! the informerd binary (jemalloc):
+//! - parse-only: `serde_json::from_slice::<IgnoredAny>` of each line (or list body);
+//! - kube-rs typed reflector: each line decoded as `WatchEvent<Pod>` (list bodies as
+//!   `ObjectList<Pod>`), as kube-rs's watcher does, and applied to a reflector `Writer<Pod>`,
+//!   one per namespace as a reflector per namespace stream would (`Init`, `InitApply` for the
+//!   initial list (the ADDED lines of a streaming list, or the items of a list body),
+//!   `InitDone`, then `Apply` for the MODIFIED lines); also with managedFields cleared before
+//!   the writer, as `.modify(|p| p.managed_fields_mut().clear())` does;
+//! - informerd: each line decoded as `WatchEvent<DynamicObject>` (list bodies as
+//!   `ObjectList<DynamicObject>`), as the fleet's watchers do, and handed to `ScopeIngest` (one
+//!   per namespace, all feeding one `Store` made by `fleet::new_store`) configured from YAML
+//!   like the sidecar: the "controller" profile, and everything but managedFields.
+//!
+//! A pass's time covers decoding and applying; building the stores before and dropping them
+//! after are outside it. The table shows the best (shortest) of the iterations, which are
+//! interleaved so that a busy moment of the shared machine hits every pass alike;
+//! `benches/results/ingest.json` has every iteration. Each pass is checked (objects held, changes
+//! made, fields kept) and the run fails if one did not do its work. A breakdown of informerd's
+//! path by stage follows the table. Figures are printed, never asserted: the target is informerd
+//! at least 5 times the kube-rs typed reflector's events per second.
+//!
+//! Not measured, as it is the same for both clients: reading the HTTP body, splitting it into
+//! lines and checking that they are UTF-8 (kube-rs's `LinesCodec`). MB is 10^6 bytes of input.
+
+use std::{
+    fmt::{self, Write as _},
+    hint::black_box,
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use anyhow::{anyhow, bail, ensure, Context, Result};
+use informerd::{
+    config::{self, Config},
+    fleet::{self, Pipeline, ScopeIngest},
+    store::{ObjectKey, Store},
+    transform::{Transform, CONTROLLER_DROP, CONTROLLER_KEEP},
+};
+use informerd_testkit::ControlPlane;
+use k8s_openapi::api::core::v1::Pod;
+use kube::{
+    api::{Api, DynamicObject, ListParams},
+    core::{ObjectList, WatchEvent},
+    runtime::{reflector::store::Writer, watcher},
+    ResourceExt,
+};
+use serde::{
+    de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor},
+    Deserialize,
+};
+use serde_json::{json, value::RawValue, Value};
+
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+const NAMESPACES: usize = 20;
+const PREFIX: &str = "seed";
+/// The most pods a run may add to what the cluster has.
+const MAX_SEEDED: usize = 10_000;
+/// The label each MODIFIED line adds.
+const SEQ_LABEL: &str = "informerd.io/bench-seq";
+
+fn env_or(name: &str, default: usize) -> Result<usize> {
+    match std::env::var(name) {
+        Err(_) => Ok(default),
+        Ok(v) => v
+            .trim()
+            .parse()
+            .with_context(|| format!("{name}={v}: expected a whole number")),
+    }
+}
+
+fn main() -> Result<()> {
+    let wanted = env_or("INGEST_PODS", 10_000)?;
+    let iterations = env_or("INGEST_ITERATIONS", 5)?.max(1);
+    ensure!(
+        wanted >= NAMESPACES,
+        "INGEST_PODS must be at least {NAMESPACES}"
+    );
+
+    let started = Instant::now();
+    let recording = recording(wanted)?;
+    let bodies = Bodies::build(&recording)?;
+    drop(recording);
+    eprintln!(
+        "input: {} pods in {} namespaces; list bodies {:.1} MB, watch lines {:.1} MB \
+         ({} ADDED + {} MODIFIED); ready in {:.1}s",
+        bodies.pods,
+        bodies.namespaces.len(),
+        mb(bodies.list_bytes()),
+        mb(bodies.watch_bytes()),
+        bodies.pods,
+        bodies.pods,
+        started.elapsed().as_secs_f64()
+    );
+
+    let controller = informerd_config(&bodies.namespaces, CONTROLLER_KEEP, CONTROLLER_DROP)?;
+    let full = informerd_config(&bodies.namespaces, &[], CONTROLLER_DROP)?;
+    let passes = [
+        Pass::Floor,
+        Pass::KubeTyped { strip: false },
+        Pass::KubeTyped { strip: true },
+        Pass::Informerd {
+            profile: Profile::Controller,
+            config: &controller,
+        },
+        Pass::Informerd {
+            profile: Profile::FullMinusManagedFields,
+            config: &full,
+        },
+    ];
+    let mut rows: Vec<Row> = Vec::new();
+    for input in [Input::Watch, Input::List] {
+        for pass in &passes {
+            rows.push(Row {
+                pass: pass.label(),
+                input,
+                events: 0,
+                bytes: bodies.bytes(input),
+                times: Vec::new(),
+            });
+        }
+    }
+    for i in 0..iterations {
+        eprintln!("iteration {}/{iterations}", i + 1);
+        let mut r = rows.iter_mut();
+        for input in [Input::Watch, Input::List] {
+            for pass in &passes {
+                let row = r.next().expect("a row per pass and input");
+                let (events, secs) = pass.run(&bodies, input)?;
+                row.events = events;
+                row.times.push(secs);
+            }
+        }
+    }
+
+    let breakdown = breakdown(&bodies, &controller, iterations.min(3))?;
+    let report = Report {
+        pods: bodies.pods,
+        namespaces: bodies.namespaces.len(),
+        iterations,
+        rows,
+        breakdown,
+    };
+    print!("{report}");
+    let json_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/results/ingest.json");
+    std::fs::write(
+        &json_path,
+        serde_json::to_string_pretty(&report.json())? + "\n",
+    )
+    .with_context(|| format!("writing {}", json_path.display()))?;
+    eprintln!("wrote benches/results/ingest.json");
+    Ok(())
+}
+
+fn mb(bytes: usize) -> f64 {
+    bytes as f64 / 1e6
+}
+
+// ---------------------------------------------------------------------------------------------
+// The recording
+
+/// The list body of each namespace, as the apiserver returned it.
+struct Recording {
+    lists: Vec<(String, String)>,
+}
+
+fn namespaces() -> Vec<String> {
+    (0..NAMESPACES).map(|i| format!("{PREFIX}-{i}")).collect()
+}
+
+fn cache_dir(pods: usize) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("benches/results/tmp/ingest-{pods}-pods"))
+}
+
+/// The recording of `wanted` pods: from the cache, or from the control plane (then cached).
+fn recording(wanted: usize) -> Result<Recording> {
+    if let Some(r) = read_cache(&cache_dir(wanted))? {
+        eprintln!("input: the recording in benches/results/tmp/ingest-{wanted}-pods");
+        return Ok(r);
+    }
+    let cp = ControlPlane::get();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let client = rt.block_on(cp.client())?;
+    let present = rt.block_on(async {
+        let mut n = 0;
+        for ns in namespaces() {
+            // One item and the count of the rest.
+            let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+            let page = api.list_metadata(&ListParams::default().limit(1)).await?;
+            n += page.items.len() + page.metadata.remaining_item_count.unwrap_or(0) as usize;
+        }
+        Ok::<_, kube::Error>(n)
+    })?;
+    let mut wanted = wanted;
+    if present < wanted {
+        if wanted > present + MAX_SEEDED {
+            eprintln!(
+                "INGEST_PODS={wanted}: the cluster has {present} pods in {PREFIX}-*; a run seeds \
+                 at most {MAX_SEEDED} more, so {} it is",
+                present + MAX_SEEDED
+            );
+            wanted = present + MAX_SEEDED;
+            if let Some(r) = read_cache(&cache_dir(wanted))? {
+                return Ok(r);
+            }
+        }
+        eprintln!("seeding {wanted} pods into {NAMESPACES} namespaces ({present} present)");
+        eprintln!(
+            "{}",
+            cp.seed(PREFIX, wanted, NAMESPACES)
+                .map_err(|e| anyhow!("{e}"))?
+                .trim()
+        );
+    }
+    // All of each namespace when every seeded pod is wanted; a first page of each otherwise.
+    let limit = (wanted < present).then(|| wanted.div_ceil(NAMESPACES) as u32);
+    let lists = rt.block_on(async {
+        let mut lists = Vec::with_capacity(NAMESPACES);
+        for ns in namespaces() {
+            let mut lp = ListParams::default();
+            if let Some(limit) = limit {
+                lp = lp.limit(limit);
+            }
+            let request = kube::core::Request::new(format!("/api/v1/namespaces/{ns}/pods"))
+                .list(&lp)
+                .map_err(|e| anyhow!("list request: {e}"))?;
+            let body = client.request_text(request).await?;
+            lists.push((ns, body));
+        }
+        Ok::<_, anyhow::Error>(lists)
+    })?;
+    let recording = Recording { lists };
+    write_cache(&cache_dir(wanted), &recording)?;
+    eprintln!(
+        "input: recorded from the control plane into benches/results/tmp/ingest-{wanted}-pods"
+    );
+    Ok(recording)
+}
+
+fn read_cache(dir: &Path) -> Result<Option<Recording>> {
+    if !dir.join("complete").exists() {
+        return Ok(None);
+    }
+    let mut lists = Vec::with_capacity(NAMESPACES);
+    for ns in namespaces() {
+        let path = dir.join(format!("{ns}.json"));
+        let body = std::fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?;
+        lists.push((ns, body));
+    }
+    Ok(Some(Recording { lists }))
+}
+
+fn write_cache(dir: &Path, recording: &Recording) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
+    for (ns, body) in &recording.lists {
+        std::fs::write(dir.join(format!("{ns}.json")), body)?;
+    }
+    // Written last: a recording cut short is not reused.
+    std::fs::write(dir.join("complete"), "")?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bodies
+
+/// What every pass reads.
+struct Bodies {
+    namespaces: Vec<String>,
+    /// Per namespace: its `PodList` body.
+    lists: Vec<Vec<u8>>,
+    /// Per namespace: the pods of its list in order, each listed once and watched once.
+    added: Vec<Vec<Box<[u8]>>>,
+    modified: Vec<Vec<Box<[u8]>>>,
+    pods: usize,
+}
+
+#[derive(Deserialize)]
+struct RawList<'a> {
+    metadata: RawListMeta,
+    #[serde(borrow)]
+    items: Vec<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct RawListMeta {
+    #[serde(rename = "resourceVersion")]
+    resource_version: String,
+}
+
+impl Bodies {
+    fn build(recording: &Recording) -> Result<Bodies> {
+        let mut parsed = Vec::with_capacity(recording.lists.len());
+        for (ns, body) in &recording.lists {
+            let list: RawList =
+                serde_json::from_str(body).with_context(|| format!("the PodList of {ns}"))?;
+            parsed.push(list);
+        }
+        // MODIFIED lines carry resourceVersions after every listed one.
+        let mut next_rv = 1 + parsed
+            .iter()
+            .map(|l| l.metadata.resource_version.parse::<u64>())
+            .try_fold(0u64, |m, rv| rv.map(|rv| m.max(rv)))
+            .context("a list resourceVersion that is not a number")?;
+        let mut bodies = Bodies {
+            namespaces: Vec::new(),
+            lists: Vec::new(),
+            added: Vec::new(),
+            modified: Vec::new(),
+            pods: 0,
+        };
+        for ((ns, body), list) in recording.lists.iter().zip(&parsed) {
+            ensure!(!list.items.is_empty(), "{ns} has no pods in the recording");
+            let mut added = Vec::with_capacity(list.items.len());
+            let mut modified = Vec::with_capacity(list.items.len());
+            for item in &list.items {
+                let item = item.get().trim().as_bytes();
+                added.push(watch_line("ADDED", item));
+                let line = watch_line("MODIFIED", &modified_item(item, next_rv)?);
+                check_modified(&line, next_rv)?;
+                modified.push(line);
+                next_rv += 1;
+            }
+            bodies.pods += list.items.len();
+            bodies.namespaces.push(ns.clone());
+            bodies.lists.push(body.as_bytes().to_vec());
+            bodies.added.push(added);
+            bodies.modified.push(modified);
+        }
+        Ok(bodies)
+    }
+
+    fn list_bytes(&self) -> usize {
+        self.lists.iter().map(Vec::len).sum()
+    }
+
+    fn watch_bytes(&self) -> usize {
+        self.added
+            .iter()
+            .chain(&self.modified)
+            .flatten()
+            .map(|l| l.len())
+            .sum()
+    }
+
+    fn bytes(&self, input: Input) -> usize {
+        match input {
+            Input::Watch => self.watch_bytes(),
+            Input::List => self.list_bytes(),
+        }
+    }
+
+    fn per_namespace(&self, ns: usize) -> usize {
+        self.added[ns].len()
+    }
+}
+
+/// A watch event line as the apiserver writes it: the list item with `kind` and `apiVersion`
+/// first.
+fn watch_line(kind: &str, item: &[u8]) -> Box<[u8]> {
+    assert!(item.len() > 2 && item[0] == b'{' && item[1] == b'"');
+    let mut line = Vec::with_capacity(item.len() + 64);
+    line.extend_from_slice(b"{\"type\":\"");
+    line.extend_from_slice(kind.as_bytes());
+    line.extend_from_slice(b"\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",");
+    line.extend_from_slice(&item[1..]);
+    line.push(b'}');
+    line.into_boxed_slice()
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The item with `metadata.resourceVersion` set to `rv` and the label [`SEQ_LABEL`] added,
+/// everything else byte for byte (metadata is the first field of an item, so the first
+/// `"resourceVersion":"` and `"labels":{` are its own; [`check_modified`] makes sure).
+fn modified_item(item: &[u8], rv: u64) -> Result<Vec<u8>> {
+    const RV: &[u8] = b"\"resourceVersion\":\"";
+    const LABELS: &[u8] = b"\"labels\":{";
+    let at = find(item, RV).context("a pod without resourceVersion")? + RV.len();
+    let end = at
+        + item[at..]
+            .iter()
+            .position(|&b| b == b'"')
+            .context("an unterminated resourceVersion")?;
+    let mut out = Vec::with_capacity(item.len() + 64);
+    out.extend_from_slice(&item[..at]);
+    out.extend_from_slice(rv.to_string().as_bytes());
+    out.extend_from_slice(&item[end..]);
+    let at = find(&out, LABELS).context("a seeded pod without labels")? + LABELS.len();
+    let label = format!("\"{SEQ_LABEL}\":\"{rv}\",");
+    out.splice(at..at, label.bytes());
+    Ok(out)
+}
+
+fn check_modified(line: &[u8], rv: u64) -> Result<()> {
+    let v: Value = serde_json::from_slice(line).context("a MODIFIED line is not JSON")?;
+    let meta = &v["object"]["metadata"];
+    let rv = rv.to_string();
+    ensure!(
+        meta["resourceVersion"] == *rv
+            && meta["labels"][SEQ_LABEL] == *rv
+            && v["object"]["kind"] == "Pod",
+        "a MODIFIED line does not carry its new resourceVersion and label in metadata"
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The passes
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Input {
+    /// The ADDED lines as a streaming initial list, then the MODIFIED lines.
+    Watch,
+    /// One `PodList` body per namespace as an initial list.
+    List,
+}
+
+impl Input {
+    fn label(self) -> &'static str {
+        match self {
+            Input::Watch => "watch",
+            Input::List => "list",
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Profile {
+    Controller,
+    FullMinusManagedFields,
+}
+
+enum Pass<'a> {
+    Floor,
+    KubeTyped {
+        strip: bool,
+    },
+    Informerd {
+        profile: Profile,
+        config: &'a Config,
+    },
+}
+
+impl Pass<'_> {
+    fn label(&self) -> &'static str {
+        match self {
+            Pass::Floor => "parse-only floor (IgnoredAny)",
+            Pass::KubeTyped { strip: false } => "kube-rs typed reflector",
+            Pass::KubeTyped { strip: true } => "kube-rs typed reflector, managedFields cleared",
+            Pass::Informerd {
+                profile: Profile::Controller,
+                ..
+            } => "informerd, controller profile",
+            Pass::Informerd {
+                profile: Profile::FullMinusManagedFields,
+                ..
+            } => "informerd, all but managedFields",
+        }
+    }
+
+    /// Runs the pass once; returns the events it handled and its time in seconds. The time
+    /// stops before the result is checked and dropped.
+    fn run(&self, bodies: &Bodies, input: Input) -> Result<(usize, f64)> {
+        match self {
+            Pass::Floor => {
+                let start = Instant::now();
+                let events = floor(bodies, input)?;
+                Ok((events, start.elapsed().as_secs_f64()))
+            }
+            Pass::KubeTyped { strip } => {
+                let start = Instant::now();
+                let (events, writers) = kube_typed(bodies, input, *strip)?;
+                let secs = start.elapsed().as_secs_f64();
+                check_kube(bodies, input, *strip, &writers)?;
+                drop(writers);
+                Ok((events, secs))
+            }
+            Pass::Informerd { profile, config } => {
+                let store = Arc::new(fleet::new_store(&config.change_log, &config.resources[0]));
+                let start = Instant::now();
+                let (events, changes) = informerd_pass(bodies, input, config, &store)?;
+                let secs = start.elapsed().as_secs_f64();
+                check_informerd(bodies, input, *profile, &store, changes)?;
+                drop(store);
+                Ok((events, secs))
+            }
+        }
+    }
+}
+
+fn floor(bodies: &Bodies, input: Input) -> Result<usize> {
+    match input {
+        Input::Watch => {
+            let mut events = 0;
+            for line in bodies.added.iter().chain(&bodies.modified).flatten() {
+                black_box(serde_json::from_slice::<IgnoredAny>(black_box(line))?);
+                events += 1;
+            }
+            Ok(events)
+        }
+        Input::List => {
+            for body in &bodies.lists {
+                black_box(serde_json::from_slice::<IgnoredAny>(black_box(body))?);
+            }
+            Ok(bodies.pods)
+        }
+    }
+}
+
+fn kube_typed(bodies: &Bodies, input: Input, strip: bool) -> Result<(usize, Vec<Writer<Pod>>)> {
+    let mut writers: Vec<Writer<Pod>> = (0..bodies.namespaces.len())
+        .map(|_| Writer::default())
+        .collect();
+    let modify = |mut pod: Pod| {
+        if strip {
+            pod.managed_fields_mut().clear();
+        }
+        pod
+    };
+    let mut events = 0;
+    match input {
+        Input::Watch => {
+            for (writer, lines) in writers.iter_mut().zip(&bodies.added) {
+                writer.apply_watcher_event(&watcher::Event::Init);
+                for line in lines {
+                    let WatchEvent::Added(pod) = serde_json::from_slice(black_box(line))? else {
+                        bail!("an ADDED line decoded as another event");
+                    };
+                    let event = watcher::Event::InitApply(modify(pod));
+                    writer.apply_watcher_event(&event);
+                    black_box(&event);
+                    events += 1;
+                }
+                writer.apply_watcher_event(&watcher::Event::InitDone);
+            }
+            for (writer, lines) in writers.iter_mut().zip(&bodies.modified) {
+                for line in lines {
+                    let WatchEvent::Modified(pod) = serde_json::from_slice(black_box(line))? else {
+                        bail!("a MODIFIED line decoded as another event");
+                    };
+                    let event = watcher::Event::Apply(modify(pod));
+                    writer.apply_watcher_event(&event);
+                    black_box(&event);
+                    events += 1;
+                }
+            }
+        }
+        Input::List => {
+            for (writer, body) in writers.iter_mut().zip(&bodies.lists) {
+                let list: ObjectList<Pod> = serde_json::from_slice(black_box(body))?;
+                writer.apply_watcher_event(&watcher::Event::Init);
+                for pod in list.items {
+                    let event = watcher::Event::InitApply(modify(pod));
+                    writer.apply_watcher_event(&event);
+                    black_box(&event);
+                    events += 1;
+                }
+                writer.apply_watcher_event(&watcher::Event::InitDone);
+            }
+        }
+    }
+    Ok((events, writers))
+}
+
+fn check_kube(bodies: &Bodies, input: Input, strip: bool, writers: &[Writer<Pod>]) -> Result<()> {
+    for (ns, writer) in writers.iter().enumerate() {
+        let state = writer.as_reader().state();
+        ensure!(
+            state.len() == bodies.per_namespace(ns),
+            "kube-rs reflector of {}: {} pods held, {} expected",
+            bodies.namespaces[ns],
+            state.len(),
+            bodies.per_namespace(ns)
+        );
+        let pod = &state[0];
+        let modified = pod.labels().contains_key(SEQ_LABEL);
+        ensure!(
+            modified == (input == Input::Watch),
+            "kube-rs reflector: the MODIFIED events were not applied"
+        );
+        let managed = pod
+            .metadata
+            .managed_fields
+            .as_ref()
+            .is_some_and(|m| !m.is_empty());
+        ensure!(
+            managed != strip,
+            "kube-rs reflector: managedFields {}",
+            if strip { "kept" } else { "missing" }
+        );
+    }
+    Ok(())
+}
+
+fn informerd_config(namespaces: &[String], keep: &[&str], drop: &[&str]) -> Result<Config> {
+    let mut yaml = format!(
+        "apiVersion: informerd.io/v1alpha1\nkind: Config\nresources:\n- name: pods\n  \
+         apiVersion: v1\n  kind: Pod\n  namespaces: {namespaces:?}\n  transform:\n"
+    );
+    if !keep.is_empty() {
+        let _ = writeln!(yaml, "    keep: {keep:?}");
+    }
+    if !drop.is_empty() {
+        let _ = writeln!(yaml, "    drop: {drop:?}");
+    }
+    config::parse("ingest-bench.yaml", &yaml).map_err(|e| anyhow!("{e}"))
+}
+
+fn pipeline(config: &Config, store: &Arc<Store>) -> Pipeline {
+    let rc = &config.resources[0];
+    Pipeline {
+        api_version: rc.api_version.clone(),
+        kind: rc.kind.clone(),
+        filter: rc.filter.clone(),
+        transform: rc.transform.clone(),
+        store: store.clone(),
+    }
+}
+
+/// The fleet's path: kube-rs's decoding into `DynamicObject`, then `ScopeIngest` (one per
+/// namespace, as the fleet runs them) into one store. Returns events and changes made.
+fn informerd_pass(
+    bodies: &Bodies,
+    input: Input,
+    config: &Config,
+    store: &Arc<Store>,
+) -> Result<(usize, u64)> {
+    let pipeline = pipeline(config, store);
+    let mut scopes: Vec<ScopeIngest> = bodies
+        .namespaces
+        .iter()
+        .map(|ns| ScopeIngest::new(pipeline.clone(), Some(ns.clone())))
+        .collect();
+    let mut events = 0;
+    match input {
+        Input::Watch => {
+            for (scope, lines) in scopes.iter_mut().zip(&bodies.added) {
+                scope.handle(watcher::Event::Init);
+                for line in lines {
+                    let WatchEvent::Added(obj) = serde_json::from_slice(black_box(line))? else {
+                        bail!("an ADDED line decoded as another event");
+                    };
+                    black_box(scope.handle(watcher::Event::InitApply(obj)));
+                    events += 1;
+                }
+                scope.handle(watcher::Event::InitDone);
+            }
+            for (scope, lines) in scopes.iter_mut().zip(&bodies.modified) {
+                for line in lines {
+                    let WatchEvent::Modified(obj) = serde_json::from_slice(black_box(line))? else {
+                        bail!("a MODIFIED line decoded as another event");
+                    };
+                    black_box(scope.handle(watcher::Event::Apply(obj)));
+                    events += 1;
+                }
+            }
+        }
+        Input::List => {
+            for (scope, body) in scopes.iter_mut().zip(&bodies.lists) {
+                let list: ObjectList<DynamicObject> = serde_json::from_slice(black_box(body))?;
+                scope.handle(watcher::Event::Init);
+                for obj in list.items {
+                    black_box(scope.handle(watcher::Event::InitApply(obj)));
+                    events += 1;
+                }
+                scope.handle(watcher::Event::InitDone);
+            }
+        }
+    }
+    let mut changes = 0;
+    for scope in &scopes {
+        let c = scope.counters;
+        ensure!(
+            c.filtered_out == 0 && c.refused == 0,
+            "informerd: {c:?} (nothing may be filtered out or refused)"
+        );
+        changes += c.changes;
+    }
+    Ok((events, changes))
+}
+
+fn check_informerd(
+    bodies: &Bodies,
+    input: Input,
+    profile: Profile,
+    store: &Store,
+    changes: u64,
+) -> Result<()> {
+    ensure!(
+        store.len() == bodies.pods,
+        "informerd: the store holds {} objects, {} expected",
+        store.len(),
+        bodies.pods
+    );
+    let expected = match input {
+        Input::Watch => 2 * bodies.pods,
+        Input::List => bodies.pods,
+    } as u64;
+    ensure!(
+        changes == expected && store.revision() == expected,
+        "informerd: {changes} changes (store revision {}), {expected} expected",
+        store.revision()
+    );
+    for (ns, namespace) in bodies.namespaces.iter().enumerate() {
+        let first: Value = serde_json::from_slice(&bodies.added[ns][0])?;
+        let name = first["object"]["metadata"]["name"]
+            .as_str()
+            .context("a pod without a name")?;
+        let stored = store
+            .get(&ObjectKey::new(Some(namespace), name))
+            .with_context(|| format!("informerd: {namespace}/{name} is not in the store"))?;
+        let obj = stored.as_json();
+        ensure!(
+            obj["metadata"].get("managedFields").is_none(),
+            "informerd: managedFields kept"
+        );
+        ensure!(
+            obj["metadata"]["labels"].get(SEQ_LABEL).is_some() == (input == Input::Watch),
+            "informerd: the MODIFIED events were not applied"
+        );
+        ensure!(
+            obj["spec"].get("containers").is_some() == (profile == Profile::FullMinusManagedFields)
+                && obj["spec"]["nodeName"] == first["object"]["spec"]["nodeName"],
+            "informerd: the stored spec is not what the profile keeps"
+        );
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Where informerd's time goes
+
+/// One stage's time, summed over the namespaces, best of the iterations.
+struct Stage {
+    label: &'static str,
+    secs: f64,
+}
+
+struct Breakdown {
+    events: usize,
+    /// informerd's stages, in order; they add up to about the whole path.
+    stages: Vec<Stage>,
+    /// The same bytes decoded other ways (not informerd's path today), for comparison.
+    alternatives: Vec<Stage>,
+    /// The average watch line, and the average JSON of what the profile stores of it.
+    line_bytes: usize,
+    kept_bytes: usize,
+}
+
+/// informerd's path on the watch lines (controller profile) stage by stage: each event goes
+/// through the stages one after the other, as in the pipeline, with the clock read between
+/// stages; then the same lines decoded in ways informerd does not use today, each in a pass of
+/// its own. Best of `iterations` for every stage.
+fn breakdown(bodies: &Bodies, config: &Config, iterations: usize) -> Result<Breakdown> {
+    let rc = &config.resources[0];
+    let transform = rc.transform.clone();
+    let mut best: Vec<Stage> = Vec::new();
+    let mut best_alt: Vec<Stage> = Vec::new();
+    let keep_best = |best: &mut Vec<Stage>, run: Vec<Stage>| {
+        if best.is_empty() {
+            *best = run;
+        } else {
+            for (b, r) in best.iter_mut().zip(run) {
+                b.secs = b.secs.min(r.secs);
+            }
+        }
+    };
+    let secs = |d: Duration| d.as_secs_f64();
+    let added = || bodies.added.iter().flatten();
+    let modified = || bodies.modified.iter().flatten();
+    let all = || added().chain(modified());
+    let mut kept_bytes = 0;
+    for _ in 0..iterations {
+        // [decode, to_value, drop, transform, store ADDED, store MODIFIED]
+        let mut t = [Duration::ZERO; 6];
+        let store = Arc::new(fleet::new_store(&config.change_log, rc));
+        for (i, line) in all().enumerate() {
+            let t0 = Instant::now();
+            let obj: DynamicObject = match serde_json::from_slice(black_box(line))? {
+                WatchEvent::Added(o) | WatchEvent::Modified(o) => o,
+                _ => bail!("an unexpected event"),
+            };
+            let t1 = Instant::now();
+            let mut v = serde_json::to_value(&obj)?;
+            if let Value::Object(map) = &mut v {
+                map.insert("apiVersion".into(), Value::String(rc.api_version.clone()));
+                map.insert("kind".into(), Value::String(rc.kind.clone()));
+            }
+            let t2 = Instant::now();
+            drop(obj);
+            let t3 = Instant::now();
+            transform.apply(&mut v);
+            let t4 = Instant::now();
+            black_box(store.apply(v)?);
+            let t5 = Instant::now();
+            t[0] += t1 - t0;
+            t[1] += t2 - t1;
+            t[2] += t3 - t2;
+            t[3] += t4 - t3;
+            t[if i < bodies.pods { 4 } else { 5 }] += t5 - t4;
+        }
+        ensure!(
+            store.len() == bodies.pods && store.revision() == 2 * bodies.pods as u64,
+            "breakdown: the store holds {} objects at revision {}",
+            store.len(),
+            store.revision()
+        );
+        drop(store);
+        keep_best(
+            &mut best,
+            vec![
+                Stage {
+                    label: "decode WatchEvent<DynamicObject> (kube-rs watcher)",
+                    secs: secs(t[0]),
+                },
+                Stage {
+                    label: "DynamicObject → serde_json::Value (to_value), set apiVersion/kind",
+                    secs: secs(t[1]),
+                },
+                Stage {
+                    label: "drop the DynamicObject",
+                    secs: secs(t[2]),
+                },
+                Stage {
+                    label: "Transform::apply (controller profile; frees what it removes)",
+                    secs: secs(t[3]),
+                },
+                Stage {
+                    label: "Store::apply, ADDED events (encode, intern, index, log)",
+                    secs: secs(t[4]),
+                },
+                Stage {
+                    label: "Store::apply, MODIFIED events (also decodes and compares the old)",
+                    secs: secs(t[5]),
+                },
+            ],
+        );
+
+        // The same lines, decoded in ways informerd does not use today.
+        let mut a = [Duration::ZERO; 4];
+        let start = Instant::now();
+        for line in all() {
+            black_box(serde_json::from_slice::<WatchEvent<Pod>>(black_box(line))?);
+        }
+        a[0] = start.elapsed();
+        let start = Instant::now();
+        for line in all() {
+            black_box(serde_json::from_slice::<WatchEvent<Value>>(black_box(
+                line,
+            ))?);
+        }
+        a[1] = start.elapsed();
+        let store = Arc::new(fleet::new_store(&config.change_log, rc));
+        for line in all() {
+            let t0 = Instant::now();
+            let mut de = serde_json::Deserializer::from_slice(black_box(line));
+            let (_, object) = SeededEvent(&transform).deserialize(&mut de)?;
+            de.end()?;
+            let t1 = Instant::now();
+            black_box(store.apply(object)?);
+            let t2 = Instant::now();
+            a[2] += t1 - t0;
+            a[3] += t2 - t1;
+        }
+        ensure!(
+            store.len() == bodies.pods && store.revision() == 2 * bodies.pods as u64,
+            "breakdown: the seed-decoded store holds {} objects at revision {}",
+            store.len(),
+            store.revision()
+        );
+        let (_, stored) = store.list(None);
+        kept_bytes = stored
+            .iter()
+            .map(|o| o.to_json_bytes().len())
+            .sum::<usize>()
+            / bodies.pods;
+        drop(stored);
+        drop(store);
+        keep_best(
+            &mut best_alt,
+            vec![
+                Stage {
+                    label: "decode WatchEvent<Pod> (kube-rs typed; decode only, no reflector)",
+                    secs: secs(a[0]),
+                },
+                Stage {
+                    label: "decode WatchEvent<serde_json::Value> (no DynamicObject)",
+                    secs: secs(a[1]),
+                },
+                Stage {
+                    label: "decode with Transform::seed() (controller profile, projected while decoding)",
+                    secs: secs(a[2]),
+                },
+                Stage {
+                    label: "Store::apply of those seed-decoded objects",
+                    secs: secs(a[3]),
+                },
+            ],
+        );
+    }
+    Ok(Breakdown {
+        events: 2 * bodies.pods,
+        stages: best,
+        alternatives: best_alt,
+        line_bytes: bodies.watch_bytes() / (2 * bodies.pods),
+        kept_bytes,
+    })
+}
+
+/// A watch event line decoded with a transform applied to its object: `(type, object)`.
+struct SeededEvent<'a>(&'a Transform);
+
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "lowercase")]
+enum EventField {
+    Type,
+    Object,
+    #[serde(other)]
+    Other,
+}
+
+impl<'de> DeserializeSeed<'de> for SeededEvent<'_> {
+    type Value = (String, Value);
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(String, Value), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for SeededEvent<'_> {
+    type Value = (String, Value);
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a watch event")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(String, Value), A::Error> {
+        let (mut kind, mut object) = (None, None);
+        while let Some(field) = map.next_key()? {
+            match field {
+                EventField::Type => kind = Some(map.next_value::<String>()?),
+                EventField::Object => object = Some(map.next_value_seed(self.0.seed())?),
+                EventField::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        match (kind, object) {
+            (Some(k), Some(o)) => Ok((k, o)),
+            _ => Err(serde::de::Error::custom(
+                "a watch event needs type and object",
+            )),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The report
+
+struct Row {
+    pass: &'static str,
+    input: Input,
+    events: usize,
+    bytes: usize,
+    /// Seconds of each iteration.
+    times: Vec<f64>,
+}
+
+impl Row {
+    fn best(&self) -> f64 {
+        self.times.iter().copied().fold(f64::INFINITY, f64::min)
+    }
+
+    fn median(&self) -> f64 {
+        let mut t = self.times.clone();
+        t.sort_by(f64::total_cmp);
+        let n = t.len();
+        if n % 2 == 1 {
+            t[n / 2]
+        } else {
+            (t[n / 2 - 1] + t[n / 2]) / 2.0
+        }
+    }
+
+    fn events_per_sec(&self) -> f64 {
+        self.events as f64 / self.best()
+    }
+
+    fn mb_per_sec(&self) -> f64 {
+        mb(self.bytes) / self.best()
+    }
+}
+
+struct Report {
+    pods: usize,
+    namespaces: usize,
+    iterations: usize,
+    rows: Vec<Row>,
+    breakdown: Breakdown,
+}
+
+impl Report {
+    fn row(&self, input: Input, pass: &str) -> &Row {
+        self.rows
+            .iter()
+            .find(|r| r.input == input && r.pass == pass)
+            .expect("every pass ran on every input")
+    }
+
+    fn kube(&self, input: Input) -> &Row {
+        self.row(input, Pass::KubeTyped { strip: false }.label())
+    }
+
+    fn floor(&self, input: Input) -> &Row {
+        self.row(input, Pass::Floor.label())
+    }
+
+    /// (this pass's events/s ÷ kube-rs typed's, the floor's events/s ÷ this pass's)
+    fn ratios(&self, row: &Row) -> (f64, f64) {
+        let eps = row.events_per_sec();
+        (
+            eps / self.kube(row.input).events_per_sec(),
+            self.floor(row.input).events_per_sec() / eps,
+        )
+    }
+
+    /// Seed decoding plus storing, from the breakdown's alternatives.
+    fn seed_path_secs(&self) -> f64 {
+        self.breakdown.alternatives[2..]
+            .iter()
+            .map(|s| s.secs)
+            .sum()
+    }
+
+    fn json(&self) -> Value {
+        let rows: Vec<Value> = self
+            .rows
+            .iter()
+            .map(|r| {
+                let (vs_kube, floor_over) = self.ratios(r);
+                json!({
+                    "pass": r.pass,
+                    "input": r.input.label(),
+                    "events": r.events,
+                    "inputBytes": r.bytes,
+                    "bestSeconds": r.best(),
+                    "medianSeconds": r.median(),
+                    "iterationSeconds": r.times,
+                    "eventsPerSecond": r.events_per_sec().round(),
+                    "megabytesPerSecond": (r.mb_per_sec() * 10.0).round() / 10.0,
+                    "timesKubeTyped": (vs_kube * 100.0).round() / 100.0,
+                    "floorTimesThis": (floor_over * 100.0).round() / 100.0,
+                })
+            })
+            .collect();
+        let b = &self.breakdown;
+        let stages = |stages: &[Stage]| -> Vec<Value> {
+            stages
+                .iter()
+                .map(|s| {
+                    json!({
+                        "stage": s.label,
+                        "bestSeconds": s.secs,
+                        "microsecondsPerEvent": (s.secs * 1e6 / b.events as f64 * 10.0).round() / 10.0,
+                    })
+                })
+                .collect()
+        };
+        let headline = self.row(Input::Watch, "informerd, controller profile");
+        json!({
+            "benchmark": "ingest",
+            "what": "events per second decoding and applying the same recorded bodies, in process, one thread",
+            "statistic": "best of the iterations (median and every iteration also given)",
+            "pods": self.pods,
+            "namespaces": self.namespaces,
+            "iterations": self.iterations,
+            "target": "informerd (controller profile, watch) at least 5 times the kube-rs typed reflector's events per second",
+            "informerdTimesKubeTyped": (self.ratios(headline).0 * 100.0).round() / 100.0,
+            "rows": rows,
+            "breakdown": {
+                "what": "informerd's path on the watch lines, controller profile, stage by stage with the clock read between stages (best of the iterations per stage); alternatives: the same lines decoded other ways, each in a pass of its own",
+                "events": b.events,
+                "averageLineBytes": b.line_bytes,
+                "averageStoredJsonBytes": b.kept_bytes,
+                "stages": stages(&b.stages),
+                "alternatives": stages(&b.alternatives),
+                "seedDecodeAndStoreTimesKubeTyped": (self.kube(Input::Watch).best() / self.seed_path_secs() * 100.0).round() / 100.0,
+            },
+        })
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "\n## Ingest throughput: {} pods in {} namespaces, best of {} iterations, one thread\n",
+            self.pods, self.namespaces, self.iterations
+        )?;
+        writeln!(
+            f,
+            "| pass | input | events | seconds | events/s | MB/s | × kube-rs typed | floor ÷ pass |"
+        )?;
+        writeln!(f, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")?;
+        for r in &self.rows {
+            let (vs_kube, floor_over) = self.ratios(r);
+            writeln!(
+                f,
+                "| {} | {} | {} | {:.3} | {:.0} | {:.1} | {:.2} | {:.2} |",
+                r.pass,
+                r.input.label(),
+                r.events,
+                r.best(),
+                r.events_per_sec(),
+                r.mb_per_sec(),
+                vs_kube,
+                floor_over
+            )?;
+        }
+        writeln!(f)?;
+        writeln!(
+            f,
+            "watch: {} ADDED lines as streaming initial lists, then {} MODIFIED lines; list: one \
+             PodList body per namespace. × kube-rs typed: events/s ÷ the kube-rs typed \
+             reflector's on the same input; floor ÷ pass: the parse-only pass's events/s ÷ this \
+             pass's (1.00 would be as fast as parsing gets).",
+            self.pods, self.pods
+        )?;
+        for input in [Input::Watch, Input::List] {
+            let row = self.row(input, "informerd, controller profile");
+            let (vs_kube, _) = self.ratios(row);
+            let floor = self.floor(input).events_per_sec() / self.kube(input).events_per_sec();
+            writeln!(
+                f,
+                "{}: informerd (controller profile) {vs_kube:.2}× the kube-rs typed reflector \
+                 (target ≥ 5×: {}); the parse-only floor is {floor:.2}× it.",
+                input.label(),
+                if vs_kube >= 5.0 { "met" } else { "not met" }
+            )?;
+        }
+
+        let b = &self.breakdown;
+        let sum: f64 = b.stages.iter().map(|s| s.secs).sum();
+        let whole = self
+            .row(Input::Watch, "informerd, controller profile")
+            .best();
+        writeln!(
+            f,
+            "\n### Where informerd's time goes: watch input, controller profile, {} events\n",
+            b.events
+        )?;
+        writeln!(f, "| stage | seconds | µs/event | share |")?;
+        writeln!(f, "| --- | ---: | ---: | ---: |")?;
+        for s in &b.stages {
+            writeln!(
+                f,
+                "| {} | {:.3} | {:.1} | {:.0}% |",
+                s.label,
+                s.secs,
+                s.secs * 1e6 / b.events as f64,
+                100.0 * s.secs / sum
+            )?;
+        }
+        writeln!(
+            f,
+            "| sum of the stages (the whole pass: {whole:.3}s) | {sum:.3} | {:.1} | 100% |",
+            sum * 1e6 / b.events as f64
+        )?;
+        writeln!(
+            f,
+            "\nEach event goes through the stages in turn, the clock read between them; µs/event \
+             divides by all {} events, so that the rows add up. A watch line is {} bytes on \
+             average; the controller profile stores {} bytes of JSON of it.",
+            b.events, self.breakdown.line_bytes, self.breakdown.kept_bytes
+        )?;
+        writeln!(
+            f,
+            "\nThe same lines, decoded in ways informerd does not use today:\n"
+        )?;
+        writeln!(f, "| alternative | seconds | µs/event |")?;
+        writeln!(f, "| --- | ---: | ---: |")?;
+        for s in &b.alternatives {
+            writeln!(
+                f,
+                "| {} | {:.3} | {:.1} |",
+                s.label,
+                s.secs,
+                s.secs * 1e6 / b.events as f64
+            )?;
+        }
+        let per_event = |secs: f64| secs * 1e6 / b.events as f64;
+        writeln!(
+            f,
+            "\nDecoding with Transform::seed() then Store::apply: {:.1} µs/event, {:.2}× the kube-rs \
+             typed reflector ({:.1} µs/event); informerd's path today: {:.1} µs/event.",
+            per_event(self.seed_path_secs()),
+            self.kube(Input::Watch).best() / self.seed_path_secs(),
+            per_event(self.kube(Input::Watch).best()),
+            per_event(whole)
+        )?;
+        Ok(())
+    }
+}
