@@ -23,7 +23,8 @@ pub struct Sidecar {
 impl Sidecar {
     /// Starts `bin serve` with a configuration made of `resources_yaml` (the `resources:`
     /// section, a YAML list) and a socket in a fresh temporary directory; returns once the
-    /// socket exists (the API serves before the caches have synced: wait with the API).
+    /// socket accepts connections (the API serves before the caches have synced: wait with the
+    /// API).
     pub fn start(bin: &Path, cluster: &ControlPlane, resources_yaml: &str) -> Result<Sidecar> {
         Self::start_with(bin, cluster, "", resources_yaml)
     }
@@ -104,7 +105,8 @@ impl Sidecar {
             .map_err(|e| io(&format!("start {}", self.bin.display()), e))?;
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(60);
-        while !self.socket.exists() {
+        // Connectable, not just present: the file appears at bind(), a moment before listen().
+        while std::os::unix::net::UnixStream::connect(&self.socket).is_err() {
             if let Some(status) = self
                 .child
                 .as_mut()
