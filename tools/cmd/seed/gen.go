@@ -217,7 +217,7 @@ func newPlanWith(seed uint64, prefix string, pods, namespaces, nodes int, base t
 		if ns < pods%namespaces {
 			n++
 		}
-		owners := planNamespace(newRand(seed, uint64(ns)+1), name, n, nodes)
+		owners := planNamespace(newRand(seed, uint64(ns)+1), name, n, nodes, ownerSuffix(seed))
 		for _, o := range owners {
 			o.Graceful = graceful
 			for _, s := range o.Pods {
@@ -230,9 +230,20 @@ func newPlanWith(seed uint64, prefix string, pods, namespaces, nodes int, base t
 	return p
 }
 
+// ownerSuffix keeps the owners (and so the pods) of plans with different seeds apart, so that
+// pods can be added to namespaces seeded before by seeding again with another seed: without it,
+// a StatefulSet of the same name would be re-applied with other containers, which the apiserver
+// refuses. The default seed (1) keeps plain names.
+func ownerSuffix(seed uint64) string {
+	if seed == 1 {
+		return ""
+	}
+	return fmt.Sprintf("-g%d", seed)
+}
+
 // planNamespace lays out n pods in one namespace: DaemonSets, StatefulSets and Jobs get their
-// shares, ReplicaSets the rest.
-func planNamespace(r *rand.Rand, ns string, n, nodes int) []*owner {
+// shares, ReplicaSets the rest. suffix is appended to every owner name.
+func planNamespace(r *rand.Rand, ns string, n, nodes int, suffix string) []*owner {
 	want := map[ownerKind]int{
 		kindDaemonSet:   n * shareDaemonSet / 100,
 		kindStatefulSet: n * shareStatefulSet / 100,
@@ -242,6 +253,7 @@ func planNamespace(r *rand.Rand, ns string, n, nodes int) []*owner {
 
 	used := map[string]bool{} // owner and pod names in the namespace
 	unique := func(base string) string {
+		base += suffix
 		name := base
 		for i := 2; used[name]; i++ {
 			name = fmt.Sprintf("%s-%d", base, i)

@@ -400,3 +400,20 @@ func TestGracePeriod(t *testing.T) {
 		}
 	}
 }
+
+// Seeding again with another seed adds pods beside the earlier ones: no pod (and so no
+// StatefulSet pod, whose name is its owner's plus an ordinal) is planned twice.
+func TestOtherSeedsPlanOtherNames(t *testing.T) {
+	names := map[string]uint64{}
+	for _, seed := range []uint64{1, 2, 10001} {
+		for _, o := range newPlan(seed, "seed", 3000, 4, 20, testBase).Owners {
+			for _, s := range o.Pods {
+				key := o.Namespace + "/" + s.Name
+				if prev, ok := names[key]; ok {
+					t.Fatalf("pod %s is planned by seeds %d and %d", key, prev, seed)
+				}
+				names[key] = seed
+			}
+		}
+	}
+}
