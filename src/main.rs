@@ -127,7 +127,7 @@ async fn serve(
         }
         None => kube::Config::infer().await?,
     };
-    let client = kube::Client::try_from(client_config)?;
+    let client = informerd::fleet::client(client_config)?;
     let fleet = Arc::new(Fleet::start(client, &cfg).await?);
     let api = Api::new(fleet.clone(), &cfg);
     tokio::spawn(announce_sync(fleet.clone()));

@@ -13,7 +13,9 @@
 //! 1.34): objects arrive one at a time, so no page of full objects is ever held. A server that
 //! refuses them gets paginated lists with small pages instead.
 
+mod client;
 mod ingest;
+mod object;
 mod scope;
 
 use std::{
@@ -28,7 +30,9 @@ use kube::{
 };
 use tokio::task::JoinHandle;
 
+pub use client::{client, ClientError, READ_BUFFER};
 pub use ingest::{Applied, Pipeline, Progress, ScopeIngest};
+pub use object::{with_transform, Decoding, Projected};
 pub use scope::{ScopeState, ScopeStatus};
 
 use crate::{
