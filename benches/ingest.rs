@@ -23,8 +23,9 @@
 //!   initial list (the ADDED lines of a streaming list, or the items of a list body),
 //!   `InitDone`, then `Apply` for the MODIFIED lines); also with managedFields cleared before
 //!   the writer, as `.modify(|p| p.managed_fields_mut().clear())` does;
-//! - informerd: each line decoded as `WatchEvent<DynamicObject>` (list bodies as
-//!   `ObjectList<DynamicObject>`), as the fleet's watchers do, and handed to `ScopeIngest` (one
+//! - informerd: each line decoded as `WatchEvent<Projected>` (list bodies as
+//!   `ObjectList<Projected>`: the profile's transform applied while decoding), as the fleet's
+//!   watchers do, and handed to `ScopeIngest` (one
 //!   per namespace, all feeding one `Store` made by `fleet::new_store`) configured from YAML
 //!   like the sidecar: the "controller" profile, and everything but managedFields.
 //!
@@ -50,9 +51,9 @@ use std::{
 use anyhow::{anyhow, bail, ensure, Context, Result};
 use informerd::{
     config::{self, Config},
-    fleet::{self, Pipeline, ScopeIngest},
+    fleet::{self, Decoding, Pipeline, Projected, ScopeIngest},
     store::{ObjectKey, Store},
-    transform::{Transform, CONTROLLER_DROP, CONTROLLER_KEEP},
+    transform::{CONTROLLER_DROP, CONTROLLER_KEEP},
 };
 use informerd_testkit::ControlPlane;
 use k8s_openapi::api::core::v1::Pod;
@@ -62,10 +63,7 @@ use kube::{
     runtime::{reflector::store::Writer, watcher},
     ResourceExt,
 };
-use serde::{
-    de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor},
-    Deserialize,
-};
+use serde::{de::IgnoredAny, Deserialize};
 use serde_json::{json, value::RawValue, Value};
 
 #[global_allocator]
@@ -640,8 +638,8 @@ fn pipeline(config: &Config, store: &Arc<Store>) -> Pipeline {
     }
 }
 
-/// The fleet's path: kube-rs's decoding into `DynamicObject`, then `ScopeIngest` (one per
-/// namespace, as the fleet runs them) into one store. Returns events and changes made.
+/// The fleet's path: kube-rs's decoding into `Projected` (the transform applied while
+/// decoding), then `ScopeIngest` (one per namespace, as the fleet runs them) into one store. Returns events and changes made.
 fn informerd_pass(
     bodies: &Bodies,
     input: Input,
@@ -654,6 +652,8 @@ fn informerd_pass(
         .iter()
         .map(|ns| ScopeIngest::new(pipeline.clone(), Some(ns.clone())))
         .collect();
+    // As the fleet's streams decode: the transform applied while decoding (no filter here).
+    let _decoding = Decoding::enter(pipeline.decoding());
     let mut events = 0;
     match input {
         Input::Watch => {
@@ -680,7 +680,7 @@ fn informerd_pass(
         }
         Input::List => {
             for (scope, body) in scopes.iter_mut().zip(&bodies.lists) {
-                let list: ObjectList<DynamicObject> = serde_json::from_slice(black_box(body))?;
+                let list: ObjectList<Projected> = serde_json::from_slice(black_box(body))?;
                 scope.handle(watcher::Event::Init);
                 for obj in list.items {
                     black_box(scope.handle(watcher::Event::InitApply(obj)));
@@ -794,100 +794,26 @@ fn breakdown(bodies: &Bodies, config: &Config, iterations: usize) -> Result<Brea
     let all = || added().chain(modified());
     let mut kept_bytes = 0;
     for _ in 0..iterations {
-        // [decode, to_value, drop, transform, store ADDED, store MODIFIED]
-        let mut t = [Duration::ZERO; 6];
+        // [decode, store ADDED, store MODIFIED]
+        let mut t = [Duration::ZERO; 3];
         let store = Arc::new(fleet::new_store(&config.change_log, rc));
+        let decoding = Decoding::enter(Some(&transform));
         for (i, line) in all().enumerate() {
             let t0 = Instant::now();
-            let obj: DynamicObject = match serde_json::from_slice(black_box(line))? {
+            let obj: Projected = match serde_json::from_slice(black_box(line))? {
                 WatchEvent::Added(o) | WatchEvent::Modified(o) => o,
                 _ => bail!("an unexpected event"),
             };
             let t1 = Instant::now();
-            let mut v = serde_json::to_value(&obj)?;
-            if let Value::Object(map) = &mut v {
-                map.insert("apiVersion".into(), Value::String(rc.api_version.clone()));
-                map.insert("kind".into(), Value::String(rc.kind.clone()));
-            }
+            black_box(store.apply(obj.object)?);
             let t2 = Instant::now();
-            drop(obj);
-            let t3 = Instant::now();
-            transform.apply(&mut v);
-            let t4 = Instant::now();
-            black_box(store.apply(v)?);
-            let t5 = Instant::now();
             t[0] += t1 - t0;
-            t[1] += t2 - t1;
-            t[2] += t3 - t2;
-            t[3] += t4 - t3;
-            t[if i < bodies.pods { 4 } else { 5 }] += t5 - t4;
+            t[if i < bodies.pods { 1 } else { 2 }] += t2 - t1;
         }
+        drop(decoding);
         ensure!(
             store.len() == bodies.pods && store.revision() == 2 * bodies.pods as u64,
             "breakdown: the store holds {} objects at revision {}",
-            store.len(),
-            store.revision()
-        );
-        drop(store);
-        keep_best(
-            &mut best,
-            vec![
-                Stage {
-                    label: "decode WatchEvent<DynamicObject> (kube-rs watcher)",
-                    secs: secs(t[0]),
-                },
-                Stage {
-                    label: "DynamicObject → serde_json::Value (to_value), set apiVersion/kind",
-                    secs: secs(t[1]),
-                },
-                Stage {
-                    label: "drop the DynamicObject",
-                    secs: secs(t[2]),
-                },
-                Stage {
-                    label: "Transform::apply (controller profile; frees what it removes)",
-                    secs: secs(t[3]),
-                },
-                Stage {
-                    label: "Store::apply, ADDED events (encode, intern, index, log)",
-                    secs: secs(t[4]),
-                },
-                Stage {
-                    label: "Store::apply, MODIFIED events (also decodes and compares the old)",
-                    secs: secs(t[5]),
-                },
-            ],
-        );
-
-        // The same lines, decoded in ways informerd does not use today.
-        let mut a = [Duration::ZERO; 4];
-        let start = Instant::now();
-        for line in all() {
-            black_box(serde_json::from_slice::<WatchEvent<Pod>>(black_box(line))?);
-        }
-        a[0] = start.elapsed();
-        let start = Instant::now();
-        for line in all() {
-            black_box(serde_json::from_slice::<WatchEvent<Value>>(black_box(
-                line,
-            ))?);
-        }
-        a[1] = start.elapsed();
-        let store = Arc::new(fleet::new_store(&config.change_log, rc));
-        for line in all() {
-            let t0 = Instant::now();
-            let mut de = serde_json::Deserializer::from_slice(black_box(line));
-            let (_, object) = SeededEvent(&transform).deserialize(&mut de)?;
-            de.end()?;
-            let t1 = Instant::now();
-            black_box(store.apply(object)?);
-            let t2 = Instant::now();
-            a[2] += t1 - t0;
-            a[3] += t2 - t1;
-        }
-        ensure!(
-            store.len() == bodies.pods && store.revision() == 2 * bodies.pods as u64,
-            "breakdown: the seed-decoded store holds {} objects at revision {}",
             store.len(),
             store.revision()
         );
@@ -900,6 +826,46 @@ fn breakdown(bodies: &Bodies, config: &Config, iterations: usize) -> Result<Brea
         drop(stored);
         drop(store);
         keep_best(
+            &mut best,
+            vec![
+                Stage {
+                    label:
+                        "decode WatchEvent<Projected> (controller profile applied while decoding)",
+                    secs: secs(t[0]),
+                },
+                Stage {
+                    label: "Store::apply, ADDED events (encode, intern, index, log)",
+                    secs: secs(t[1]),
+                },
+                Stage {
+                    label: "Store::apply, MODIFIED events (also decodes and compares the old)",
+                    secs: secs(t[2]),
+                },
+            ],
+        );
+
+        // The same lines, decoded in ways informerd does not use.
+        let mut a = [Duration::ZERO; 3];
+        let start = Instant::now();
+        for line in all() {
+            black_box(serde_json::from_slice::<WatchEvent<Pod>>(black_box(line))?);
+        }
+        a[0] = start.elapsed();
+        let start = Instant::now();
+        for line in all() {
+            black_box(serde_json::from_slice::<WatchEvent<Value>>(black_box(
+                line,
+            ))?);
+        }
+        a[1] = start.elapsed();
+        let start = Instant::now();
+        for line in all() {
+            black_box(serde_json::from_slice::<WatchEvent<DynamicObject>>(
+                black_box(line),
+            )?);
+        }
+        a[2] = start.elapsed();
+        keep_best(
             &mut best_alt,
             vec![
                 Stage {
@@ -907,16 +873,12 @@ fn breakdown(bodies: &Bodies, config: &Config, iterations: usize) -> Result<Brea
                     secs: secs(a[0]),
                 },
                 Stage {
-                    label: "decode WatchEvent<serde_json::Value> (no DynamicObject)",
+                    label: "decode WatchEvent<serde_json::Value> (whole objects)",
                     secs: secs(a[1]),
                 },
                 Stage {
-                    label: "decode with Transform::seed() (controller profile, projected while decoding)",
+                    label: "decode WatchEvent<DynamicObject> (informerd's path before projecting while decoding)",
                     secs: secs(a[2]),
-                },
-                Stage {
-                    label: "Store::apply of those seed-decoded objects",
-                    secs: secs(a[3]),
                 },
             ],
         );
@@ -928,53 +890,6 @@ fn breakdown(bodies: &Bodies, config: &Config, iterations: usize) -> Result<Brea
         line_bytes: bodies.watch_bytes() / (2 * bodies.pods),
         kept_bytes,
     })
-}
-
-/// A watch event line decoded with a transform applied to its object: `(type, object)`.
-struct SeededEvent<'a>(&'a Transform);
-
-#[derive(Deserialize)]
-#[serde(field_identifier, rename_all = "lowercase")]
-enum EventField {
-    Type,
-    Object,
-    #[serde(other)]
-    Other,
-}
-
-impl<'de> DeserializeSeed<'de> for SeededEvent<'_> {
-    type Value = (String, Value);
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(String, Value), D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for SeededEvent<'_> {
-    type Value = (String, Value);
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a watch event")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(String, Value), A::Error> {
-        let (mut kind, mut object) = (None, None);
-        while let Some(field) = map.next_key()? {
-            match field {
-                EventField::Type => kind = Some(map.next_value::<String>()?),
-                EventField::Object => object = Some(map.next_value_seed(self.0.seed())?),
-                EventField::Other => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        match (kind, object) {
-            (Some(k), Some(o)) => Ok((k, o)),
-            _ => Err(serde::de::Error::custom(
-                "a watch event needs type and object",
-            )),
-        }
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1047,14 +962,6 @@ impl Report {
         )
     }
 
-    /// Seed decoding plus storing, from the breakdown's alternatives.
-    fn seed_path_secs(&self) -> f64 {
-        self.breakdown.alternatives[2..]
-            .iter()
-            .map(|s| s.secs)
-            .sum()
-    }
-
     fn json(&self) -> Value {
         let rows: Vec<Value> = self
             .rows
@@ -1107,7 +1014,6 @@ impl Report {
                 "averageStoredJsonBytes": b.kept_bytes,
                 "stages": stages(&b.stages),
                 "alternatives": stages(&b.alternatives),
-                "seedDecodeAndStoreTimesKubeTyped": (self.kube(Input::Watch).best() / self.seed_path_secs() * 100.0).round() / 100.0,
             },
         })
     }
@@ -1198,7 +1104,7 @@ impl fmt::Display for Report {
         )?;
         writeln!(
             f,
-            "\nThe same lines, decoded in ways informerd does not use today:\n"
+            "\nThe same lines, decoded in ways informerd does not use (decoding only):\n"
         )?;
         writeln!(f, "| alternative | seconds | µs/event |")?;
         writeln!(f, "| --- | ---: | ---: |")?;
@@ -1211,16 +1117,6 @@ impl fmt::Display for Report {
                 s.secs * 1e6 / b.events as f64
             )?;
         }
-        let per_event = |secs: f64| secs * 1e6 / b.events as f64;
-        writeln!(
-            f,
-            "\nDecoding with Transform::seed() then Store::apply: {:.1} µs/event, {:.2}× the kube-rs \
-             typed reflector ({:.1} µs/event); informerd's path today: {:.1} µs/event.",
-            per_event(self.seed_path_secs()),
-            self.kube(Input::Watch).best() / self.seed_path_secs(),
-            per_event(self.kube(Input::Watch).best()),
-            per_event(whole)
-        )?;
         Ok(())
     }
 }

@@ -26,10 +26,10 @@ use clap::{Args, ValueEnum};
 use informerd::{
     config::{self, Config, ConfigError, ResourceConfig, Scope},
     filter::{FieldSelector, LabelSelector},
-    fleet::{self, Applied, Pipeline, ScopeIngest},
+    fleet::{self, Applied, Decoding, Pipeline, Projected, ScopeIngest},
     store::ObjectKey,
 };
-use kube::{api::DynamicObject, runtime::watcher};
+use kube::runtime::watcher;
 use serde::{Deserialize as _, Serialize};
 use serde_json::{Map, Value};
 
@@ -346,8 +346,10 @@ fn item(
         .filter(|n| !n.is_empty());
     let key = ObjectKey::new(namespace, name);
     let object = Value::Object(object);
-    // What the sidecar's watcher decodes; refuse here what it could not read.
-    DynamicObject::deserialize(&object).map_err(|e| format!("not a Kubernetes object: {e}"))?;
+    // The apiserver sends nothing that does not read as a Kubernetes object; a hand-made dump
+    // might, and would measure something the sidecar never holds.
+    kube::api::DynamicObject::deserialize(&object)
+        .map_err(|e| format!("not a Kubernetes object: {e}"))?;
     let json_bytes = serde_json::to_vec(&object)
         .expect("a JSON value always serializes")
         .len();
@@ -634,9 +636,11 @@ fn measure_resource(
         for (namespace, scope_items) in &by_scope {
             let mut ingest = ScopeIngest::new(pipeline.clone(), namespace.map(str::to_string));
             ingest.handle(watcher::Event::Init);
+            // Decoded as the fleet's watchers decode (the transform applied while decoding).
+            let _decoding = Decoding::enter(pipeline.decoding());
             for item in scope_items {
-                let object: DynamicObject = serde_json::from_value(item.object.clone())
-                    .expect("checked when the input was read");
+                let object =
+                    Projected::deserialize(&item.object).expect("a JSON object always decodes");
                 ingest.handle(watcher::Event::InitApply(object));
             }
             ingest.handle(watcher::Event::InitDone);

@@ -39,6 +39,7 @@
 
 pub mod path;
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
@@ -581,7 +582,7 @@ impl<'de> Visitor<'de> for Decode<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(Value, bool), A::Error> {
         let mut out = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
+        while let Some(key) = map.next_key_seed(KeySeed)? {
             let Some(keep) = select(self.keep, |n| n.child(&key)) else {
                 map.next_value::<IgnoredAny>()?;
                 continue;
@@ -600,10 +601,39 @@ impl<'de> Visitor<'de> for Decode<'_> {
             };
             let (value, survives) = map.next_value_seed(decode)?;
             if survives {
-                out.insert(key, value);
+                out.insert(key.into_owned(), value);
             }
         }
         Ok((Value::Object(out), true))
+    }
+}
+
+/// A map key, borrowed from the input where it can be: the keys a transform skips are never
+/// allocated.
+struct KeySeed;
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Cow<'de, str>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a field name")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Borrowed(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v))
     }
 }
 

@@ -11,8 +11,10 @@
 use std::sync::Arc;
 
 use ahash::AHashSet;
-use kube::{api::DynamicObject, runtime::watcher};
+use kube::{runtime::watcher, Resource as _};
 use serde_json::Value;
+
+use super::object::Projected;
 
 use crate::{
     filter::Filter,
@@ -28,6 +30,14 @@ pub struct Pipeline {
     pub filter: Option<Filter>,
     pub transform: Transform,
     pub store: Arc<Store>,
+}
+
+impl Pipeline {
+    /// The transform to decode objects with ([`super::object`]): none when a filter must see
+    /// whole objects first, or when there is nothing to remove.
+    pub fn decoding(&self) -> Option<&Transform> {
+        (self.filter.is_none() && !self.transform.is_identity()).then_some(&self.transform)
+    }
 }
 
 /// Counters a scope reports in its status.
@@ -76,7 +86,7 @@ impl ScopeIngest {
     }
 
     /// Handles one event of a kube-rs watcher.
-    pub fn handle(&mut self, event: watcher::Event<DynamicObject>) -> Progress {
+    pub fn handle(&mut self, event: watcher::Event<Projected>) -> Progress {
         match event {
             watcher::Event::Init => {
                 self.listing = Some(AHashSet::new());
@@ -115,15 +125,10 @@ impl ScopeIngest {
     }
 
     /// Filters, transforms and stores one object; returns its key when the store holds it.
-    fn upsert(&mut self, obj: DynamicObject) -> Option<ObjectKey> {
+    fn upsert(&mut self, obj: Projected) -> Option<ObjectKey> {
         let key = key_of(&obj)?;
-        let mut value = match serde_json::to_value(obj) {
-            Ok(v) => v,
-            Err(e) => {
-                tracing::warn!(object = %key, error = %e, "object cannot be re-encoded; skipped");
-                return None;
-            }
-        };
+        let transformed = obj.transformed;
+        let mut value = obj.object;
         // List items carry no apiVersion/kind while watch events do: set both so the stored
         // JSON does not depend on how the object arrived.
         if let Value::Object(map) = &mut value {
@@ -153,7 +158,9 @@ impl ScopeIngest {
             }
             return None;
         }
-        self.pipeline.transform.apply(&mut value);
+        if !transformed {
+            self.pipeline.transform.apply(&mut value);
+        }
         match self.pipeline.store.apply(value) {
             Ok(Some(_)) => self.counters.changes += 1,
             Ok(None) => {}
@@ -172,24 +179,29 @@ impl ScopeIngest {
     }
 }
 
-fn key_of(obj: &DynamicObject) -> Option<ObjectKey> {
-    let name = obj.metadata.name.as_deref()?;
-    Some(ObjectKey::new(obj.metadata.namespace.as_deref(), name))
+fn key_of(obj: &Projected) -> Option<ObjectKey> {
+    let meta = obj.meta();
+    Some(ObjectKey::new(
+        meta.namespace.as_deref(),
+        meta.name.as_deref()?,
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{ChangeKind, StoreOptions};
+    use crate::{
+        fleet::Decoding,
+        store::{ChangeKind, StoreOptions},
+    };
     use serde_json::json;
 
-    fn pod(ns: &str, name: &str, rv: &str, tier: &str) -> DynamicObject {
-        serde_json::from_value(json!({
+    fn pod(ns: &str, name: &str, rv: &str, tier: &str) -> Projected {
+        Projected::from_value(json!({
             "metadata": {"namespace": ns, "name": name, "uid": format!("uid-{name}"),
                           "resourceVersion": rv, "labels": {"tier": tier}},
             "spec": {"nodeName": "node-1"}
         }))
-        .expect("pod")
     }
 
     fn pipeline(filter: Option<&str>) -> Pipeline {
@@ -202,7 +214,7 @@ mod tests {
         }
     }
 
-    fn list(scope: &mut ScopeIngest, objects: Vec<DynamicObject>) {
+    fn list(scope: &mut ScopeIngest, objects: Vec<Projected>) {
         scope.handle(watcher::Event::Init);
         for o in objects {
             scope.handle(watcher::Event::InitApply(o));
@@ -318,7 +330,7 @@ mod tests {
             deep = json!({ "d": deep });
         }
         let mut update = pod("a", "x", "2", "keep");
-        update.data["spec"]["deep"] = deep;
+        update.object["spec"]["deep"] = deep;
         scope.handle(watcher::Event::Apply(update));
         assert_eq!(
             changes(&p.store, synced),
@@ -334,10 +346,8 @@ mod tests {
         list(&mut scope, vec![pod("a", "x", "1", "keep")]);
         let synced = p.store.revision();
         let mut watched = pod("a", "x", "1", "keep");
-        watched.types = Some(kube::api::TypeMeta {
-            api_version: "v1".into(),
-            kind: "Pod".into(),
-        });
+        watched.object["apiVersion"] = json!("v1");
+        watched.object["kind"] = json!("Pod");
         scope.handle(watcher::Event::Apply(watched));
         assert!(changes(&p.store, synced).is_empty());
         let stored = p
@@ -346,5 +356,39 @@ mod tests {
             .expect("stored");
         assert_eq!(stored.as_json()["kind"], "Pod");
         assert_eq!(stored.as_json()["apiVersion"], "v1");
+    }
+
+    #[test]
+    fn a_filter_sees_the_fields_its_transform_removes() {
+        // Objects are decoded with the transform applied only when no filter needs to see them
+        // whole: this filter reads the containers that the controller profile drops.
+        let mut p = pipeline(Some("object.spec.containers.exists(c, c.name == 'app')"));
+        p.transform = Transform::controller();
+        assert!(p.decoding().is_none());
+        let mut scope = ScopeIngest::new(p.clone(), Some("a".into()));
+        let decode = |name: &str, container: &str| -> Projected {
+            let _decoding = Decoding::enter(p.decoding());
+            let text = json!({"metadata": {"namespace": "a", "name": name, "resourceVersion": "1",
+                                           "managedFields": [{"manager": "m"}]},
+                              "spec": {"nodeName": "n", "containers": [{"name": container}]}});
+            serde_json::from_value(text).expect("decodes")
+        };
+        list(&mut scope, vec![decode("x", "app"), decode("y", "sidecar")]);
+        let stored = p
+            .store
+            .get(&ObjectKey::new(Some("a"), "x"))
+            .expect("x kept");
+        assert_eq!(stored.as_json()["spec"], json!({"nodeName": "n"}));
+        assert!(stored.as_json()["metadata"].get("managedFields").is_none());
+        assert!(p.store.get(&ObjectKey::new(Some("a"), "y")).is_none());
+
+        let unfiltered = pipeline(None);
+        assert!(
+            unfiltered.decoding().is_none(),
+            "identity: nothing to remove"
+        );
+        let mut projected = pipeline(None);
+        projected.transform = Transform::controller();
+        assert!(projected.decoding().is_some());
     }
 }

@@ -11,14 +11,16 @@ use ahash::{AHashMap, AHashSet};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::{
-    api::DynamicObject,
     discovery::ApiResource,
     runtime::{watcher, WatchStreamExt},
     Api, Client,
 };
 use tokio::task::JoinHandle;
 
-use super::ingest::{Pipeline, Progress, ScopeIngest};
+use super::{
+    ingest::{Pipeline, Progress, ScopeIngest},
+    object::{with_transform, Projected},
+};
 
 /// Where a scope stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,7 +114,7 @@ pub(super) fn spawn(spec: StreamSpec, namespace: Option<String>) -> JoinHandle<(
 const PAGE_SIZE: u32 = 100;
 
 async fn run_scope(spec: StreamSpec, namespace: Option<String>, label: String) {
-    let api: Api<DynamicObject> = match &namespace {
+    let api: Api<Projected> = match &namespace {
         Some(ns) => Api::namespaced_with(spec.client.clone(), ns, &spec.api_resource),
         None => Api::all_with(spec.client.clone(), &spec.api_resource),
     };
@@ -135,7 +137,8 @@ async fn run_scope(spec: StreamSpec, namespace: Option<String>, label: String) {
         } else {
             wc.page_size(PAGE_SIZE)
         };
-        let stream = watcher(api.clone(), wc).default_backoff();
+        let stream = watcher(api.clone(), wc).default_backoff().boxed();
+        let stream = with_transform(stream, spec.pipeline.decoding().cloned());
         futures::pin_mut!(stream);
         let mut started = Instant::now();
         let mut last_log = Instant::now();

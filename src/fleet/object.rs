@@ -1,0 +1,210 @@
+//! The object type the fleet's watchers decode: the transform applied while decoding.
+//!
+//! kube-rs's `watcher` decodes each list item and watch event into a type of our choosing
+//! (`K: Resource + DeserializeOwned`), inside the stream's `poll`. Decoding into
+//! `DynamicObject` and converting to JSON afterwards materialised every field of every pod,
+//! managedFields included, only to drop most of them: that was 70% of ingest time
+//! (`cargo bench --bench ingest`). [`Projected`] decodes straight into the JSON the store keeps,
+//! through [`Transform::seed`], so that the fields a transform removes are skipped by the parser
+//! and never allocated.
+//!
+//! `Deserialize` has no parameter for the transform, so the stream hands it over in a
+//! thread-local for the duration of each `poll` ([`Decoding::enter`], [`with_transform`]):
+//! decoding is synchronous inside `poll`, so no other task can run on the thread in between.
+//! Decoded outside such a scope, a [`Projected`] holds the whole object.
+//!
+//! A resource with a CEL filter decodes whole objects: the filter sees what the apiserver sent,
+//! and the fleet applies the transform after it ([`super::Pipeline::decoding`]).
+
+use std::{
+    borrow::Cow,
+    cell::RefCell,
+    pin::Pin,
+    task::{Context, Poll},
+};
+
+use futures::Stream;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::{
+    core::{DynamicResourceScope, Resource},
+    discovery::ApiResource,
+};
+use serde::{de::DeserializeSeed, Deserialize, Deserializer};
+use serde_json::Value;
+
+use crate::transform::Transform;
+
+thread_local! {
+    static TRANSFORM: RefCell<Option<Transform>> = const { RefCell::new(None) };
+}
+
+/// One object as the fleet keeps it: JSON with the transform applied, and the identity
+/// metadata kube-rs's watcher reads (name, namespace, uid, resourceVersion).
+#[derive(Clone, Debug)]
+pub struct Projected {
+    meta: ObjectMeta,
+    /// Whether [`Projected::object`] has the transform applied (else it is whole).
+    pub transformed: bool,
+    pub object: Value,
+}
+
+impl Projected {
+    /// Wraps a JSON object (whole, untransformed).
+    pub fn from_value(object: Value) -> Projected {
+        Projected {
+            meta: identity(&object),
+            transformed: false,
+            object,
+        }
+    }
+}
+
+/// The metadata fields the watcher and the fleet read; every transform keeps them.
+fn identity(object: &Value) -> ObjectMeta {
+    let field = |name: &str| {
+        object
+            .get("metadata")
+            .and_then(|m| m.get(name))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    ObjectMeta {
+        name: field("name"),
+        namespace: field("namespace"),
+        uid: field("uid"),
+        resource_version: field("resourceVersion"),
+        ..ObjectMeta::default()
+    }
+}
+
+impl<'de> Deserialize<'de> for Projected {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let transform = TRANSFORM.with(|t| t.borrow().clone());
+        let (object, transformed) = match &transform {
+            Some(t) => (t.seed().deserialize(deserializer)?, true),
+            None => (Value::deserialize(deserializer)?, false),
+        };
+        Ok(Projected {
+            meta: identity(&object),
+            transformed,
+            object,
+        })
+    }
+}
+
+impl Resource for Projected {
+    type DynamicType = ApiResource;
+    type Scope = DynamicResourceScope;
+
+    fn kind(dt: &ApiResource) -> Cow<'_, str> {
+        dt.kind.as_str().into()
+    }
+    fn group(dt: &ApiResource) -> Cow<'_, str> {
+        dt.group.as_str().into()
+    }
+    fn version(dt: &ApiResource) -> Cow<'_, str> {
+        dt.version.as_str().into()
+    }
+    fn api_version(dt: &ApiResource) -> Cow<'_, str> {
+        dt.api_version.as_str().into()
+    }
+    fn plural(dt: &ApiResource) -> Cow<'_, str> {
+        dt.plural.as_str().into()
+    }
+    fn meta(&self) -> &ObjectMeta {
+        &self.meta
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.meta
+    }
+}
+
+/// While alive, [`Projected`] values decoded on this thread get `transform` applied.
+pub struct Decoding {
+    previous: Option<Transform>,
+}
+
+impl Decoding {
+    /// `None` decodes whole objects.
+    pub fn enter(transform: Option<&Transform>) -> Decoding {
+        let previous = TRANSFORM.with(|t| t.replace(transform.cloned()));
+        Decoding { previous }
+    }
+}
+
+impl Drop for Decoding {
+    fn drop(&mut self) {
+        let previous = self.previous.take();
+        TRANSFORM.with(|t| *t.borrow_mut() = previous);
+    }
+}
+
+/// A stream whose items (kube-rs watcher events) decode their objects with `transform`.
+pub fn with_transform<S: Stream + Unpin>(
+    stream: S,
+    transform: Option<Transform>,
+) -> impl Stream<Item = S::Item> {
+    WithTransform { stream, transform }
+}
+
+struct WithTransform<S> {
+    stream: S,
+    transform: Option<Transform>,
+}
+
+impl<S: Stream + Unpin> Stream for WithTransform<S> {
+    type Item = S::Item;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<S::Item>> {
+        let this = &mut *self;
+        let _decoding = Decoding::enter(this.transform.as_ref());
+        Pin::new(&mut this.stream).poll_next(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod() -> Value {
+        json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "7",
+                            "managedFields": [{"manager": "kubectl"}]},
+               "spec": {"nodeName": "n", "containers": [{"name": "c"}]}})
+    }
+
+    #[test]
+    fn decodes_with_the_transform_of_its_scope_and_whole_outside_it() {
+        let text = pod().to_string();
+        let transform = Transform::controller();
+        let projected: Projected = {
+            let _decoding = Decoding::enter(Some(&transform));
+            serde_json::from_str(&text).unwrap()
+        };
+        let mut expected = pod();
+        transform.apply(&mut expected);
+        assert_eq!(projected.object, expected);
+        assert!(projected.transformed);
+        assert_eq!(projected.meta().resource_version.as_deref(), Some("7"));
+        assert_eq!(projected.meta().namespace.as_deref(), Some("ns"));
+
+        let whole: Projected = serde_json::from_str(&text).unwrap();
+        assert_eq!(whole.object, pod());
+        assert!(!whole.transformed);
+    }
+
+    #[test]
+    fn scopes_nest_and_restore_what_was_there() {
+        let text = pod().to_string();
+        let outer = Transform::controller();
+        let _outer = Decoding::enter(Some(&outer));
+        {
+            let _inner = Decoding::enter(None);
+            let whole: Projected = serde_json::from_str(&text).unwrap();
+            assert!(!whole.transformed);
+        }
+        let projected: Projected = serde_json::from_str(&text).unwrap();
+        assert!(projected.transformed);
+    }
+}
