@@ -838,7 +838,7 @@ fn breakdown(bodies: &Bodies, config: &Config, iterations: usize) -> Result<Brea
                     secs: secs(t[1]),
                 },
                 Stage {
-                    label: "Store::apply, MODIFIED events (also decodes and compares the old)",
+                    label: "Store::apply, MODIFIED events (replaces the old version; no index here, so it is not decoded)",
                     secs: secs(t[2]),
                 },
             ],

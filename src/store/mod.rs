@@ -746,12 +746,17 @@ impl Store {
                     .clone()
                     .expect("found slots are occupied");
                 let h = codec::parse_header(&old);
-                if h.rv.matches(id.resource_version) && old[h.body_start..] == body[..] {
+                let same_rv = h.rv.matches(id.resource_version);
+                if same_rv && old[h.body_start..] == body[..] {
                     codec::release_body(&mut st.atoms, &body);
                     return Ok(None);
                 }
-                let old_value = codec::decode_blob(&st.atoms, &old);
-                if old_value == object {
+                // metadata.resourceVersion is part of every stored object: with another one the
+                // two differ, and the old one is decoded only if the indexes need its values
+                // (an update from a watch, the common case, skips it).
+                let old_value = (same_rv || !sh.indexers.is_empty())
+                    .then(|| codec::decode_blob(&st.atoms, &old));
+                if same_rv && old_value.as_ref() == Some(&object) {
                     // Same JSON, encoded differently (e.g. another key order).
                     codec::release_body(&mut st.atoms, &body);
                     return Ok(None);
@@ -784,7 +789,10 @@ impl Store {
                     .replace(blob.clone())
                     .expect("found slots are occupied");
                 st.encoded_bytes -= replaced.len();
-                let old_values = sh.index_values(&old_value);
+                let old_values = old_value
+                    .as_ref()
+                    .map(|v| sh.index_values(v))
+                    .unwrap_or_default();
                 st.reindex(slot, &old_values, &new_values);
                 let entry = LogEntry::new(
                     &st.atoms,
@@ -799,7 +807,7 @@ impl Store {
                     key: key.clone(),
                     revision: old_revision,
                     resource_version: old_rv,
-                    json: OnceLock::from(old_value),
+                    json: old_value.map(OnceLock::from).unwrap_or_default(),
                 }));
                 (ChangeKind::Modified, Some(previous))
             }
