@@ -77,6 +77,20 @@ impl Fixture {
         Ok(pod.metadata.resource_version.unwrap_or_default())
     }
 
+    /// Waits until the cache holds `name` at `resource_version` or later (lists are served
+    /// from the cache, which may not have seen a write that just returned).
+    async fn caught_up(&mut self, name: &str, resource_version: String) -> anyhow::Result<()> {
+        let req = GetRequest {
+            resource: "pods".into(),
+            namespace: self.ns.clone(),
+            name: name.into(),
+            min_resource_version: resource_version,
+            ..Default::default()
+        };
+        self.api.get(req).await?;
+        Ok(())
+    }
+
     async fn list(
         &mut self,
         req: ListRequest,
@@ -551,9 +565,11 @@ async fn resuming_replays_exactly_what_was_missed() -> anyhow::Result<()> {
     );
     assert!(err.message().contains("relist"), "{}", err.message());
     // Older than the log (40 events): relist.
+    let mut rv = String::new();
     for i in 0..45 {
-        f.label("p0", json!({"j": i.to_string()})).await?;
+        rv = f.label("p0", json!({"j": i.to_string()})).await?;
     }
+    f.caught_up("p0", rv).await?;
     let newest = f.list(f.list_req()).await?.0.last().unwrap().revision;
     assert!(newest >= token.revision + 45);
     let err = f
@@ -841,7 +857,8 @@ async fn bookmarks_carry_the_revision_the_watch_has_reached() -> anyhow::Result<
         })
         .await?
         .into_inner();
-    f.label("p0", json!({"x": "1"})).await?;
+    let rv = f.label("p0", json!({"x": "1"})).await?;
+    f.caught_up("p0", rv).await?;
     let reached = f.list(f.list_req()).await?.0.last().unwrap().revision;
     loop {
         let e = tokio::time::timeout(Duration::from_secs(60), watch.message())
