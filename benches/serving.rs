@@ -51,19 +51,19 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
+use common::watch::{follow, status, Delivery, End, Followed, SEQ_LABEL};
 use common::{cpus, env_or, micros, print_log_tail, profile, Stats};
 use futures::{StreamExt, TryStreamExt};
 use informerd::api::client::{self, ConnectOptions};
 use informerd::api::proto::{
     cache_client::CacheClient, watch_request::Start, EventType, GetRequest, IndexLookup,
-    ListRequest, ResumeToken, StatusRequest, StatusResponse, WatchEvent, WatchRequest,
+    ListRequest, ResumeToken, WatchRequest,
 };
 use informerd::transform::{CONTROLLER_DROP, CONTROLLER_KEEP};
 use informerd_testkit::{
@@ -77,7 +77,6 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use tokio::sync::{watch, Semaphore};
 use tonic::transport::Channel;
-use tonic::Streaming;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
 use tonic_health::pb::HealthCheckRequest;
@@ -88,7 +87,6 @@ const INDEX: &str = "node";
 /// Pods bound to each fake node: what one node's `List` by index returns.
 const PODS_PER_NODE: usize = 30;
 /// The label each fan-out write sets: the write's sequence number.
-const SEQ_LABEL: &str = "bench-seq";
 /// Each kind's measuring time is split into this many slices, alternating with the other kinds.
 const SLICES: u32 = 5;
 /// Unrecorded calls of each kind before each concurrency level.
@@ -646,70 +644,6 @@ async fn measure_level(
 // ---------------------------------------------------------------------------------------------
 // Watch fan-out
 
-/// One received event (bookmarks are not kept).
-#[derive(Debug, Clone, Copy)]
-struct Delivery {
-    revision: u64,
-    /// The object's resourceVersion (0 when it is not a number).
-    rv: u64,
-    /// The label's value: the write's sequence number plus the run's base.
-    label: Option<u64>,
-    kind: i32,
-    at: Instant,
-}
-
-#[derive(Debug)]
-enum End {
-    /// Reached the revision of the last write.
-    Reached,
-    /// The stream ended without a status.
-    Closed,
-    /// The stream ended with a status.
-    Failed(tonic::Status),
-    /// The benchmark stopped waiting (DRAIN_TIMEOUT).
-    GaveUp,
-}
-
-/// Reads a watch until it reaches the target revision (sent once the writes are over).
-async fn follow(
-    mut stream: Streaming<WatchEvent>,
-    mut target: watch::Receiver<u64>,
-    capacity: usize,
-) -> (Vec<Delivery>, End, Streaming<WatchEvent>) {
-    let mut deliveries = Vec::with_capacity(capacity);
-    let mut last = 0;
-    let end = loop {
-        if last >= *target.borrow() {
-            break End::Reached;
-        }
-        tokio::select! {
-            m = stream.message() => match m {
-                Ok(Some(e)) => {
-                    let at = Instant::now();
-                    if e.r#type == EventType::Bookmark as i32 {
-                        continue;
-                    }
-                    let (rv, seq) = e
-                        .object
-                        .as_ref()
-                        .map(|o| (o.resource_version.parse().unwrap_or(0), seq_of(&o.labels)))
-                        .unwrap_or((0, None));
-                    deliveries.push(Delivery { revision: e.revision, rv, label: seq, kind: e.r#type, at });
-                    last = e.revision;
-                }
-                Ok(None) => break End::Closed,
-                Err(s) => break End::Failed(s),
-            },
-            changed = target.changed() => if changed.is_err() { break End::GaveUp },
-        }
-    };
-    (deliveries, end, stream)
-}
-
-fn seq_of(labels: &HashMap<String, String>) -> Option<u64> {
-    labels.get(SEQ_LABEL).and_then(|v| v.parse().ok())
-}
-
 struct Write {
     /// Its index in the run; the label carries `base + seq`.
     seq: u64,
@@ -770,7 +704,7 @@ async fn write_churn(
 
 /// The write a delivery is: the one its label names, with the resourceVersion it got.
 fn write_of<'a>(d: &Delivery, base: u64, writes: &'a [Write]) -> Option<&'a Write> {
-    let w = writes.get(usize::try_from(d.label?.checked_sub(base)?).ok()?)?;
+    let w = writes.get(usize::try_from(d.seq?.checked_sub(base)?).ok()?)?;
     (w.rv.as_ref().ok() == Some(&d.rv)).then_some(w)
 }
 
@@ -882,20 +816,11 @@ impl Fanout {
     }
 }
 
-async fn status(api: &mut CacheClient<Channel>) -> anyhow::Result<StatusResponse> {
-    Ok(api
-        .status(StatusRequest {
-            resource: RESOURCE.into(),
-        })
-        .await?
-        .into_inner())
-}
-
 /// Waits until the sidecar counts `want` open watches.
 async fn wait_watchers(api: &mut CacheClient<Channel>, want: u64) -> anyhow::Result<()> {
     let wait = async {
         loop {
-            let st = status(api).await?;
+            let st = status(api, RESOURCE).await?;
             if st.resources.first().map_or(0, |r| r.watchers) == want {
                 return Ok::<_, anyhow::Error>(());
             }
@@ -916,7 +841,7 @@ async fn fanout(
     (w, base): (usize, u64),
     s: &Settings,
 ) -> anyhow::Result<Fanout> {
-    let st = status(api).await?;
+    let st = status(api, RESOURCE).await?;
     let r = st
         .resources
         .first()
@@ -966,7 +891,7 @@ async fn fanout(
     });
     get.set_timeout(Duration::from_secs(120));
     api.get(get).await.context("Get of the last write")?;
-    let target = status(api)
+    let target = status(api, RESOURCE)
         .await?
         .resources
         .first()
@@ -984,7 +909,14 @@ async fn fanout(
     let drained = Instant::now();
     let mut followed = Vec::with_capacity(joined.len());
     for j in joined {
-        let ((deliveries, end, stream), api) = j.context("a watcher task panicked")?;
+        let (
+            Followed {
+                deliveries,
+                end,
+                stream,
+            },
+            api,
+        ) = j.context("a watcher task panicked")?;
         drop((stream, api));
         followed.push((deliveries, end));
     }
@@ -1113,7 +1045,7 @@ async fn measure(
     // Ready: synced, healthy, and holding every pod with its status.
     let ready = async {
         loop {
-            let synced = status(&mut api).await.is_ok_and(|st| st.synced);
+            let synced = status(&mut api, RESOURCE).await.is_ok_and(|st| st.synced);
             let serving = health
                 .check(HealthCheckRequest::default())
                 .await
@@ -1148,7 +1080,7 @@ async fn measure(
     let object_bytes = tokio::time::timeout(Duration::from_secs(120), ready)
         .await
         .map_err(|_| anyhow!("the sidecar did not hold every pod, Running, within 120 s"))??;
-    let version = status(&mut api).await?.version;
+    let version = status(&mut api, RESOURCE).await?.version;
 
     let mut per_node = vec![0; s.nodes()];
     for i in 0..s.pods {
@@ -1171,7 +1103,7 @@ async fn measure(
         levels.push((c, measure_level(&caller, c, s, &server_pid).await));
     }
     drop(caller);
-    let st = status(&mut api).await?;
+    let st = status(&mut api, RESOURCE).await?;
 
     let mut fanouts = Vec::new();
     for (run, &w) in s.watchers.iter().enumerate() {

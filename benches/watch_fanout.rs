@@ -30,11 +30,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
+use common::watch::{follow, status, Delivery, End, SEQ_LABEL};
 use common::{cpus, env_or, micros, ms, print_log_tail, profile, Stats};
 use futures::{StreamExt, TryStreamExt};
 use informerd::api::proto::{
     cache_client::CacheClient, watch_request::Start, EventType, GetRequest, ListRequest,
-    ResumeToken, StatusRequest, StatusResponse, WatchEvent, WatchRequest,
+    ResumeToken, WatchEvent, WatchRequest,
 };
 use informerd::api::{client, WATCHER_BUFFER};
 use informerd_testkit::{delete_namespace, unique_namespace, ControlPlane, Sidecar};
@@ -48,7 +49,6 @@ use tonic::{Code, Streaming};
 const BIN: &str = env!("CARGO_BIN_EXE_informerd");
 const RESOURCE: &str = "pods";
 /// The label each write sets: the write's sequence number.
-const SEQ_LABEL: &str = "bench-seq";
 /// How long the watchers may take to reach the last write once churn has ended.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(180);
 /// How long to wait for the next message of the never-reading watcher when draining it.
@@ -214,21 +214,12 @@ fn vmrss_bytes(pid: Option<u32>) -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-async fn status(api: &mut CacheClient<Channel>) -> anyhow::Result<StatusResponse> {
-    Ok(api
-        .status(StatusRequest {
-            resource: RESOURCE.into(),
-        })
-        .await?
-        .into_inner())
-}
-
 async fn sample(
     api: &mut CacheClient<Channel>,
     pid: Option<u32>,
     phase: Phase,
 ) -> anyhow::Result<Sample> {
-    let s = status(api).await?;
+    let s = status(api, RESOURCE).await?;
     let at = Instant::now();
     let r = s
         .resources
@@ -251,81 +242,6 @@ async fn sample(
 
 // ---------------------------------------------------------------------------------------------
 // Watchers
-
-/// One received event (bookmarks are not kept).
-#[derive(Debug, Clone, Copy)]
-struct Delivery {
-    revision: u64,
-    /// The object's resourceVersion (0 when it is not a number).
-    rv: u64,
-    /// The write's sequence number, from the label.
-    seq: Option<u64>,
-    kind: i32,
-    at: Instant,
-}
-
-#[derive(Debug)]
-enum End {
-    /// Reached the revision of the last write.
-    Reached,
-    /// The stream ended without a status.
-    Closed,
-    /// The stream ended with a status.
-    Failed(tonic::Status),
-    /// The benchmark stopped waiting (DRAIN_TIMEOUT).
-    GaveUp,
-}
-
-struct Followed {
-    deliveries: Vec<Delivery>,
-    end: End,
-    /// Kept open until the benchmark has sampled the memory with every watcher still open.
-    stream: Streaming<WatchEvent>,
-}
-
-fn seq_of(labels: &std::collections::HashMap<String, String>) -> Option<u64> {
-    labels.get(SEQ_LABEL).and_then(|v| v.parse().ok())
-}
-
-/// Reads a watch until it reaches the target revision (sent once churn is over).
-async fn follow(
-    mut stream: Streaming<WatchEvent>,
-    mut target: watch::Receiver<u64>,
-    capacity: usize,
-) -> Followed {
-    let mut deliveries = Vec::with_capacity(capacity);
-    let mut last = 0;
-    let end = loop {
-        if last >= *target.borrow() {
-            break End::Reached;
-        }
-        tokio::select! {
-            m = stream.message() => match m {
-                Ok(Some(e)) => {
-                    let at = Instant::now();
-                    if e.r#type == EventType::Bookmark as i32 {
-                        continue;
-                    }
-                    let (rv, seq) = e
-                        .object
-                        .as_ref()
-                        .map(|o| (o.resource_version.parse().unwrap_or(0), seq_of(&o.labels)))
-                        .unwrap_or((0, None));
-                    deliveries.push(Delivery { revision: e.revision, rv, seq, kind: e.r#type, at });
-                    last = e.revision;
-                }
-                Ok(None) => break End::Closed,
-                Err(s) => break End::Failed(s),
-            },
-            changed = target.changed() => if changed.is_err() { break End::GaveUp },
-        }
-    };
-    Followed {
-        deliveries,
-        end,
-        stream,
-    }
-}
 
 struct Baseline {
     /// Receipt of each MODIFIED event, as (seq, rv, at).
@@ -765,7 +681,7 @@ async fn measure(
     let mut api = client::connect(&socket).await?;
     let synced = async {
         loop {
-            if let Ok(st) = status(&mut api).await {
+            if let Ok(st) = status(&mut api, RESOURCE).await {
                 if st.synced {
                     return st;
                 }
@@ -864,7 +780,7 @@ async fn measure(
     // first write.
     let open = async {
         loop {
-            let st = status(&mut api).await?;
+            let st = status(&mut api, RESOURCE).await?;
             if st.resources.first().map_or(0, |r| r.watchers) > s.watchers as u64 {
                 return Ok::<_, anyhow::Error>(());
             }
@@ -905,7 +821,7 @@ async fn measure(
     });
     get.set_timeout(Duration::from_secs(120));
     api.get(get).await.context("Get of the last write")?;
-    let target = status(&mut api)
+    let target = status(&mut api, RESOURCE)
         .await?
         .resources
         .first()
@@ -969,7 +885,7 @@ async fn measure(
     stop_sampling.send_replace(true);
     sampler.await.context("the sampler panicked")?;
     let samples = samples.lock().expect("samples").clone();
-    let final_status = status(&mut api).await?;
+    let final_status = status(&mut api, RESOURCE).await?;
     let resource = final_status
         .resources
         .first()

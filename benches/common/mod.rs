@@ -4,6 +4,8 @@
 //! Each benchmark includes this file with `mod common;` and uses only part of it.
 #![allow(dead_code)]
 
+pub mod watch;
+
 use std::time::Instant;
 
 use informerd_testkit::Sidecar;

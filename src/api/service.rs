@@ -57,7 +57,7 @@ impl Cache for Api {
                             &req.min_resource_version,
                         ) =>
                 {
-                    let object = mask.render(&stored.to_json_value(), stored.revision(), None);
+                    let object = mask.render_owned(stored.to_json_value(), stored.revision(), None);
                     // The object may have changed after `revision` was read; it is then the
                     // state at its own revision (the latest: it was just read).
                     let revision = revision.max(stored.revision());
@@ -146,7 +146,7 @@ impl Cache for Api {
                 if !query.matches(&resource, &object) {
                     continue;
                 }
-                let rendered = query.mask().render(&object, stored.revision(), None);
+                let rendered = query.mask().render_owned(object, stored.revision(), None);
                 bytes += rendered.encoded_len();
                 chunk.push(rendered);
                 // Whichever limit comes first: gRPC clients refuse messages over 4 MiB by
