@@ -3,17 +3,19 @@
 //! Every scope is one long-lived watch, so one HTTP/1.1 connection each. hyper grows a
 //! connection's read buffer while data arrives faster than it is consumed, up to about 400 KiB
 //! by default, and keeps it for the life of the connection: after a big initial list, twenty
-//! namespaces held ~8 MiB of idle buffers, more than the cache of their controller-profile pods
+//! namespaces held ~10 MiB of idle buffers, more than the cache of their controller-profile pods
 //! (see `benches/compare.rs`). Capping it at [`READ_BUFFER`] costs a few more reads while
 //! listing and nothing after.
 //!
-//! The stack is kube-rs's own (`kube::client::ConfigExt`): TLS from the kubeconfig, base URI,
-//! authentication, extra headers. A kubeconfig with a proxy gets kube-rs's default client,
-//! which knows proxies, and hyper's default buffer.
+//! The stack is kube-rs's own (`kube::client::ConfigExt`): TLS from the kubeconfig (an exec
+//! plugin's client certificate included), base URI, kube-rs's retry of 429/503/504 answers when
+//! the config asks for it (`default_retry`, on by default), authentication (tokens refreshed),
+//! extra headers; not its HTTP tracing spans. A kubeconfig with a proxy gets kube-rs's default
+//! client, which knows proxies, and hyper's default buffer.
 
 use hyper_util::{client::legacy::connect::HttpConnector, rt::TokioExecutor};
-use kube::client::{Body, ConfigExt};
-use tower::ServiceBuilder;
+use kube::client::{retry::RetryPolicy, Body, ConfigExt};
+use tower::{retry::RetryLayer, ServiceBuilder};
 
 /// The most a connection's read buffer grows to (hyper's floor is 8 KiB).
 pub const READ_BUFFER: usize = 32 * 1024;
@@ -37,8 +39,12 @@ pub fn client(config: kube::Config) -> Result<kube::Client, ClientError> {
         hyper_util::client::legacy::Client::builder(TokioExecutor::new())
             .http1_max_buf_size(READ_BUFFER)
             .build(https);
+    let retry = config
+        .default_retry
+        .then(|| RetryLayer::new(RetryPolicy::server_retry()));
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
+        .option_layer(retry)
         .option_layer(config.auth_layer()?)
         .layer(config.extra_headers_layer()?)
         .map_err(|e: hyper_util::client::legacy::Error| -> tower::BoxError { Box::new(e) })
