@@ -759,6 +759,42 @@ struct Stage {
     secs: f64,
 }
 
+/// The breakdown's stages, in the order of its timings.
+const STAGES: [&str; 3] = [
+    "decode WatchEvent<Projected> (controller profile applied while decoding)",
+    "Store::apply, ADDED events (encode, intern, index, log)",
+    "Store::apply, MODIFIED events (replaces the old version; no index here, so it is not decoded)",
+];
+
+/// The decodings informerd does not use, each timed in a pass of its own.
+const ALTERNATIVES: [&str; 3] = [
+    "decode WatchEvent<Pod> (kube-rs typed; decode only, no reflector)",
+    "decode WatchEvent<serde_json::Value> (whole objects)",
+    "decode WatchEvent<DynamicObject> (informerd's path before projecting while decoding)",
+];
+
+fn stages(labels: &[&'static str], times: &[Duration]) -> Vec<Stage> {
+    labels
+        .iter()
+        .zip(times)
+        .map(|(label, t)| Stage {
+            label,
+            secs: t.as_secs_f64(),
+        })
+        .collect()
+}
+
+/// The time to decode every line as `T`, and nothing else.
+fn decode_all<'a, T: serde::de::DeserializeOwned>(
+    lines: impl Iterator<Item = &'a Box<[u8]>>,
+) -> Result<Duration> {
+    let start = Instant::now();
+    for line in lines {
+        black_box(serde_json::from_slice::<T>(black_box(line))?);
+    }
+    Ok(start.elapsed())
+}
+
 struct Breakdown {
     events: usize,
     /// informerd's stages, in order; they add up to about the whole path.
@@ -788,7 +824,6 @@ fn breakdown(bodies: &Bodies, config: &Config, iterations: usize) -> Result<Brea
             }
         }
     };
-    let secs = |d: Duration| d.as_secs_f64();
     let added = || bodies.added.iter().flatten();
     let modified = || bodies.modified.iter().flatten();
     let all = || added().chain(modified());
@@ -825,63 +860,15 @@ fn breakdown(bodies: &Bodies, config: &Config, iterations: usize) -> Result<Brea
             / bodies.pods;
         drop(stored);
         drop(store);
-        keep_best(
-            &mut best,
-            vec![
-                Stage {
-                    label:
-                        "decode WatchEvent<Projected> (controller profile applied while decoding)",
-                    secs: secs(t[0]),
-                },
-                Stage {
-                    label: "Store::apply, ADDED events (encode, intern, index, log)",
-                    secs: secs(t[1]),
-                },
-                Stage {
-                    label: "Store::apply, MODIFIED events (replaces the old version; no index here, so it is not decoded)",
-                    secs: secs(t[2]),
-                },
-            ],
-        );
+        keep_best(&mut best, stages(&STAGES, &t));
 
         // The same lines, decoded in ways informerd does not use.
-        let mut a = [Duration::ZERO; 3];
-        let start = Instant::now();
-        for line in all() {
-            black_box(serde_json::from_slice::<WatchEvent<Pod>>(black_box(line))?);
-        }
-        a[0] = start.elapsed();
-        let start = Instant::now();
-        for line in all() {
-            black_box(serde_json::from_slice::<WatchEvent<Value>>(black_box(
-                line,
-            ))?);
-        }
-        a[1] = start.elapsed();
-        let start = Instant::now();
-        for line in all() {
-            black_box(serde_json::from_slice::<WatchEvent<DynamicObject>>(
-                black_box(line),
-            )?);
-        }
-        a[2] = start.elapsed();
-        keep_best(
-            &mut best_alt,
-            vec![
-                Stage {
-                    label: "decode WatchEvent<Pod> (kube-rs typed; decode only, no reflector)",
-                    secs: secs(a[0]),
-                },
-                Stage {
-                    label: "decode WatchEvent<serde_json::Value> (whole objects)",
-                    secs: secs(a[1]),
-                },
-                Stage {
-                    label: "decode WatchEvent<DynamicObject> (informerd's path before projecting while decoding)",
-                    secs: secs(a[2]),
-                },
-            ],
-        );
+        let a = [
+            decode_all::<WatchEvent<Pod>>(all())?,
+            decode_all::<WatchEvent<Value>>(all())?,
+            decode_all::<WatchEvent<DynamicObject>>(all())?,
+        ];
+        keep_best(&mut best_alt, stages(&ALTERNATIVES, &a));
     }
     Ok(Breakdown {
         events: 2 * bodies.pods,

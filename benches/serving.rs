@@ -66,9 +66,7 @@ use informerd::api::proto::{
     ListRequest, ResumeToken, WatchRequest,
 };
 use informerd::transform::{CONTROLLER_DROP, CONTROLLER_KEEP};
-use informerd_testkit::{
-    delete_namespace, unique_namespace, wait_default_service_account, ControlPlane, Sidecar,
-};
+use informerd_testkit::{wait_default_service_account, ControlPlane, Sidecar};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, Patch, PatchParams};
 use prost::Message as _;
@@ -155,37 +153,13 @@ impl Settings {
 }
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            eprintln!(
-                "serving: FAILED: a correctness check failed (a call failed or returned the wrong \
-                 objects, or a watcher missed, repeated or reordered events; see above)"
-            );
-            ExitCode::FAILURE
-        }
-        Err(e) => {
-            eprintln!("serving: error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-fn run() -> anyhow::Result<bool> {
-    let settings = Settings::from_env()?;
-    let cluster = ControlPlane::get();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async {
-        let kube = cluster.client().await?;
-        let ns = unique_namespace(&kube, "serving").await?;
-        let outcome = bench(cluster, &kube, &ns, &settings).await;
-        if let Err(e) = delete_namespace(&kube, &ns).await {
-            eprintln!("warning: could not delete namespace {ns}: {e}");
-        }
-        outcome
-    })
+    common::main_in_namespace(
+        "serving",
+        "serving",
+        "a call failed or returned the wrong objects, or a watcher missed, repeated or reordered events",
+        Settings::from_env,
+        bench,
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1194,13 +1168,18 @@ impl Run {
         calls_ok && self.fanouts.iter().all(Fanout::ok)
     }
 
-    /// The empty call's figures at the same concurrency.
-    fn empty(kinds: &[(Kind, Measured)]) -> Stats {
+    /// The figures of one kind of call at one concurrency.
+    fn stats(kinds: &[(Kind, Measured)], kind: Kind) -> Stats {
         kinds
             .iter()
-            .find(|(k, _)| *k == Kind::Empty)
+            .find(|(k, _)| *k == kind)
             .map(|(_, m)| Stats::of(m.latencies.clone()))
             .unwrap_or_default()
+    }
+
+    /// The empty call's figures at the same concurrency.
+    fn empty(kinds: &[(Kind, Measured)]) -> Stats {
+        Run::stats(kinds, Kind::Empty)
     }
 
     fn markdown(&self, s: &Settings, ns: &str) -> String {
@@ -1264,11 +1243,7 @@ impl Run {
             .iter()
             .map(|(c, kinds)| {
                 let empty = Run::empty(kinds);
-                let get = kinds
-                    .iter()
-                    .find(|(k, _)| *k == Kind::Get)
-                    .map(|(_, m)| Stats::of(m.latencies.clone()))
-                    .unwrap_or_default();
+                let get = Run::stats(kinds, Kind::Get);
                 let p50 = ratio(get.p50, empty.p50);
                 format!(
                     "{c} caller(s): p50 {p50:.2}× ({}), p99 {:.2}×",
@@ -1472,11 +1447,7 @@ impl Run {
             .iter()
             .map(|(c, kinds)| {
                 let empty = Run::empty(kinds);
-                let get = kinds
-                    .iter()
-                    .find(|(k, _)| *k == Kind::Get)
-                    .map(|(_, m)| Stats::of(m.latencies.clone()))
-                    .unwrap_or_default();
+                let get = Run::stats(kinds, Kind::Get);
                 json!({
                     "callers": c,
                     "get_p50_ratio_to_empty": round(ratio(get.p50, empty.p50), 2),

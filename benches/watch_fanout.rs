@@ -38,7 +38,7 @@ use informerd::api::proto::{
     ResumeToken, WatchEvent, WatchRequest,
 };
 use informerd::api::{client, WATCHER_BUFFER};
-use informerd_testkit::{delete_namespace, unique_namespace, ControlPlane, Sidecar};
+use informerd_testkit::{ControlPlane, Sidecar};
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchParams};
 use serde_json::{json, Value};
@@ -87,37 +87,13 @@ impl Settings {
 }
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            eprintln!(
-                "watch_fanout: FAILED: a correctness check failed (missed, repeated or \
-                 reordered events, or a resume that did not continue; see above)"
-            );
-            ExitCode::FAILURE
-        }
-        Err(e) => {
-            eprintln!("watch_fanout: error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-fn run() -> anyhow::Result<bool> {
-    let settings = Settings::from_env()?;
-    let cluster = ControlPlane::get();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async {
-        let kube = cluster.client().await?;
-        let ns = unique_namespace(&kube, "fanout").await?;
-        let outcome = bench(cluster, &kube, &ns, &settings).await;
-        if let Err(e) = delete_namespace(&kube, &ns).await {
-            eprintln!("warning: could not delete namespace {ns}: {e}");
-        }
-        outcome
-    })
+    common::main_in_namespace(
+        "watch_fanout",
+        "fanout",
+        "missed, repeated or reordered events, or a resume that did not continue",
+        Settings::from_env,
+        bench,
+    )
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -6,10 +6,51 @@
 
 pub mod watch;
 
+use std::process::ExitCode;
 use std::time::Instant;
 
-use informerd_testkit::Sidecar;
+use informerd_testkit::{delete_namespace, unique_namespace, ControlPlane, Sidecar};
 use serde_json::{json, Value};
+
+/// A benchmark's `main`: reads its settings, runs `bench` in a namespace of its own (named
+/// after `prefix`) on the local control plane, deletes the namespace, and exits non-zero when
+/// `bench` fails or reports a failed correctness check (`Ok(false)`, described by `failed`).
+/// `name` starts the messages.
+pub fn main_in_namespace<S>(
+    name: &str,
+    prefix: &str,
+    failed: &str,
+    settings: fn() -> anyhow::Result<S>,
+    bench: impl AsyncFnOnce(&ControlPlane, &kube::Client, &str, &S) -> anyhow::Result<bool>,
+) -> ExitCode {
+    let run = || -> anyhow::Result<bool> {
+        let settings = settings()?;
+        let cluster = ControlPlane::get();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        rt.block_on(async {
+            let kube = cluster.client().await?;
+            let ns = unique_namespace(&kube, prefix).await?;
+            let outcome = bench(cluster, &kube, &ns, &settings).await;
+            if let Err(e) = delete_namespace(&kube, &ns).await {
+                eprintln!("warning: could not delete namespace {ns}: {e}");
+            }
+            outcome
+        })
+    };
+    match run() {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            eprintln!("{name}: FAILED: a correctness check failed ({failed}; see above)");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("{name}: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
 
 /// The value of the environment variable `name`, or `default` when it is unset or blank.
 pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T>

@@ -17,16 +17,13 @@ use hyper_util::{client::legacy::connect::HttpConnector, rt::TokioExecutor};
 use kube::client::{retry::RetryPolicy, Body, ConfigExt};
 use tower::{retry::RetryLayer, ServiceBuilder};
 
+use super::FleetError;
+
 /// The most a connection's read buffer grows to (hyper's floor is 8 KiB).
 pub const READ_BUFFER: usize = 32 * 1024;
 
-/// Errors building the client from a kubeconfig.
-#[derive(Debug, thiserror::Error)]
-#[error("building the Kubernetes client: {0}")]
-pub struct ClientError(#[from] kube::Error);
-
 /// Builds the client the fleet watches with.
-pub fn client(config: kube::Config) -> Result<kube::Client, ClientError> {
+pub fn client(config: kube::Config) -> Result<kube::Client, FleetError> {
     if config.proxy_url.is_some() {
         return Ok(kube::Client::try_from(config)?);
     }

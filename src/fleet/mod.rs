@@ -30,7 +30,7 @@ use kube::{
 };
 use tokio::task::JoinHandle;
 
-pub use client::{client, ClientError, READ_BUFFER};
+pub use client::{client, READ_BUFFER};
 pub use ingest::{Applied, Pipeline, Progress, ScopeIngest};
 pub use object::{with_transform, Decoding, Projected};
 pub use scope::{ScopeState, ScopeStatus};
@@ -53,6 +53,9 @@ pub enum FleetError {
     /// rendered as `FILE:LINE:COLUMN: field: message`.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The Kubernetes client could not be built from the kubeconfig.
+    #[error("building the Kubernetes client: {0}")]
+    Client(#[from] kube::Error),
 }
 
 /// A cached resource: its store and the status of each of its scopes.

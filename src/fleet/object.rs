@@ -79,11 +79,11 @@ fn identity(object: &Value) -> ObjectMeta {
 
 impl<'de> Deserialize<'de> for Projected {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let transform = TRANSFORM.with(|t| t.borrow().clone());
-        let (object, transformed) = match &transform {
-            Some(t) => (t.seed().deserialize(deserializer)?, true),
-            None => (Value::deserialize(deserializer)?, false),
-        };
+        // Borrowed, not cloned: nothing decoded inside enters another scope.
+        let (object, transformed) = TRANSFORM.with(|t| match &*t.borrow() {
+            Some(t) => t.seed().deserialize(deserializer).map(|o| (o, true)),
+            None => Value::deserialize(deserializer).map(|o| (o, false)),
+        })?;
         Ok(Projected {
             meta: identity(&object),
             transformed,
