@@ -67,7 +67,8 @@ use std::{
 
 use anyhow::{anyhow, bail, Context, Result};
 use informerd::{
-    api::{client, proto::StatusRequest},
+    client,
+    proto::StatusRequest,
     transform::{CONTROLLER_DROP, CONTROLLER_KEEP},
 };
 use informerd_testkit::{ControlPlane, Sidecar};

@@ -26,7 +26,7 @@
 //! - informerd: each line decoded as `WatchEvent<Projected>` (list bodies as
 //!   `ObjectList<Projected>`: the profile's transform applied while decoding), as the fleet's
 //!   watchers do, and handed to `ScopeIngest` (one
-//!   per namespace, all feeding one `Store` made by `fleet::new_store`) configured from YAML
+//!   per namespace, all feeding one store made by `fleet::Pipeline::new`) configured from YAML
 //!   like the sidecar: the "controller" profile, and everything but managedFields.
 //!
 //! A pass's time covers decoding and applying; building the stores before and dropping them
@@ -44,14 +44,13 @@ use std::{
     fmt::{self, Write as _},
     hint::black_box,
     path::{Path, PathBuf},
-    sync::Arc,
     time::{Duration, Instant},
 };
 
 use anyhow::{anyhow, bail, ensure, Context, Result};
 use informerd::{
     config::{self, Config},
-    fleet::{self, Decoding, Pipeline, Projected, ScopeIngest},
+    fleet::{Decoding, Pipeline, Projected, ScopeIngest},
     store::{ObjectKey, Store},
     transform::{CONTROLLER_DROP, CONTROLLER_KEEP},
 };
@@ -497,12 +496,12 @@ impl Pass<'_> {
                 Ok((events, secs))
             }
             Pass::Informerd { profile, config } => {
-                let store = Arc::new(fleet::new_store(&config.change_log, &config.resources[0]));
+                let pipeline = Pipeline::new(&config.change_log, &config.resources[0]);
                 let start = Instant::now();
-                let (events, changes) = informerd_pass(bodies, input, config, &store)?;
+                let (events, changes) = informerd_pass(bodies, input, &pipeline)?;
                 let secs = start.elapsed().as_secs_f64();
-                check_informerd(bodies, input, *profile, &store, changes)?;
-                drop(store);
+                check_informerd(bodies, input, *profile, &pipeline.store, changes)?;
+                drop(pipeline);
                 Ok((events, secs))
             }
         }
@@ -627,26 +626,9 @@ fn informerd_config(namespaces: &[String], keep: &[&str], drop: &[&str]) -> Resu
     config::parse("ingest-bench.yaml", &yaml).map_err(|e| anyhow!("{e}"))
 }
 
-fn pipeline(config: &Config, store: &Arc<Store>) -> Pipeline {
-    let rc = &config.resources[0];
-    Pipeline {
-        api_version: rc.api_version.clone(),
-        kind: rc.kind.clone(),
-        filter: rc.filter.clone(),
-        transform: rc.transform.clone(),
-        store: store.clone(),
-    }
-}
-
 /// The fleet's path: kube-rs's decoding into `Projected` (the transform applied while
 /// decoding), then `ScopeIngest` (one per namespace, as the fleet runs them) into one store. Returns events and changes made.
-fn informerd_pass(
-    bodies: &Bodies,
-    input: Input,
-    config: &Config,
-    store: &Arc<Store>,
-) -> Result<(usize, u64)> {
-    let pipeline = pipeline(config, store);
+fn informerd_pass(bodies: &Bodies, input: Input, pipeline: &Pipeline) -> Result<(usize, u64)> {
     let mut scopes: Vec<ScopeIngest> = bodies
         .namespaces
         .iter()
@@ -831,7 +813,7 @@ fn breakdown(bodies: &Bodies, config: &Config, iterations: usize) -> Result<Brea
     for _ in 0..iterations {
         // [decode, store ADDED, store MODIFIED]
         let mut t = [Duration::ZERO; 3];
-        let store = Arc::new(fleet::new_store(&config.change_log, rc));
+        let store = Pipeline::new(&config.change_log, rc).store;
         let decoding = Decoding::enter(Some(&transform));
         for (i, line) in all().enumerate() {
             let t0 = Instant::now();

@@ -60,8 +60,8 @@ use anyhow::{anyhow, bail, Context};
 use common::watch::{follow, status, Delivery, End, Followed, SEQ_LABEL};
 use common::{cpus, env_or, micros, print_log_tail, profile, Stats};
 use futures::{StreamExt, TryStreamExt};
-use informerd::api::client::{self, ConnectOptions};
-use informerd::api::proto::{
+use informerd::client::{self, ConnectOptions};
+use informerd::proto::{
     cache_client::CacheClient, watch_request::Start, EventType, GetRequest, IndexLookup,
     ListRequest, ResumeToken, WatchRequest,
 };

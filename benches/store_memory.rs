@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use informerd::store::{Indexer, Store, StoreOptions};
+use informerd::store::{Indexer, StoreOptions, Writer};
 use informerd::transform::Transform;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -553,7 +553,7 @@ fn measure_store(fixtures: &[Value], profile: Profile, pods: usize) -> (f64, Str
     };
     let transform = profile.transform();
     let before = allocated();
-    let store = Store::new(options);
+    let store = Writer::new(options);
     let start = Instant::now();
     for _ in 0..pods {
         let mut object = generator.pod();

@@ -33,11 +33,12 @@ use anyhow::{anyhow, bail, Context};
 use common::watch::{follow, status, Delivery, End, SEQ_LABEL};
 use common::{cpus, env_or, micros, ms, print_log_tail, profile, Stats};
 use futures::{StreamExt, TryStreamExt};
-use informerd::api::proto::{
+use informerd::api::WATCHER_BUFFER;
+use informerd::client;
+use informerd::proto::{
     cache_client::CacheClient, watch_request::Start, EventType, GetRequest, ListRequest,
     ResumeToken, WatchEvent, WatchRequest,
 };
-use informerd::api::{client, WATCHER_BUFFER};
 use informerd_testkit::{ControlPlane, Sidecar};
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchParams};

@@ -11,8 +11,6 @@
 //! address with TLS. Health: the overall service ("") and `informerd.v1.Cache` are SERVING once
 //! every scope has synced (readiness), NOT_SERVING before.
 
-pub mod client;
-pub mod proto;
 mod query;
 pub mod reason;
 mod service;
@@ -32,6 +30,7 @@ use tonic::Status;
 
 use crate::config::{Config, IndexConfig, ServerConfig, TlsConfig};
 use crate::fleet::{Fleet, ResourceCache, ScopeState};
+use crate::proto;
 pub use reason::{Reason, REASON_TRAILER};
 pub use watch::{DEFAULT_BOOKMARK_INTERVAL, WATCHER_BUFFER};
 
@@ -85,26 +84,25 @@ impl Resource {
 
     /// Waits until every scope has synced, or fails with `UNAVAILABLE` at `until`.
     async fn wait_synced(&self, until: Instant) -> Result<(), Status> {
-        while !self.cache.is_synced() {
-            if Instant::now() >= until {
-                let pending: Vec<String> = self
-                    .cache
-                    .scopes()
-                    .into_iter()
-                    .filter(|(_, s)| s.state != ScopeState::Synced)
-                    .map(|(scope, s)| match s.last_error {
-                        Some(e) => format!("{scope}: {:?} ({e})", s.state),
-                        None => format!("{scope}: {:?}", s.state),
-                    })
-                    .collect();
-                return Err(Reason::NotSynced.status(format!(
-                    "{} has not synced yet ({}); retry, or call without wait_for_sync to read \
-                     what is cached",
-                    self.cache.name,
-                    pending.join("; ")
-                )));
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut synced = self.cache.synced();
+        let waited = tokio::time::timeout_at(until, synced.wait_for(|s| *s)).await;
+        if !matches!(waited, Ok(Ok(_))) {
+            let pending: Vec<String> = self
+                .cache
+                .scopes()
+                .into_iter()
+                .filter(|(_, s)| s.state != ScopeState::Synced)
+                .map(|(scope, s)| match s.last_error {
+                    Some(e) => format!("{scope}: {:?} ({e})", s.state),
+                    None => format!("{scope}: {:?}", s.state),
+                })
+                .collect();
+            return Err(Reason::NotSynced.status(format!(
+                "{} has not synced yet ({}); retry, or call without wait_for_sync to read \
+                 what is cached",
+                self.cache.name,
+                pending.join("; ")
+            )));
         }
         Ok(())
     }
@@ -234,25 +232,21 @@ impl Api {
                 .add_service(reflection_alpha);
 
         let mut stopped = self.inner.stop.subscribe();
-        let fleet = self.inner.fleet.clone();
+        let mut synced = self.inner.fleet.synced();
         let readiness = tokio::spawn(async move {
-            let mut last = None;
+            let mut ready = synced.is_synced();
             loop {
-                let ready = fleet.is_synced();
-                if last != Some(ready) {
-                    let status = if ready {
-                        tonic_health::ServingStatus::Serving
-                    } else {
-                        tonic_health::ServingStatus::NotServing
-                    };
-                    health.set_service_status("", status).await;
-                    health
-                        .set_service_status("informerd.v1.Cache", status)
-                        .await;
-                    last = Some(ready);
-                }
+                let status = if ready {
+                    tonic_health::ServingStatus::Serving
+                } else {
+                    tonic_health::ServingStatus::NotServing
+                };
+                health.set_service_status("", status).await;
+                health
+                    .set_service_status("informerd.v1.Cache", status)
+                    .await;
                 tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+                    now = synced.changed() => ready = now,
                     _ = stopped.changed() => {
                         // Shutting down: not ready any more.
                         for service in ["", "informerd.v1.Cache"] {
@@ -377,20 +371,4 @@ fn tls_config(tls: &TlsConfig) -> Result<ServerTlsConfig, ApiError> {
         config = config.client_ca_root(Certificate::from_pem(read("clientCAFile", ca)?));
     }
     Ok(config)
-}
-
-/// Bytes allocated (jemalloc's count, when it is the allocator) and the resident set size.
-fn memory() -> (u64, u64) {
-    use tikv_jemalloc_ctl::{epoch, stats};
-    let _ = epoch::advance();
-    let allocated = stats::allocated::read().unwrap_or(0) as u64;
-    let resident = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024);
-    (allocated, resident)
 }

@@ -26,7 +26,7 @@ use clap::{Args, ValueEnum};
 use informerd::{
     config::{self, Config, ConfigError, ResourceConfig, Scope},
     filter::{FieldSelector, LabelSelector},
-    fleet::{self, Applied, Decoding, Pipeline, Projected, ScopeIngest},
+    fleet::{Applied, Decoding, Pipeline, Projected, ScopeIngest},
     store::ObjectKey,
 };
 use kube::runtime::watcher;
@@ -533,13 +533,14 @@ fn measure(cfg: &Config, resources: &[&ResourceConfig], dump: &Dump, input: &str
     }
 }
 
-/// Turns this thread's jemalloc cache off (flushing it), so that `stats.allocated` counts
-/// exactly what the thread holds: with the cache on, regions the cache keeps count as
-/// allocated, and a store of a few objects would measure the cache's comings and goings.
+/// Bytes allocated by the process (jemalloc's count).
+fn allocated() -> usize {
+    informerd::vocab::memory::allocated_bytes() as usize
+}
+
 fn exact_allocation_stats() {
-    use tikv_jemalloc_ctl::{Access as _, AsName as _};
-    if let Err(e) = b"thread.tcache.enabled\0".name().write(false) {
-        tracing::debug!(error = %e, "the thread cache of jemalloc stays on");
+    if !informerd::vocab::memory::exact_allocation_stats() {
+        tracing::debug!("the thread cache of jemalloc stays on");
     }
 }
 
@@ -548,7 +549,7 @@ fn measure_resource(
     cfg: &Config,
     rc: &ResourceConfig,
     items: &[&Item],
-) -> (ResourceReport, Arc<informerd::store::Store>) {
+) -> (ResourceReport, Arc<informerd::store::Writer>) {
     // What the apiserver does for the sidecar: the namespace scope, then the selectors.
     let (scope, namespaces): (String, Option<Vec<&str>>) = match &rc.scope {
         Scope::AllNamespaces => ("all namespaces".into(), None),
@@ -615,24 +616,18 @@ fn measure_resource(
     drop(seen);
 
     // What a store costs before its first object: tables and the change log's ring.
-    let before = crate::allocated_bytes();
-    let empty = fleet::new_store(&cfg.change_log, rc);
-    let empty_allocated = crate::allocated_bytes().saturating_sub(before);
+    let before = allocated();
+    let empty = Pipeline::new(&cfg.change_log, rc);
+    let empty_allocated = allocated().saturating_sub(before);
     drop(empty);
 
     // The sidecar's own code path, as an initial list per scope. Nothing else is kept
     // between the two readings of the allocator.
-    let before = crate::allocated_bytes();
-    let store = Arc::new(fleet::new_store(&cfg.change_log, rc));
+    let before = allocated();
+    let pipeline = Pipeline::new(&cfg.change_log, rc);
+    let store = pipeline.store.clone();
     let mut counters = Applied::default();
     {
-        let pipeline = Pipeline {
-            api_version: rc.api_version.clone(),
-            kind: rc.kind.clone(),
-            filter: rc.filter.clone(),
-            transform: rc.transform.clone(),
-            store: store.clone(),
-        };
         for (namespace, scope_items) in &by_scope {
             let mut ingest = ScopeIngest::new(pipeline.clone(), namespace.map(str::to_string));
             ingest.handle(watcher::Event::Init);
@@ -650,7 +645,7 @@ fn measure_resource(
         }
     }
     store.reclaim();
-    let after = crate::allocated_bytes();
+    let after = allocated();
     let allocated = after.saturating_sub(before);
 
     let stats = store.stats();

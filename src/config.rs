@@ -50,9 +50,9 @@ use std::sync::Arc;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use thiserror::Error;
 
-use crate::filter::validation::{dns1123_label, dns1123_subdomain};
 use crate::filter::{FieldSelector, Filter, FilterError, LabelSelector, StringsExpr};
 use crate::transform::Transform;
+use crate::vocab::names::{dns1123_label, dns1123_subdomain};
 
 pub use quantity::parse_bytes;
 pub use yaml::{Place, Pos};

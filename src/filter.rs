@@ -12,7 +12,6 @@
 mod expr;
 mod fields;
 mod labels;
-pub mod validation;
 
 use thiserror::Error;
 
@@ -20,7 +19,7 @@ pub use expr::{ChangePredicate, Filter, StringsExpr};
 pub use fields::{FieldOp, FieldRequirement, FieldSelector};
 pub use labels::{LabelSelector, Labels, Requirement};
 
-use crate::transform::PathError;
+use crate::vocab::path::PathError;
 
 /// What can go wrong compiling or evaluating a filter, an index expression or a selector.
 #[derive(Clone, Debug, Error, PartialEq, Eq)]

@@ -6,8 +6,11 @@
 //! `api` (gRPC: Get, List, Watch, Status).
 
 pub mod api;
+pub mod client;
 pub mod config;
 pub mod filter;
 pub mod fleet;
+pub mod proto;
 pub mod store;
 pub mod transform;
+pub mod vocab;

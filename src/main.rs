@@ -1,7 +1,7 @@
 //! The informerd binary: `serve` wires config → fleet → filter → transform → store → api;
 //! `get`, `list`, `watch` and `status` are a client of a running sidecar.
 
-use std::{path::PathBuf, process::ExitCode, time::Duration};
+use std::{path::PathBuf, process::ExitCode};
 
 use clap::{Parser, Subcommand};
 use std::sync::Arc;
@@ -96,13 +96,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// Bytes the process has allocated, by jemalloc's own count.
-fn allocated_bytes() -> usize {
-    use tikv_jemalloc_ctl::{epoch, stats};
-    epoch::advance().ok();
-    stats::allocated::read().unwrap_or(0)
-}
-
 fn init_tracing() {
     use tracing_subscriber::EnvFilter;
     tracing_subscriber::fmt()
@@ -139,7 +132,7 @@ async fn serve(
 
 /// Logs once when every scope has synced, with what the caches hold.
 async fn announce_sync(fleet: Arc<Fleet>) {
-    while !fleet.wait_synced(Duration::from_secs(3600)).await {}
+    fleet.synced().wait_synced().await;
     for c in fleet.caches() {
         let stats = c.store.stats();
         tracing::info!(resource = %c.name, objects = stats.objects,
@@ -147,7 +140,7 @@ async fn announce_sync(fleet: Arc<Fleet>) {
             "synced");
     }
     tracing::info!(
-        allocated_mib = allocated_bytes() >> 20,
+        allocated_mib = informerd::vocab::memory::allocated_bytes() >> 20,
         "every scope synced"
     );
 }

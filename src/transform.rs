@@ -37,8 +37,6 @@
 //! objects it projects). [`Transform::seed`] applies the same transform while decoding, so that
 //! the fields a transform removes are never materialised.
 
-pub mod path;
-
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
@@ -48,7 +46,7 @@ use serde::Deserialize as _;
 use serde_json::{Map, Value};
 use thiserror::Error;
 
-pub use path::{FieldPath, PathError, Segment};
+use crate::vocab::path::{FieldPath, PathError, Segment};
 
 /// The fields that every stored object keeps, whatever the transform says.
 pub const IDENTITY_FIELDS: &[&[&str]] = &[

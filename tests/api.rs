@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures::{stream, StreamExt, TryStreamExt};
-use informerd::api::client;
-use informerd::api::proto::{
+use informerd::client;
+use informerd::proto::{
     self, cache_client::CacheClient, watch_request::Start, EventType, GetRequest, IndexLookup,
     ListRequest, Predicate, ResumeToken, StatusRequest, WatchEvent, WatchRequest,
 };

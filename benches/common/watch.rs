@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use informerd::api::proto::{
+use informerd::proto::{
     cache_client::CacheClient, EventType, StatusRequest, StatusResponse, WatchEvent,
 };
 use tokio::sync::watch;

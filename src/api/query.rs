@@ -5,10 +5,10 @@ use bytes::Bytes;
 use serde_json::Value;
 use tonic::Status;
 
-use super::proto;
 use super::reason::invalid;
 use super::Resource;
 use crate::filter::{FieldOp, FieldSelector, LabelSelector};
+use crate::proto;
 use crate::store::StoredObject;
 use crate::transform::Transform;
 

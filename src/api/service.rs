@@ -10,11 +10,11 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tonic::{Request, Response, Status};
 
-use super::proto::{self, cache_server::Cache};
 use super::query::{Mask, Query, QueryRequest};
 use super::reason::{self, invalid, Reason};
 use super::watch::{self, WatchSpec, STALL_TIMEOUT};
 use super::{Api, Resource};
+use crate::proto::{self, cache_server::Cache};
 use crate::store::ObjectKey;
 
 /// How long Get waits for `min_resource_version`, and calls wait for sync, without a deadline.
@@ -204,7 +204,8 @@ impl Cache for Api {
         };
         let resources: Vec<proto::ResourceStatus> =
             resources.iter().map(|r| resource_status(r)).collect();
-        let (allocated_bytes, resident_bytes) = super::memory();
+        let memory = crate::vocab::memory::Memory::now();
+        let (allocated_bytes, resident_bytes) = (memory.allocated, memory.resident);
         Ok(Response::new(proto::StatusResponse {
             version: env!("CARGO_PKG_VERSION").to_string(),
             synced: resources.iter().all(|r| r.synced),

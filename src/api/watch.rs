@@ -27,11 +27,11 @@ use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tonic::Status;
 
-use super::proto::{self, EventType, Predicate};
 use super::query::Query;
 use super::reason::{self, invalid, Reason};
 use super::Resource;
 use crate::filter::ChangePredicate;
+use crate::proto::{self, EventType, Predicate};
 use crate::store::{Change, ChangeKind, Store};
 
 /// Changes the hub keeps for watchers that have not taken them yet (shared by all watchers).

@@ -11,7 +11,7 @@ mod output;
 use std::{io::Write as _, path::PathBuf, process::ExitCode, time::Duration};
 
 use clap::Args;
-use informerd::api::{
+use informerd::{
     client::{self, ClientError, ConnectOptions},
     proto::{
         self, cache_client::CacheClient, watch_request::Start, GetRequest, IndexLookup,

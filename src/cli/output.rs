@@ -17,7 +17,7 @@
 
 use std::collections::BTreeMap;
 
-use informerd::api::proto::{EventType, Object, ResourceStatus, StatusResponse, WatchEvent};
+use informerd::proto::{EventType, Object, ResourceStatus, StatusResponse, WatchEvent};
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 use serde_json::{json, Value};

@@ -13,7 +13,7 @@ use cel::{Context, Env, Program};
 use serde_json::Value;
 
 use super::FilterError;
-use crate::transform::path::{FieldPath, Segment};
+use crate::vocab::path::{FieldPath, Segment};
 
 /// The one variable expressions see.
 const OBJECT: &str = "object";

@@ -13,8 +13,8 @@ use std::hash::BuildHasher;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use serde_json::Value;
 
-use super::validation::{label_value, qualified_name};
 use super::FilterError;
+use crate::vocab::names::{label_value, qualified_name};
 
 /// One requirement of a label selector.
 #[derive(Clone, Debug, PartialEq, Eq)]

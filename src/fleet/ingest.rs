@@ -8,37 +8,13 @@
 //! and only real differences become changes. Unchanged objects produce nothing, objects that
 //! vanished while the stream was down become DELETED, and other scopes are never touched.
 
-use std::sync::Arc;
-
 use ahash::AHashSet;
 use kube::{runtime::watcher, Resource as _};
 use serde_json::Value;
 
-use super::object::Projected;
+use super::{object::Projected, pipeline::Pipeline};
 
-use crate::{
-    filter::Filter,
-    store::{ObjectKey, Store},
-    transform::Transform,
-};
-
-/// What one resource does to each object before storing it.
-#[derive(Clone)]
-pub struct Pipeline {
-    pub api_version: String,
-    pub kind: String,
-    pub filter: Option<Filter>,
-    pub transform: Transform,
-    pub store: Arc<Store>,
-}
-
-impl Pipeline {
-    /// The transform to decode objects with ([`super::object`]): none when a filter must see
-    /// whole objects first, or when there is nothing to remove.
-    pub fn decoding(&self) -> Option<&Transform> {
-        (self.filter.is_none() && !self.transform.is_identity()).then_some(&self.transform)
-    }
-}
+use crate::store::ObjectKey;
 
 /// Counters a scope reports in its status.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -190,11 +166,13 @@ fn key_of(obj: &Projected) -> Option<ObjectKey> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{filter::Filter, transform::Transform};
     use crate::{
         fleet::Decoding,
-        store::{ChangeKind, StoreOptions},
+        store::{ChangeKind, Store, StoreOptions, Writer},
     };
     use serde_json::json;
+    use std::sync::Arc;
 
     fn pod(ns: &str, name: &str, rv: &str, tier: &str) -> Projected {
         Projected::from_value(json!({
@@ -210,7 +188,7 @@ mod tests {
             kind: "Pod".into(),
             filter: filter.map(|f| Filter::compile(f).expect("filter")),
             transform: Transform::identity(),
-            store: Arc::new(Store::new(StoreOptions::default())),
+            store: Arc::new(Writer::new(StoreOptions::default())),
         }
     }
 

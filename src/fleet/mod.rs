@@ -16,7 +16,9 @@
 mod client;
 mod ingest;
 mod object;
+mod pipeline;
 mod scope;
+mod synced;
 
 use std::{
     collections::BTreeMap,
@@ -31,14 +33,15 @@ use kube::{
 use tokio::task::JoinHandle;
 
 pub use client::{client, READ_BUFFER};
-pub use ingest::{Applied, Pipeline, Progress, ScopeIngest};
+pub use ingest::{Applied, Progress, ScopeIngest};
 pub use object::{with_transform, Decoding, Projected};
+pub use pipeline::Pipeline;
 pub use scope::{ScopeState, ScopeStatus};
+pub use synced::SyncedWatch;
 
 use crate::{
-    config::{ChangeLogConfig, Config, ConfigError, ResourceConfig, Scope},
-    filter::StringsExpr,
-    store::{Indexer, Store, StoreOptions},
+    config::{Config, ConfigError, ResourceConfig, Scope},
+    store::Store,
 };
 
 /// How many scopes run their initial list at once. Each list in flight holds connection and
@@ -77,8 +80,12 @@ impl ResourceCache {
 
     /// Whether every scope has completed its initial list.
     pub fn is_synced(&self) -> bool {
-        let scopes = self.status.snapshot();
-        !scopes.is_empty() && scopes.values().all(|s| s.state == ScopeState::Synced)
+        self.status.is_synced()
+    }
+
+    /// Follows [`ResourceCache::is_synced`]: awaited by requests that wait for the sync.
+    pub fn synced(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.status.subscribe()
     }
 }
 
@@ -103,21 +110,14 @@ impl Fleet {
         let mut caches = Vec::with_capacity(resolved.len());
         let mut tasks = Vec::new();
         for (rc, ar, caps) in resolved {
-            let store = Arc::new(new_store(&config.change_log, rc));
+            let pipeline = Pipeline::new(&config.change_log, rc);
             let cache = Arc::new(ResourceCache {
                 name: rc.name.clone(),
                 api_resource: ar.clone(),
                 namespaced: caps.scope == ResourceScope::Namespaced,
-                store: store.clone(),
+                store: Arc::new(pipeline.store.as_reader()),
                 status: scope::StatusBoard::default(),
             });
-            let pipeline = Pipeline {
-                api_version: ar.api_version.clone(),
-                kind: ar.kind.clone(),
-                filter: rc.filter.clone(),
-                transform: rc.transform.clone(),
-                store,
-            };
             let spec = scope::StreamSpec {
                 client: client.clone(),
                 api_resource: ar,
@@ -165,16 +165,16 @@ impl Fleet {
         self.caches.iter().all(|c| c.is_synced())
     }
 
-    /// Waits until [`Fleet::is_synced`], polling; returns false if `timeout` passes first.
+    /// Follows whether every resource is synced: for readiness.
+    pub fn synced(&self) -> SyncedWatch {
+        SyncedWatch::new(self.caches.iter().map(|c| c.synced()).collect())
+    }
+
+    /// Waits until [`Fleet::is_synced`]; returns false if `timeout` passes first.
     pub async fn wait_synced(&self, timeout: Duration) -> bool {
-        let deadline = tokio::time::Instant::now() + timeout;
-        while !self.is_synced() {
-            if tokio::time::Instant::now() >= deadline {
-                return false;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        true
+        tokio::time::timeout(timeout, self.synced().wait_synced())
+            .await
+            .is_ok()
     }
 
     /// Stops every stream.
@@ -227,33 +227,4 @@ async fn resolve(
             .into());
     }
     Ok((ar, caps))
-}
-
-/// The empty store of one configured resource: its indexes, and the change log bounds of the
-/// configuration.
-pub fn new_store(change_log: &ChangeLogConfig, rc: &ResourceConfig) -> Store {
-    let indexes = rc
-        .indexes
-        .iter()
-        .map(|ix| {
-            (
-                ix.name.clone(),
-                Arc::new(ExprIndexer(ix.expr.clone())) as Arc<dyn Indexer>,
-            )
-        })
-        .collect();
-    Store::new(StoreOptions {
-        log_max_events: change_log.max_events,
-        log_max_bytes: change_log.max_bytes,
-        indexes,
-    })
-}
-
-/// A configured secondary index, as the store sees it.
-struct ExprIndexer(StringsExpr);
-
-impl Indexer for ExprIndexer {
-    fn values(&self, object: &serde_json::Value) -> Vec<String> {
-        self.0.values(object)
-    }
 }

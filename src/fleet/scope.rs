@@ -18,8 +18,9 @@ use kube::{
 use tokio::task::JoinHandle;
 
 use super::{
-    ingest::{Pipeline, Progress, ScopeIngest},
+    ingest::{Progress, ScopeIngest},
     object::{with_transform, Projected},
+    pipeline::Pipeline,
 };
 
 /// Where a scope stands.
@@ -63,22 +64,65 @@ impl Default for ScopeStatus {
     }
 }
 
-/// The status of every scope of one resource.
-#[derive(Clone, Default)]
-pub(super) struct StatusBoard(Arc<Mutex<BTreeMap<String, ScopeStatus>>>);
+/// The status of every scope of one resource, and whether all of them are synced (published on
+/// a `watch` channel when it changes: see [`super::synced`]).
+#[derive(Clone)]
+pub(super) struct StatusBoard {
+    scopes: Arc<Mutex<BTreeMap<String, ScopeStatus>>>,
+    synced: Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+impl Default for StatusBoard {
+    fn default() -> Self {
+        StatusBoard {
+            scopes: Arc::default(),
+            synced: Arc::new(tokio::sync::watch::Sender::new(false)),
+        }
+    }
+}
 
 impl StatusBoard {
     pub fn snapshot(&self) -> BTreeMap<String, ScopeStatus> {
-        self.0.lock().expect("status poisoned").clone()
+        self.scopes.lock().expect("status poisoned").clone()
+    }
+
+    /// Whether every scope has completed its initial list, as last published.
+    pub fn is_synced(&self) -> bool {
+        *self.synced.borrow()
+    }
+
+    /// Follows [`StatusBoard::is_synced`].
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.synced.subscribe()
     }
 
     fn update(&self, scope: &str, f: impl FnOnce(&mut ScopeStatus)) {
-        let mut map = self.0.lock().expect("status poisoned");
-        f(map.entry(scope.to_string()).or_default());
+        let mut map = self.scopes.lock().expect("status poisoned");
+        let entry = map.entry(scope.to_string());
+        let added = matches!(entry, std::collections::btree_map::Entry::Vacant(_));
+        let status = entry.or_default();
+        let before = status.state;
+        f(status);
+        // Only a change of state (or of the set of scopes) can change "synced": the per-object
+        // counters do not pay for the check.
+        if added || status.state != before {
+            self.publish(&map);
+        }
     }
 
     fn remove(&self, scope: &str) {
-        self.0.lock().expect("status poisoned").remove(scope);
+        let mut map = self.scopes.lock().expect("status poisoned");
+        if map.remove(scope).is_some() {
+            self.publish(&map);
+        }
+    }
+
+    /// Sends whether every scope is synced; called with the map locked, so that two updates
+    /// cannot publish out of order.
+    fn publish(&self, map: &BTreeMap<String, ScopeStatus>) {
+        let synced = !map.is_empty() && map.values().all(|s| s.state == ScopeState::Synced);
+        self.synced
+            .send_if_modified(|old| std::mem::replace(old, synced) != synced);
     }
 }
 

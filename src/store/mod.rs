@@ -1,6 +1,6 @@
 //! The cache of one resource: compact, revisioned, indexed, with a change log to resume from.
 //!
-//! Objects arrive filtered and transformed, as JSON. [`Store::apply`] upserts one by
+//! Objects arrive filtered and transformed, as JSON. [`Writer::apply`] upserts one by
 //! `metadata.namespace`/`metadata.name`: each real change gets the next store revision and an
 //! entry in a bounded change log ([`Store::changes_since`]); re-applying an identical object
 //! changes nothing. Readers get [`StoredObject`] handles, decoded on demand.
@@ -67,8 +67,10 @@ pub struct StoreOptions {
 impl Default for StoreOptions {
     fn default() -> Self {
         Self {
-            log_max_events: 10_000,
-            log_max_bytes: 16 << 20,
+            // Decision: one place for the change log's defaults, the config's, which is where an
+            // operator reads them.
+            log_max_events: crate::config::DEFAULT_MAX_EVENTS,
+            log_max_bytes: crate::config::DEFAULT_MAX_BYTES,
             indexes: Vec::new(),
         }
     }
@@ -296,7 +298,10 @@ pub enum StoreError {
     UnknownIndex { name: String, known: String },
 }
 
-/// The cache of one resource. Thread-safe: reads run in parallel, writes one at a time.
+/// The cache of one resource, read-only: the api and everything that serves reads hold this.
+/// Thread-safe: reads run in parallel, writes (through the [`Writer`]) one at a time. Cheap to
+/// clone: every clone reads the same store.
+#[derive(Clone)]
 pub struct Store {
     shared: Arc<Shared>,
 }
@@ -675,8 +680,7 @@ fn sort_by_key(items: &mut [StoredObject]) {
 }
 
 impl Store {
-    /// An empty store, with a fresh random epoch.
-    pub fn new(opts: StoreOptions) -> Self {
+    fn new(opts: StoreOptions) -> Self {
         let (revisions, _) = watch::channel(0);
         let state = State::new(opts.indexes.len());
         Self {
@@ -713,157 +717,6 @@ impl Store {
     /// until the store has caught up with a revision.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.shared.revisions.subscribe()
-    }
-
-    /// Inserts or replaces the object with this `metadata.namespace`/`metadata.name`.
-    ///
-    /// Returns the change, or `None` when the stored object is already identical.
-    pub fn apply(&self, object: Value) -> Result<Option<Change>, StoreError> {
-        let sh = &self.shared;
-        let (root, id) = identity(&object)?;
-        if codec::too_deep(&object, codec::MAX_DEPTH) {
-            return Err(StoreError::TooDeep {
-                key: ObjectKey::new(id.namespace, id.name).to_string(),
-                max: codec::MAX_DEPTH,
-            });
-        }
-        let key = ObjectKey::new(id.namespace, id.name);
-        let resource_version = id.resource_version.map(Box::from);
-        let new_values = sh.index_values(&object);
-
-        let mut guard = sh.write();
-        let st = &mut *guard;
-        let body = codec::encode_body(&mut st.atoms, &id, root);
-        let hash = key_hash(
-            &st.key_hasher,
-            id.namespace.map(str::as_bytes),
-            id.name.as_bytes(),
-        );
-        let existing = match st.find(id.namespace, id.name) {
-            None => None,
-            Some(slot) => {
-                let old = st.slots[slot as usize]
-                    .clone()
-                    .expect("found slots are occupied");
-                let h = codec::parse_header(&old);
-                let same_rv = h.rv.matches(id.resource_version);
-                if same_rv && old[h.body_start..] == body[..] {
-                    codec::release_body(&mut st.atoms, &body);
-                    return Ok(None);
-                }
-                // metadata.resourceVersion is part of every stored object: with another one the
-                // two differ, and the old one is decoded only if the indexes need its values
-                // (an update from a watch, the common case, skips it).
-                let old_value = (same_rv || !sh.indexers.is_empty())
-                    .then(|| codec::decode_blob(&st.atoms, &old));
-                if same_rv && old_value.as_ref() == Some(&object) {
-                    // Same JSON, encoded differently (e.g. another key order).
-                    codec::release_body(&mut st.atoms, &body);
-                    return Ok(None);
-                }
-                let (old_revision, old_rv) = (h.revision, h.rv.to_string().map(Box::from));
-                Some((slot, old, old_revision, old_rv, old_value))
-            }
-        };
-
-        st.revision += 1;
-        let revision = st.revision;
-        let mut bytes = Vec::with_capacity(body.len() + 24);
-        codec::encode_header(&mut st.atoms, revision, &id, &mut bytes);
-        bytes.extend_from_slice(&body);
-        drop(body);
-        let blob = Blob::from(&bytes[..]);
-        st.encoded_bytes += blob.len();
-
-        let (kind, previous) = match existing {
-            None => {
-                let slot = st.insert_slot(hash, blob.clone());
-                st.objects += 1;
-                st.reindex(slot, &[], &new_values);
-                let entry = LogEntry::new(&st.atoms, ChangeKind::Added, blob.clone(), None);
-                st.log_push(entry, sh.log_max_events, sh.log_max_bytes);
-                (ChangeKind::Added, None)
-            }
-            Some((slot, old, old_revision, old_rv, old_value)) => {
-                let replaced = st.slots[slot as usize]
-                    .replace(blob.clone())
-                    .expect("found slots are occupied");
-                st.encoded_bytes -= replaced.len();
-                let old_values = old_value
-                    .as_ref()
-                    .map(|v| sh.index_values(v))
-                    .unwrap_or_default();
-                st.reindex(slot, &old_values, &new_values);
-                let entry = LogEntry::new(
-                    &st.atoms,
-                    ChangeKind::Modified,
-                    blob.clone(),
-                    Some(replaced),
-                );
-                st.log_push(entry, sh.log_max_events, sh.log_max_bytes);
-                let previous = StoredObject(Arc::new(Handle {
-                    shared: sh.clone(),
-                    blob: old,
-                    key: key.clone(),
-                    revision: old_revision,
-                    resource_version: old_rv,
-                    json: old_value.map(OnceLock::from).unwrap_or_default(),
-                }));
-                (ChangeKind::Modified, Some(previous))
-            }
-        };
-        sh.revisions.send_replace(revision);
-        st.after_write();
-        drop(guard);
-
-        let object = StoredObject(Arc::new(Handle {
-            shared: sh.clone(),
-            blob,
-            key: key.clone(),
-            revision,
-            resource_version,
-            json: OnceLock::from(object),
-        }));
-        Ok(Some(Change {
-            revision,
-            kind,
-            key,
-            object,
-            previous,
-        }))
-    }
-
-    /// Removes an object; the change carries its last state. `None` when it is not stored.
-    pub fn delete(&self, key: &ObjectKey) -> Option<Change> {
-        let sh = &self.shared;
-        let ns = key.namespace();
-        let mut guard = sh.write();
-        let st = &mut *guard;
-        let slot = st.find(ns, key.name())?;
-        let hash = key_hash(&st.key_hasher, ns.map(str::as_bytes), key.name().as_bytes());
-        let blob = st.remove_slot(hash, slot);
-        st.objects -= 1;
-        st.encoded_bytes -= blob.len();
-        let old_value = codec::decode_blob(&st.atoms, &blob);
-        let old_values = sh.index_values(&old_value);
-        st.reindex(slot, &old_values, &[]);
-        st.revision += 1;
-        let revision = st.revision;
-        let mut object = st.handle(sh, blob.clone(), Some(revision), &mut HashMap::new());
-        if let Some(h) = Arc::get_mut(&mut object.0) {
-            h.json = OnceLock::from(old_value);
-        }
-        let entry = LogEntry::new(&st.atoms, ChangeKind::Deleted, blob, None);
-        st.log_push(entry, sh.log_max_events, sh.log_max_bytes);
-        sh.revisions.send_replace(revision);
-        st.after_write();
-        Some(Change {
-            revision,
-            kind: ChangeKind::Deleted,
-            key: key.clone(),
-            object,
-            previous: None,
-        })
     }
 
     pub fn get(&self, key: &ObjectKey) -> Option<StoredObject> {
@@ -1007,10 +860,192 @@ impl Store {
             interned_bytes: st.atoms.bytes(),
         }
     }
+}
+
+/// The write half of a store: the fleet applies and deletes through it; everything else
+/// holds the read-only [`Store`] it hands out ([`Writer::as_reader`]), as kube-rs's reflector
+/// splits its `Writer` from its `Store`. Reads through a writer go to the same store (it
+/// dereferences to it). Several scopes of one resource write to one store, so the fleet shares
+/// a writer between them (`Arc<Writer>`); writes are serialised inside.
+pub struct Writer {
+    store: Store,
+}
+
+impl Writer {
+    /// An empty store, with a fresh random epoch.
+    pub fn new(opts: StoreOptions) -> Self {
+        Writer {
+            store: Store::new(opts),
+        }
+    }
+
+    /// A read-only handle on the same store.
+    pub fn as_reader(&self) -> Store {
+        self.store.clone()
+    }
+
+    /// Inserts or replaces the object with this `metadata.namespace`/`metadata.name`.
+    ///
+    /// Returns the change, or `None` when the stored object is already identical.
+    pub fn apply(&self, object: Value) -> Result<Option<Change>, StoreError> {
+        let sh = &self.store.shared;
+        let (root, id) = identity(&object)?;
+        if codec::too_deep(&object, codec::MAX_DEPTH) {
+            return Err(StoreError::TooDeep {
+                key: ObjectKey::new(id.namespace, id.name).to_string(),
+                max: codec::MAX_DEPTH,
+            });
+        }
+        let key = ObjectKey::new(id.namespace, id.name);
+        let resource_version = id.resource_version.map(Box::from);
+        let new_values = sh.index_values(&object);
+
+        let mut guard = sh.write();
+        let st = &mut *guard;
+        let body = codec::encode_body(&mut st.atoms, &id, root);
+        let hash = key_hash(
+            &st.key_hasher,
+            id.namespace.map(str::as_bytes),
+            id.name.as_bytes(),
+        );
+        let existing = match st.find(id.namespace, id.name) {
+            None => None,
+            Some(slot) => {
+                let old = st.slots[slot as usize]
+                    .clone()
+                    .expect("found slots are occupied");
+                let h = codec::parse_header(&old);
+                let same_rv = h.rv.matches(id.resource_version);
+                if same_rv && old[h.body_start..] == body[..] {
+                    codec::release_body(&mut st.atoms, &body);
+                    return Ok(None);
+                }
+                // metadata.resourceVersion is part of every stored object: with another one the
+                // two differ, and the old one is decoded only if the indexes need its values
+                // (an update from a watch, the common case, skips it).
+                let old_value = (same_rv || !sh.indexers.is_empty())
+                    .then(|| codec::decode_blob(&st.atoms, &old));
+                if same_rv && old_value.as_ref() == Some(&object) {
+                    // Same JSON, encoded differently (e.g. another key order).
+                    codec::release_body(&mut st.atoms, &body);
+                    return Ok(None);
+                }
+                let (old_revision, old_rv) = (h.revision, h.rv.to_string().map(Box::from));
+                Some((slot, old, old_revision, old_rv, old_value))
+            }
+        };
+
+        st.revision += 1;
+        let revision = st.revision;
+        let mut bytes = Vec::with_capacity(body.len() + 24);
+        codec::encode_header(&mut st.atoms, revision, &id, &mut bytes);
+        bytes.extend_from_slice(&body);
+        drop(body);
+        let blob = Blob::from(&bytes[..]);
+        st.encoded_bytes += blob.len();
+
+        let (kind, previous) = match existing {
+            None => {
+                let slot = st.insert_slot(hash, blob.clone());
+                st.objects += 1;
+                st.reindex(slot, &[], &new_values);
+                let entry = LogEntry::new(&st.atoms, ChangeKind::Added, blob.clone(), None);
+                st.log_push(entry, sh.log_max_events, sh.log_max_bytes);
+                (ChangeKind::Added, None)
+            }
+            Some((slot, old, old_revision, old_rv, old_value)) => {
+                let replaced = st.slots[slot as usize]
+                    .replace(blob.clone())
+                    .expect("found slots are occupied");
+                st.encoded_bytes -= replaced.len();
+                let old_values = old_value
+                    .as_ref()
+                    .map(|v| sh.index_values(v))
+                    .unwrap_or_default();
+                st.reindex(slot, &old_values, &new_values);
+                let entry = LogEntry::new(
+                    &st.atoms,
+                    ChangeKind::Modified,
+                    blob.clone(),
+                    Some(replaced),
+                );
+                st.log_push(entry, sh.log_max_events, sh.log_max_bytes);
+                let previous = StoredObject(Arc::new(Handle {
+                    shared: sh.clone(),
+                    blob: old,
+                    key: key.clone(),
+                    revision: old_revision,
+                    resource_version: old_rv,
+                    json: old_value.map(OnceLock::from).unwrap_or_default(),
+                }));
+                (ChangeKind::Modified, Some(previous))
+            }
+        };
+        sh.revisions.send_replace(revision);
+        st.after_write();
+        drop(guard);
+
+        let object = StoredObject(Arc::new(Handle {
+            shared: sh.clone(),
+            blob,
+            key: key.clone(),
+            revision,
+            resource_version,
+            json: OnceLock::from(object),
+        }));
+        Ok(Some(Change {
+            revision,
+            kind,
+            key,
+            object,
+            previous,
+        }))
+    }
+
+    /// Removes an object; the change carries its last state. `None` when it is not stored.
+    pub fn delete(&self, key: &ObjectKey) -> Option<Change> {
+        let sh = &self.store.shared;
+        let ns = key.namespace();
+        let mut guard = sh.write();
+        let st = &mut *guard;
+        let slot = st.find(ns, key.name())?;
+        let hash = key_hash(&st.key_hasher, ns.map(str::as_bytes), key.name().as_bytes());
+        let blob = st.remove_slot(hash, slot);
+        st.objects -= 1;
+        st.encoded_bytes -= blob.len();
+        let old_value = codec::decode_blob(&st.atoms, &blob);
+        let old_values = sh.index_values(&old_value);
+        st.reindex(slot, &old_values, &[]);
+        st.revision += 1;
+        let revision = st.revision;
+        let mut object = st.handle(sh, blob.clone(), Some(revision), &mut HashMap::new());
+        if let Some(h) = Arc::get_mut(&mut object.0) {
+            h.json = OnceLock::from(old_value);
+        }
+        let entry = LogEntry::new(&st.atoms, ChangeKind::Deleted, blob, None);
+        st.log_push(entry, sh.log_max_events, sh.log_max_bytes);
+        sh.revisions.send_replace(revision);
+        st.after_write();
+        Some(Change {
+            revision,
+            kind: ChangeKind::Deleted,
+            key: key.clone(),
+            object,
+            previous: None,
+        })
+    }
 
     /// Frees what the store let go of while readers still held it, for those readers that
     /// have finished. Writes do this on their own from time to time.
     pub fn reclaim(&self) {
-        self.shared.write().sweep();
+        self.store.shared.write().sweep();
+    }
+}
+
+impl std::ops::Deref for Writer {
+    type Target = Store;
+
+    fn deref(&self) -> &Store {
+        &self.store
     }
 }

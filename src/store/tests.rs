@@ -83,7 +83,7 @@ fn node_index() -> StoreOptions {
     })
 }
 
-fn assert_round_trip(store: &Store, object: &Value) {
+fn assert_round_trip(store: &Writer, object: &Value) {
     let ns = object["metadata"]["namespace"]
         .as_str()
         .filter(|s| !s.is_empty());
@@ -96,11 +96,11 @@ fn assert_round_trip(store: &Store, object: &Value) {
 
 #[test]
 fn fixture_pods_round_trip_exactly() {
-    let store = Store::new(StoreOptions::default());
+    let store = Writer::new(StoreOptions::default());
     for (file, p) in fixture_pods() {
         assert_round_trip(&store, &p);
         let projected = controller_profile(&p);
-        let other = Store::new(StoreOptions::default());
+        let other = Writer::new(StoreOptions::default());
         assert_round_trip(&other, &projected);
         // Still exact when read back through the change log.
         let changes = other.changes_since(0).unwrap();
@@ -142,7 +142,7 @@ fn edge_case_values_round_trip() {
         "nested": [[1, [2, ["2026-01-01T00:00:00Z", {"k": [name]}]]], {"x": [{"y": "z"}, {"y": "10.0.0.1"}]}],
         "same-keys": [{"a": 1}, {"a": 1}, {"a": "2026-01-01T00:00:00Z"}, {"a": "1999-01-01T00:00:00Z"}],
     });
-    let store = Store::new(StoreOptions::default());
+    let store = Writer::new(StoreOptions::default());
     assert_round_trip(&store, &object);
     // Cluster-scoped, no resourceVersion.
     let cluster =
@@ -220,7 +220,7 @@ fn random_value(rng: &mut StdRng, depth: usize, name: &str) -> Value {
 #[test]
 fn random_documents_round_trip_and_release_everything() {
     let mut rng = StdRng::seed_from_u64(7);
-    let store = Store::new(StoreOptions {
+    let store = Writer::new(StoreOptions {
         log_max_events: 16,
         ..StoreOptions::default()
     });
@@ -251,7 +251,7 @@ fn random_documents_round_trip_and_release_everything() {
         store.apply(pod("last", "p", "n", i + 2)).unwrap();
     }
     store.delete(&key("last", "p"));
-    let store2 = Store::new(StoreOptions {
+    let store2 = Writer::new(StoreOptions {
         log_max_events: 0,
         ..StoreOptions::default()
     });
@@ -270,7 +270,7 @@ fn random_documents_round_trip_and_release_everything() {
 
 #[test]
 fn revisions_are_monotonic_and_unchanged_applies_are_no_ops() {
-    let store = Store::new(StoreOptions::default());
+    let store = Writer::new(StoreOptions::default());
     assert_eq!(store.revision(), 0);
     let a = store.apply(pod("ns", "a", "n1", 10)).unwrap().unwrap();
     assert_eq!((a.revision, a.kind), (1, ChangeKind::Added));
@@ -289,12 +289,12 @@ fn revisions_are_monotonic_and_unchanged_applies_are_no_ops() {
     assert_eq!(store.get(&key("ns", "a")).unwrap().revision(), 3);
     assert_eq!(store.get(&key("ns", "b")).unwrap().revision(), 2);
     assert_eq!(store.len(), 2);
-    assert_ne!(Store::new(StoreOptions::default()).epoch(), store.epoch());
+    assert_ne!(Writer::new(StoreOptions::default()).epoch(), store.epoch());
 }
 
 #[test]
 fn modified_carries_the_previous_state() {
-    let store = Store::new(StoreOptions::default());
+    let store = Writer::new(StoreOptions::default());
     store.apply(pod("ns", "a", "n1", 10)).unwrap();
     let m = store.apply(pod("ns", "a", "n2", 11)).unwrap().unwrap();
     let prev = m.previous.as_ref().expect("previous");
@@ -316,7 +316,7 @@ fn modified_carries_the_previous_state() {
 
 #[test]
 fn delete_records_the_last_state() {
-    let store = Store::new(StoreOptions::default());
+    let store = Writer::new(StoreOptions::default());
     store.apply(pod("ns", "a", "n1", 10)).unwrap();
     assert!(store.delete(&key("ns", "missing")).is_none());
     assert!(store.delete(&key("other", "a")).is_none());
@@ -339,7 +339,7 @@ fn delete_records_the_last_state() {
 
 #[test]
 fn changes_since_replays_exactly_and_expires_by_count() {
-    let store = Store::new(StoreOptions {
+    let store = Writer::new(StoreOptions {
         log_max_events: 5,
         ..StoreOptions::default()
     });
@@ -384,7 +384,7 @@ fn changes_since_expires_by_bytes() {
         p["spec"]["payload"] = json!(format!("{i}").repeat(2_000));
         p
     };
-    let store = Store::new(StoreOptions {
+    let store = Writer::new(StoreOptions {
         log_max_events: 1_000,
         log_max_bytes: 5_000,
         ..StoreOptions::default()
@@ -416,7 +416,7 @@ fn changes_since_expires_by_bytes() {
 
 #[test]
 fn indexes_follow_updates_and_deletes() {
-    let store = Store::new(node_index());
+    let store = Writer::new(node_index());
     store.apply(pod("ns", "a", "n1", 1)).unwrap();
     store.apply(pod("ns", "b", "n1", 2)).unwrap();
     store.apply(pod("other", "a", "n2", 3)).unwrap();
@@ -453,7 +453,7 @@ fn indexes_follow_updates_and_deletes() {
 
 #[test]
 fn keys_and_lists_by_namespace() {
-    let store = Store::new(StoreOptions::default());
+    let store = Writer::new(StoreOptions::default());
     for ns in ["a", "b"] {
         for i in 0..3 {
             store.apply(pod(ns, &format!("p{i}"), "n", 1)).unwrap();
@@ -486,7 +486,7 @@ fn keys_and_lists_by_namespace() {
 
 #[test]
 fn memory_is_released_when_objects_go() {
-    let store = Store::new(StoreOptions {
+    let store = Writer::new(StoreOptions {
         log_max_events: 0,
         ..node_index()
     });
@@ -515,7 +515,7 @@ fn memory_is_released_when_objects_go() {
 
 #[test]
 fn rejects_objects_without_identity() {
-    let store = Store::new(StoreOptions::default());
+    let store = Writer::new(StoreOptions::default());
     assert_eq!(
         store.apply(json!([1])).unwrap_err(),
         StoreError::NotAnObject
@@ -546,7 +546,7 @@ fn rejects_objects_without_identity() {
 
 #[tokio::test]
 async fn subscribers_see_new_revisions() {
-    let store = Arc::new(Store::new(StoreOptions::default()));
+    let store = Arc::new(Writer::new(StoreOptions::default()));
     let mut rx = store.subscribe();
     assert_eq!(*rx.borrow(), 0);
     let writer = {
@@ -568,9 +568,10 @@ async fn subscribers_see_new_revisions() {
 fn concurrent_readers_and_writer() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Store>();
+    assert_send_sync::<Writer>();
     assert_send_sync::<StoredObject>();
     assert_send_sync::<Change>();
-    let store = Arc::new(Store::new(node_index()));
+    let store = Arc::new(Writer::new(node_index()));
     std::thread::scope(|s| {
         s.spawn(|| {
             for i in 0..2_000u64 {

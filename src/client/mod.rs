@@ -9,8 +9,8 @@
 //!   [`ConnectOptions::ca_file`]; a client certificate is optional (mutual TLS).
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), informerd::api::client::ClientError> {
-//! use informerd::api::{client, proto::StatusRequest};
+//! # async fn demo() -> Result<(), informerd::client::ClientError> {
+//! use informerd::{client, proto::StatusRequest};
 //! let mut cache = client::connect("/run/informerd/informerd.sock").await?;
 //! let status = cache.status(StatusRequest::default()).await;
 //! # Ok(()) }
@@ -24,10 +24,10 @@ use std::{
 use hyper_util::rt::TokioIo;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity, Uri};
 
-use super::proto::cache_client::CacheClient;
+use crate::proto::cache_client::CacheClient;
 
 /// The trailer that carries the machine-readable reason of an error status (see the proto).
-pub use super::REASON_TRAILER;
+pub use crate::api::REASON_TRAILER;
 
 /// The largest message a client accepts: a `Get` of a large object, or a `List` chunk.
 const MAX_MESSAGE_BYTES: usize = 64 << 20;
