@@ -1,3 +1,5 @@
+use std::path::PathBuf;
+
 use super::*;
 use crate::transform::test_fixtures::{all_pods, kube_system_pods, name};
 

@@ -1,0 +1,147 @@
+//! The validated configuration the rest of the program uses, and the defaults of what the file
+//! may leave out. Every value here has passed validation: selectors, CEL and transforms are
+//! compiled, names are unique, and the defaults are filled in.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::filter::{Filter, LabelSelector, StringsExpr};
+use crate::transform::Transform;
+
+use super::diagnostic::{ConfigError, Source};
+
+/// The `apiVersion` of the configuration file.
+pub const API_VERSION: &str = "informerd.io/v1alpha1";
+/// The `kind` of the configuration file.
+pub const KIND: &str = "Config";
+/// The default Unix socket of the gRPC API.
+pub const DEFAULT_SOCKET: &str = "/run/informerd/informerd.sock";
+/// The default bound of the change log, in events. The log exists to resume watches after a
+/// short disconnect (a client that falls further behind relists, as with the apiserver's own
+/// watch cache); every entry costs about 110 bytes of its own even though it shares the
+/// object's bytes, so 100,000 entries would cost more than the 100,000 pods they describe
+/// (measured with `cargo bench --bench cache_memory`). 10,000 events cover 100 seconds of
+/// churn at 100 changes per second.
+pub const DEFAULT_MAX_EVENTS: usize = 10_000;
+/// The default bound of the change log, in bytes (64Mi).
+pub const DEFAULT_MAX_BYTES: usize = 64 << 20;
+
+/// The `server` section: where the gRPC API listens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// The Unix domain socket (default [`DEFAULT_SOCKET`]).
+    pub socket: PathBuf,
+    /// An optional TCP address: loopback, or any address when `tls` is set.
+    pub listen: Option<SocketAddr>,
+    /// TLS for the TCP address.
+    pub tls: Option<TlsConfig>,
+}
+
+/// `server.tls`: the server's certificate and key (PEM), and optionally the CA that client
+/// certificates must be signed by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsConfig {
+    pub cert_file: PathBuf,
+    pub key_file: PathBuf,
+    pub client_ca_file: Option<PathBuf>,
+}
+
+/// The `changeLog` section: bounds of the store's log of recent changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChangeLogConfig {
+    /// At most this many events (default [`DEFAULT_MAX_EVENTS`]).
+    pub max_events: usize,
+    /// At most this many bytes (default [`DEFAULT_MAX_BYTES`]).
+    pub max_bytes: usize,
+}
+
+/// Which namespaces a resource is watched in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// One cluster-wide stream (also the only scope of cluster-scoped kinds).
+    AllNamespaces,
+    /// One stream per listed namespace.
+    Namespaces(Vec<String>),
+    /// One stream per Namespace that matches the selector, started and stopped as they come
+    /// and go.
+    Selector(LabelSelector),
+}
+
+/// A secondary index of a resource.
+#[derive(Clone, Debug)]
+pub struct IndexConfig {
+    /// The name clients use.
+    pub name: String,
+    /// What the keys are.
+    pub expr: StringsExpr,
+}
+
+/// One cached resource, validated and compiled.
+#[derive(Clone, Debug)]
+pub struct ResourceConfig {
+    /// The name clients use: `name`, or the lowercase kind.
+    pub name: String,
+    /// `v1` or `group/version`, as written.
+    pub api_version: String,
+    /// The API group; empty for the core group.
+    pub group: String,
+    /// The version, e.g. `v1`.
+    pub version: String,
+    /// The kind, e.g. `Pod`.
+    pub kind: String,
+    /// Which namespaces.
+    pub scope: Scope,
+    /// The server-side label selector (validated, as written).
+    pub label_selector: Option<String>,
+    /// The server-side field selector (validated, as written).
+    pub field_selector: Option<String>,
+    /// The CEL filter an object must pass to be stored.
+    pub filter: Option<Filter>,
+    /// What is kept of each object (the identity transform if none is configured).
+    pub transform: Transform,
+    /// Secondary indexes.
+    pub indexes: Vec<IndexConfig>,
+    /// Whether caching Secrets was opted into.
+    pub allow_secrets: bool,
+}
+
+/// A validated configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Where the gRPC API listens.
+    pub server: ServerConfig,
+    /// Bounds of the change log.
+    pub change_log: ChangeLogConfig,
+    /// The cached resources, in file order.
+    pub resources: Vec<ResourceConfig>,
+    pub(super) source: Arc<Source>,
+}
+
+impl Config {
+    /// An error about field `field` (e.g. `kind`, `namespaces`, `indexes[0].cel`) of resource
+    /// `resource_index`, pointing into the file: `FILE:LINE:COL: resources[i].field: message`.
+    pub fn error_at(&self, resource_index: usize, field: &str, message: &str) -> ConfigError {
+        self.error_at_path(&resource_path(resource_index, field), message)
+    }
+
+    /// An error about any field of the file, by its path (e.g. `server.listen`).
+    pub fn error_at_path(&self, path: &str, message: &str) -> ConfigError {
+        self.source.diagnostic(path, message, false).into_error()
+    }
+
+    /// The file name the configuration was read from.
+    pub fn file(&self) -> &str {
+        &self.source.file
+    }
+
+    /// The resource clients call `name`.
+    pub fn resource(&self, name: &str) -> Option<&ResourceConfig> {
+        self.resources.iter().find(|r| r.name == name)
+    }
+}
+
+/// The path of field `field` of resource `index`: `resources[index].field`.
+pub(super) fn resource_path(index: usize, field: &str) -> String {
+    format!("resources[{index}].{field}")
+}

@@ -1,0 +1,95 @@
+//! The `server` section: the Unix socket, the optional TCP address, and the TLS that a
+//! non-loopback address needs.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use super::Validator;
+use crate::config::model::{ServerConfig, TlsConfig, DEFAULT_SOCKET};
+use crate::config::raw::{RawServer, RawTls};
+
+impl Validator {
+    pub(super) fn server(&mut self, raw: RawServer) -> ServerConfig {
+        let socket = self
+            .socket(raw.socket)
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET));
+        let tls = raw.tls.and_then(|t| self.tls(t));
+        let has_tls = tls.is_some();
+        let listen_given = raw.listen.is_some();
+        let listen = raw.listen.and_then(|text| self.listen(&text, has_tls));
+        if has_tls && !listen_given {
+            self.error(
+                "server.tls",
+                "TLS applies to the TCP address: set server.listen too (the Unix socket is \
+                 never encrypted)",
+            );
+        }
+        ServerConfig {
+            socket,
+            listen,
+            tls,
+        }
+    }
+
+    /// `server.socket`; `None` for the default, also when it is invalid (the error recorded).
+    fn socket(&mut self, raw: Option<String>) -> Option<PathBuf> {
+        match raw {
+            Some(s) if s.trim().is_empty() => {
+                self.error("server.socket", "the socket path is empty");
+                None
+            }
+            other => other.map(PathBuf::from),
+        }
+    }
+
+    /// `server.listen`: an address, loopback unless `has_tls`.
+    fn listen(&mut self, text: &str, has_tls: bool) -> Option<SocketAddr> {
+        match text.parse::<SocketAddr>() {
+            Ok(addr) if addr.ip().is_loopback() || has_tls => Some(addr),
+            Ok(addr) => {
+                self.error(
+                    "server.listen",
+                    format!(
+                        "{addr} is not a loopback address; informerd serves data its clients \
+                         may not otherwise read, so beyond 127.0.0.0/8 and [::1] it needs \
+                         server.tls (certFile, keyFile, and clientCAFile to require client \
+                         certificates)"
+                    ),
+                );
+                None
+            }
+            Err(_) => {
+                self.error(
+                    "server.listen",
+                    format!("'{text}' is not an address; expected IP:PORT, e.g. 127.0.0.1:7070"),
+                );
+                None
+            }
+        }
+    }
+
+    /// `server.tls`: both files are required.
+    fn tls(&mut self, raw: RawTls) -> Option<TlsConfig> {
+        let cert_file = self.pem_file("certFile", raw.cert_file);
+        let key_file = self.pem_file("keyFile", raw.key_file);
+        Some(TlsConfig {
+            cert_file: cert_file?,
+            key_file: key_file?,
+            client_ca_file: raw.client_ca_file.map(PathBuf::from),
+        })
+    }
+
+    /// A required file of `server.tls`.
+    fn pem_file(&mut self, field: &str, value: Option<String>) -> Option<PathBuf> {
+        match value {
+            Some(v) if !v.trim().is_empty() => Some(PathBuf::from(v)),
+            _ => {
+                self.error(
+                    format!("server.tls.{field}"),
+                    "is required: a PEM file path",
+                );
+                None
+            }
+        }
+    }
+}
