@@ -73,6 +73,17 @@ pub struct YamlError {
     pub message: String,
 }
 
+impl YamlError {
+    /// An error of the document at `pos`, not of a field.
+    fn at(pos: Pos, message: String) -> YamlError {
+        YamlError {
+            pos,
+            path: String::new(),
+            message,
+        }
+    }
+}
+
 enum Frame {
     Map {
         path: String,
@@ -88,7 +99,10 @@ enum Frame {
     },
 }
 
+#[derive(Default)]
 struct Builder {
+    /// How many documents have started.
+    documents: usize,
     stack: Vec<Frame>,
     root: Option<Value>,
     anchors: HashMap<usize, Value>,
@@ -169,6 +183,102 @@ impl Builder {
     }
 }
 
+impl Builder {
+    /// Takes in one event of the parser.
+    fn event(&mut self, event: Event<'_>, span: &Span) -> Result<(), YamlError> {
+        match event {
+            Event::DocumentStart(..) => self.document_start(span),
+            Event::Scalar(value, style, anchor, tag) => {
+                if self.expecting_key() {
+                    return self.key(&value, span);
+                }
+                let tag = tag.as_ref().and_then(|t| t.core_suffix());
+                let value = match (tag, style) {
+                    (Some("str"), _) => Value::String(value.into_owned()),
+                    (_, ScalarStyle::Plain) | (Some(_), _) => resolve_plain(&value),
+                    _ => Value::String(value.into_owned()),
+                };
+                self.start_value(span);
+                self.finish_value(value, anchor);
+                Ok(())
+            }
+            Event::Alias(id) => {
+                self.refuse_key(span, "aliases as keys")?;
+                self.start_value(span);
+                let value = self.anchors.get(&id).cloned().unwrap_or(Value::Null);
+                self.finish_value(value, 0);
+                Ok(())
+            }
+            Event::MappingStart(_, anchor, _) => {
+                self.open(span, "maps as keys", |path| Frame::Map {
+                    path,
+                    anchor,
+                    map: Map::new(),
+                    key: None,
+                })
+            }
+            Event::SequenceStart(_, anchor, _) => {
+                self.open(span, "lists as keys", |path| Frame::Seq {
+                    path,
+                    anchor,
+                    items: Vec::new(),
+                })
+            }
+            Event::MappingEnd | Event::SequenceEnd => {
+                self.close();
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// One document per file.
+    fn document_start(&mut self, span: &Span) -> Result<(), YamlError> {
+        self.documents += 1;
+        if self.documents > 1 {
+            return Err(YamlError::at(
+                Pos::of(span),
+                "the file holds more than one YAML document; put everything in one".to_string(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Only scalars are keys: a map, list or alias where a key is expected is `what`, refused.
+    fn refuse_key(&self, span: &Span, what: &str) -> Result<(), YamlError> {
+        if self.expecting_key() {
+            return Err(YamlError::at(
+                Pos::of(span),
+                format!("{what} are not supported"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Starts a map or a list, `frame` given its path; `what` names it as a refused key.
+    fn open(
+        &mut self,
+        span: &Span,
+        what: &str,
+        frame: impl FnOnce(String) -> Frame,
+    ) -> Result<(), YamlError> {
+        self.refuse_key(span, what)?;
+        let path = self.start_value(span);
+        self.stack.push(frame(path));
+        Ok(())
+    }
+
+    /// Ends the innermost map or list, which becomes a value of its parent.
+    fn close(&mut self) {
+        let (value, anchor) = match self.stack.pop() {
+            Some(Frame::Map { map, anchor, .. }) => (Value::Object(map), anchor),
+            Some(Frame::Seq { items, anchor, .. }) => (Value::Array(items), anchor),
+            None => return,
+        };
+        self.finish_value(value, anchor);
+    }
+}
+
 /// Resolves a plain scalar with the YAML 1.2 core schema.
 fn resolve_plain(text: &str) -> Value {
     match text {
@@ -229,97 +339,16 @@ fn resolve_plain(text: &str) -> Value {
 
 /// Parses `text` into a JSON value and the positions of its nodes.
 pub fn parse(text: &str) -> Result<(Value, Positions), YamlError> {
-    let mut builder = Builder {
-        stack: Vec::new(),
-        root: None,
-        anchors: HashMap::new(),
-        positions: HashMap::new(),
-    };
-    let mut documents = 0;
+    let mut builder = Builder::default();
     for event in Parser::new_from_str(text) {
-        let (event, span) = event.map_err(|e| YamlError {
-            pos: Pos {
+        let (event, span) = event.map_err(|e| {
+            let pos = Pos {
                 line: e.marker().line(),
                 column: e.marker().col() + 1,
-            },
-            path: String::new(),
-            message: format!("invalid YAML: {}", e.info()),
+            };
+            YamlError::at(pos, format!("invalid YAML: {}", e.info()))
         })?;
-        let unsupported = |what: &str| YamlError {
-            pos: Pos::of(&span),
-            path: String::new(),
-            message: format!("{what} are not supported"),
-        };
-        match event {
-            Event::DocumentStart(..) => {
-                documents += 1;
-                if documents > 1 {
-                    return Err(YamlError {
-                        pos: Pos::of(&span),
-                        path: String::new(),
-                        message: "the file holds more than one YAML document; put everything in \
-                                  one"
-                        .to_string(),
-                    });
-                }
-            }
-            Event::Scalar(value, style, anchor, tag) => {
-                if builder.expecting_key() {
-                    builder.key(&value, &span)?;
-                    continue;
-                }
-                builder.start_value(&span);
-                let tag = tag
-                    .as_ref()
-                    .and_then(|t| t.core_suffix().map(str::to_string));
-                let value = match (tag.as_deref(), style) {
-                    (Some("str"), _) => Value::String(value.into_owned()),
-                    (_, ScalarStyle::Plain) | (Some(_), _) => resolve_plain(&value),
-                    _ => Value::String(value.into_owned()),
-                };
-                builder.finish_value(value, anchor);
-            }
-            Event::Alias(id) => {
-                if builder.expecting_key() {
-                    return Err(unsupported("aliases as keys"));
-                }
-                builder.start_value(&span);
-                let value = builder.anchors.get(&id).cloned().unwrap_or(Value::Null);
-                builder.finish_value(value, 0);
-            }
-            Event::MappingStart(_, anchor, _) => {
-                if builder.expecting_key() {
-                    return Err(unsupported("maps as keys"));
-                }
-                let path = builder.start_value(&span);
-                builder.stack.push(Frame::Map {
-                    path,
-                    anchor,
-                    map: Map::new(),
-                    key: None,
-                });
-            }
-            Event::SequenceStart(_, anchor, _) => {
-                if builder.expecting_key() {
-                    return Err(unsupported("lists as keys"));
-                }
-                let path = builder.start_value(&span);
-                builder.stack.push(Frame::Seq {
-                    path,
-                    anchor,
-                    items: Vec::new(),
-                });
-            }
-            Event::MappingEnd | Event::SequenceEnd => {
-                let (value, anchor) = match builder.stack.pop() {
-                    Some(Frame::Map { map, anchor, .. }) => (Value::Object(map), anchor),
-                    Some(Frame::Seq { items, anchor, .. }) => (Value::Array(items), anchor),
-                    None => continue,
-                };
-                builder.finish_value(value, anchor);
-            }
-            _ => {}
-        }
+        builder.event(event, &span)?;
     }
     let root = builder.root.unwrap_or(Value::Null);
     Ok((root, Positions(builder.positions)))
