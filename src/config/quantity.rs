@@ -1,5 +1,10 @@
 //! Byte sizes in Kubernetes quantity syntax: `64Mi`, `1Gi`, `500M`, `1.5Ki`, `1e6`, `1048576`.
 
+/// The binary suffixes: 1024 to the power of their place, from 1.
+const BINARY_SUFFIXES: [&str; 6] = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
+/// The decimal suffixes: 1000 to the power of their place, from 1.
+const DECIMAL_SUFFIXES: [&str; 6] = ["k", "M", "G", "T", "P", "E"];
+
 /// Parses a quantity into a whole number of bytes. Binary suffixes (`Ki`, `Mi`, `Gi`, `Ti`, `Pi`,
 /// `Ei`) are powers of 1024, decimal ones (`k`, `M`, `G`, `T`, `P`, `E`) powers of 1000, and
 /// `e`/`E` followed by an integer is a decimal exponent, as in Kubernetes. Negative values,
@@ -19,33 +24,23 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
         return Err(format!("'{text}' is not a quantity; {expected}"));
     }
     // value = digits / 10^frac_len * base^power
-    let (base, power): (u128, u32) = match suffix {
-        "" => (1, 0),
-        "Ki" => (1024, 1),
-        "Mi" => (1024, 2),
-        "Gi" => (1024, 3),
-        "Ti" => (1024, 4),
-        "Pi" => (1024, 5),
-        "Ei" => (1024, 6),
-        "k" => (1000, 1),
-        "M" => (1000, 2),
-        "G" => (1000, 3),
-        "T" => (1000, 4),
-        "P" => (1000, 5),
-        "E" => (1000, 6),
-        "m" => {
+    let (base, power) = match suffix_scale(suffix) {
+        Some(scale) => scale,
+        None if suffix == "m" => {
             return Err(format!(
                 "'{text}' is in thousandths; a size needs whole bytes"
             ))
         }
-        s if s.starts_with(['e', 'E']) => match s[1..].parse::<u32>() {
+        None if suffix.starts_with(['e', 'E']) => match suffix[1..].parse::<u32>() {
             Ok(exp) if exp <= 30 => (10, exp),
             _ => return Err(format!("'{text}' has an invalid exponent; {expected}")),
         },
-        s => {
+        None => {
             return Err(format!(
-                "'{text}' has an unknown suffix '{s}'; use Ki, Mi, Gi, Ti, Pi, Ei (powers of \
-                 1024) or k, M, G, T, P, E (powers of 1000)"
+                "'{text}' has an unknown suffix '{suffix}'; use {} (powers of 1024) or {} \
+                 (powers of 1000)",
+                BINARY_SUFFIXES.join(", "),
+                DECIMAL_SUFFIXES.join(", ")
             ))
         }
     };
@@ -60,6 +55,20 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
         return Err(format!("'{text}' is not a whole number of bytes"));
     }
     u64::try_from(scaled / scale).map_err(|_| too_large())
+}
+
+/// The (base, power) of a multiplier `suffix`; (1, 0) for none.
+fn suffix_scale(suffix: &str) -> Option<(u128, u32)> {
+    if suffix.is_empty() {
+        return Some((1, 0));
+    }
+    let power = |table: &[&str]| {
+        let place = table.iter().position(|s| *s == suffix)?;
+        u32::try_from(place + 1).ok()
+    };
+    power(&BINARY_SUFFIXES)
+        .map(|p| (1024, p))
+        .or_else(|| power(&DECIMAL_SUFFIXES).map(|p| (1000, p)))
 }
 
 #[cfg(test)]
@@ -104,5 +113,10 @@ mod tests {
             let err = parse_bytes(text).unwrap_err();
             assert!(err.contains(message), "{text}: {err}");
         }
+        assert_eq!(
+            parse_bytes("64MB").unwrap_err(),
+            "'64MB' has an unknown suffix 'MB'; use Ki, Mi, Gi, Ti, Pi, Ei (powers of 1024) or \
+             k, M, G, T, P, E (powers of 1000)"
+        );
     }
 }
