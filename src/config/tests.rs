@@ -224,6 +224,8 @@ fn serde_errors_carry_line_column_and_path() {
     );
 }
 
+/// One table of every field rule's message, longer than a function should be so that the
+/// messages users read can be compared (and reworded) side by side.
 #[test]
 fn semantic_errors_carry_line_column_and_path() {
     let cases: Vec<(String, &str)> = vec![
