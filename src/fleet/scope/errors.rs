@@ -105,7 +105,8 @@ pub(super) mod tests {
         ))
     }
 
-    fn pods() -> ApiResource {
+    /// The resource the errors of these tests are about.
+    pub fn pods() -> ApiResource {
         ApiResource::erase::<k8s_openapi::api::core::v1::Pod>(&())
     }
 

@@ -12,7 +12,7 @@ use kube::{
 };
 use tokio::task::JoinHandle;
 
-use super::{errors::ScopeError, spawn, status::ScopeState, StreamSpec, NAMESPACE_SELECTOR};
+use super::{errors::ScopeError, run::spawn, status::ScopeState, StreamSpec, NAMESPACE_SELECTOR};
 
 /// Watches the Namespaces that match `selector` and keeps one stream per matching namespace.
 pub(in crate::fleet) async fn run_namespace_selector(spec: StreamSpec, selector: String) {
