@@ -120,3 +120,42 @@ impl StatusBoard {
             .send_if_modified(|old| std::mem::replace(old, synced) != synced);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn synced(s: &mut ScopeStatus) {
+        s.state = ScopeState::Synced;
+    }
+
+    #[test]
+    fn a_resource_is_synced_while_every_scope_is_and_it_has_one() {
+        let board = StatusBoard::default();
+        let rx = board.subscribe();
+        assert!(!board.is_synced(), "no scope yet");
+        board.update("a", |_| {});
+        board.update("a", synced);
+        assert!(board.is_synced());
+        assert!(rx.has_changed().expect("open"));
+        board.update("b", |_| {});
+        assert!(!board.is_synced(), "a new scope is Listing");
+        board.update("b", synced);
+        board.remove("b");
+        assert!(board.is_synced());
+        board.remove("a");
+        assert!(!board.is_synced(), "no scope left");
+        assert_eq!(board.snapshot(), BTreeMap::new());
+    }
+
+    #[test]
+    fn counters_alone_publish_nothing() {
+        let board = StatusBoard::default();
+        board.update("a", synced);
+        let mut rx = board.subscribe();
+        rx.borrow_and_update();
+        board.update("a", |s| s.listed += 1);
+        assert!(!rx.has_changed().expect("open"));
+        assert_eq!(board.get("a").map(|s| s.listed), Some(1));
+    }
+}

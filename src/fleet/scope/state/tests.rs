@@ -20,6 +20,14 @@ fn status(status: StatusChange) -> Actions {
     }
 }
 
+/// Actions that give back the initial-list permit and change the status.
+fn releasing(change: StatusChange) -> Actions {
+    Actions {
+        release_permit: true,
+        ..status(change)
+    }
+}
+
 /// A machine whose first list has completed.
 fn synced() -> ScopeMachine {
     let mut m = ScopeMachine::default();
@@ -52,11 +60,7 @@ fn a_first_list_that_completes_is_synced_and_releases_the_permit() {
     );
     assert_eq!(
         progress(&mut m, Progress::Synced),
-        Actions {
-            release_permit: true,
-            paginate: false,
-            status: StatusChange::Serving,
-        }
+        releasing(StatusChange::Serving)
     );
     assert_eq!((m.phase, m.lists()), (Phase::Synced, Lists::Streaming));
 }
@@ -92,11 +96,7 @@ fn a_first_list_that_fails_and_starts_again_paginates() {
     progress(&mut m, Progress::ListStarted);
     assert_eq!(
         error(&mut m, 500, "etcd timeout"),
-        Actions {
-            release_permit: true,
-            paginate: false,
-            status: recorded(ScopeState::Failing, 500, "etcd timeout"),
-        }
+        releasing(recorded(ScopeState::Failing, 500, "etcd timeout"))
     );
     assert_eq!(
         progress(&mut m, Progress::ListStarted),
@@ -124,15 +124,11 @@ fn an_apiserver_that_refuses_streaming_lists_gets_paginated_ones_and_the_permit_
         // Paginated lists refused the same way are an error like any other.
         assert_eq!(
             error(&mut m, code, "sendInitialEvents is not supported"),
-            Actions {
-                release_permit: true,
-                paginate: false,
-                status: recorded(
-                    ScopeState::Failing,
-                    code,
-                    "sendInitialEvents is not supported"
-                ),
-            }
+            releasing(recorded(
+                ScopeState::Failing,
+                code,
+                "sendInitialEvents is not supported"
+            ))
         );
     }
 }
@@ -153,11 +149,7 @@ fn a_403_is_forbidden_and_releases_the_permit() {
     let mut m = ScopeMachine::default();
     assert_eq!(
         error(&mut m, 403, "pods is forbidden"),
-        Actions {
-            release_permit: true,
-            paginate: false,
-            status: recorded(ScopeState::Forbidden, 403, "pods is forbidden"),
-        }
+        releasing(recorded(ScopeState::Forbidden, 403, "pods is forbidden"))
     );
     assert_eq!((m.phase, m.lists()), (Phase::Starting, Lists::Streaming));
     // Granted later: the list runs and completes; the permit is not released twice.
