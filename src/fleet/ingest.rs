@@ -209,34 +209,33 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn a_relist_of_unchanged_objects_emits_no_event() {
+    /// Pods x and y of namespace a, as first listed.
+    fn x_and_y() -> Vec<Projected> {
+        vec![pod("a", "x", "1", "keep"), pod("a", "y", "2", "keep")]
+    }
+
+    /// A scope of namespace a that has listed [`x_and_y`], and the store's revision then.
+    fn synced_x_and_y() -> (Pipeline, ScopeIngest, u64) {
         let p = pipeline(None);
         let mut scope = ScopeIngest::new(p.clone(), Some("a".into()));
-        list(
-            &mut scope,
-            vec![pod("a", "x", "1", "keep"), pod("a", "y", "2", "keep")],
-        );
+        list(&mut scope, x_and_y());
         let synced = p.store.revision();
+        (p, scope, synced)
+    }
+
+    #[test]
+    fn a_relist_of_unchanged_objects_emits_no_event() {
+        let (p, mut scope, synced) = synced_x_and_y();
         assert_eq!(synced, 2);
         // As after 410 Gone: the same objects, listed again.
-        list(
-            &mut scope,
-            vec![pod("a", "x", "1", "keep"), pod("a", "y", "2", "keep")],
-        );
+        list(&mut scope, x_and_y());
         assert_eq!(p.store.revision(), synced);
         assert!(changes(&p.store, synced).is_empty());
     }
 
     #[test]
     fn a_relist_emits_exactly_the_differences() {
-        let p = pipeline(None);
-        let mut scope = ScopeIngest::new(p.clone(), Some("a".into()));
-        list(
-            &mut scope,
-            vec![pod("a", "x", "1", "keep"), pod("a", "y", "2", "keep")],
-        );
-        let synced = p.store.revision();
+        let (p, mut scope, synced) = synced_x_and_y();
         // While the stream was down: x changed, y was deleted, z was created.
         list(
             &mut scope,

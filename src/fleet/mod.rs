@@ -12,6 +12,9 @@
 //! Initial lists use streaming lists (`sendInitialEvents`, on by default since Kubernetes
 //! 1.34): objects arrive one at a time, so no page of full objects is ever held. A server that
 //! refuses them gets paginated lists with small pages instead.
+//!
+//! This file is the fleet's face: discovery at start-up, the caches it serves and their status.
+//! It must not run a stream itself: `scope/` runs them, `ingest` applies their events.
 
 mod client;
 mod ingest;

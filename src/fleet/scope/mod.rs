@@ -1,0 +1,43 @@
+//! The streams of one resource: one per namespace scope (or one cluster-wide), and, for a
+//! `namespaceSelector`, the stream of matching Namespaces that starts and stops them.
+//!
+//! Each file holds one part of a scope's life: `state` decides (a pure state machine), `run`
+//! drives kube-rs's watcher and carries out the decisions, `status` publishes them, `errors`
+//! explains failures, `progress` logs lists, `selector` follows a namespaceSelector. This file
+//! only names what a stream needs; it must not hold stream logic itself.
+
+mod errors;
+mod progress;
+mod run;
+mod selector;
+mod state;
+mod status;
+
+use std::sync::Arc;
+
+use kube::{discovery::ApiResource, Client};
+
+use super::pipeline::Pipeline;
+
+pub(super) use run::spawn;
+pub(super) use selector::run_namespace_selector;
+pub(super) use status::StatusBoard;
+pub use status::{ScopeState, ScopeStatus};
+
+/// Everything needed to start a stream of one resource.
+#[derive(Clone)]
+pub(super) struct StreamSpec {
+    pub client: Client,
+    pub api_resource: ApiResource,
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    pub pipeline: Pipeline,
+    pub status: StatusBoard,
+    /// Bounds how many scopes run their initial list at once (shared by the whole fleet).
+    pub initial_lists: Arc<tokio::sync::Semaphore>,
+}
+
+/// The label of the cluster-wide scope in status.
+pub const ALL_NAMESPACES: &str = "*";
+/// The label of a selector's namespace stream in status.
+pub const NAMESPACE_SELECTOR: &str = "namespaceSelector";

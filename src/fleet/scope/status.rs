@@ -1,0 +1,161 @@
+//! What each scope of a resource reports (state, counts, last error), and the one place that
+//! decides whether the resource is synced: every scope's status lives on a [`StatusBoard`],
+//! which publishes "all synced" on a `watch` channel when it changes (see [`super::super::synced`]).
+
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex},
+};
+
+/// Where a scope stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScopeState {
+    /// Listing (initially, or again after 410 Gone or a reconnect).
+    Listing,
+    /// The list completed; the store mirrors the apiserver for this scope.
+    Synced,
+    /// The apiserver answered 403; retried with backoff.
+    Forbidden,
+    /// Another error (the resource vanished, the apiserver is unreachable); retried with backoff.
+    Failing,
+}
+
+/// What a scope reports: state, counts and the last error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScopeStatus {
+    pub state: ScopeState,
+    /// Objects received by the lists (all of them, before the filter).
+    pub listed: u64,
+    /// Changes this scope made to the store.
+    pub changes: u64,
+    /// Objects on which the filter failed to evaluate (treated as not matching).
+    pub filter_errors: u64,
+    /// Lists after the first one.
+    pub relists: u64,
+    pub last_error: Option<String>,
+}
+
+impl Default for ScopeStatus {
+    fn default() -> Self {
+        ScopeStatus {
+            state: ScopeState::Listing,
+            listed: 0,
+            changes: 0,
+            filter_errors: 0,
+            relists: 0,
+            last_error: None,
+        }
+    }
+}
+
+/// The status of every scope of one resource, and whether all of them are synced (published on
+/// a `watch` channel when it changes: see [`super::super::synced`]).
+#[derive(Clone)]
+pub(in crate::fleet) struct StatusBoard {
+    scopes: Arc<Mutex<BTreeMap<String, ScopeStatus>>>,
+    synced: Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+impl Default for StatusBoard {
+    fn default() -> Self {
+        StatusBoard {
+            scopes: Arc::default(),
+            synced: Arc::new(tokio::sync::watch::Sender::new(false)),
+        }
+    }
+}
+
+impl StatusBoard {
+    pub fn snapshot(&self) -> BTreeMap<String, ScopeStatus> {
+        self.scopes.lock().expect("status poisoned").clone()
+    }
+
+    /// Whether every scope has completed its initial list, as last published.
+    pub fn is_synced(&self) -> bool {
+        *self.synced.borrow()
+    }
+
+    /// Follows [`StatusBoard::is_synced`].
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.synced.subscribe()
+    }
+
+    /// The status of one scope, if it is on the board.
+    pub(super) fn get(&self, scope: &str) -> Option<ScopeStatus> {
+        self.scopes
+            .lock()
+            .expect("status poisoned")
+            .get(scope)
+            .cloned()
+    }
+
+    /// Changes one scope's status, adding the scope (as Listing) if it is not on the board.
+    pub(super) fn update(&self, scope: &str, f: impl FnOnce(&mut ScopeStatus)) {
+        let mut map = self.scopes.lock().expect("status poisoned");
+        let entry = map.entry(scope.to_string());
+        let added = matches!(entry, std::collections::btree_map::Entry::Vacant(_));
+        let status = entry.or_default();
+        let before = status.state;
+        f(status);
+        // Only a change of state (or of the set of scopes) can change "synced": the per-object
+        // counters do not pay for the check.
+        if added || status.state != before {
+            self.publish(&map);
+        }
+    }
+
+    /// Takes a scope off the board (its stream stopped).
+    pub(super) fn remove(&self, scope: &str) {
+        let mut map = self.scopes.lock().expect("status poisoned");
+        if map.remove(scope).is_some() {
+            self.publish(&map);
+        }
+    }
+
+    /// Sends whether every scope is synced; called with the map locked, so that two updates
+    /// cannot publish out of order.
+    fn publish(&self, map: &BTreeMap<String, ScopeStatus>) {
+        let synced = !map.is_empty() && map.values().all(|s| s.state == ScopeState::Synced);
+        self.synced
+            .send_if_modified(|old| std::mem::replace(old, synced) != synced);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn synced(s: &mut ScopeStatus) {
+        s.state = ScopeState::Synced;
+    }
+
+    #[test]
+    fn a_resource_is_synced_while_every_scope_is_and_it_has_one() {
+        let board = StatusBoard::default();
+        let rx = board.subscribe();
+        assert!(!board.is_synced(), "no scope yet");
+        board.update("a", |_| {});
+        board.update("a", synced);
+        assert!(board.is_synced());
+        assert!(rx.has_changed().expect("open"));
+        board.update("b", |_| {});
+        assert!(!board.is_synced(), "a new scope is Listing");
+        board.update("b", synced);
+        board.remove("b");
+        assert!(board.is_synced());
+        board.remove("a");
+        assert!(!board.is_synced(), "no scope left");
+        assert_eq!(board.snapshot(), BTreeMap::new());
+    }
+
+    #[test]
+    fn counters_alone_publish_nothing() {
+        let board = StatusBoard::default();
+        board.update("a", synced);
+        let mut rx = board.subscribe();
+        rx.borrow_and_update();
+        board.update("a", |s| s.listed += 1);
+        assert!(!rx.has_changed().expect("open"));
+        assert_eq!(board.get("a").map(|s| s.listed), Some(1));
+    }
+}
