@@ -577,7 +577,8 @@ async fn drain_stalled(
             }
             Ok(Err(s)) => {
                 let reason = client::reason(&s).unwrap_or("-").to_string();
-                out.fell_behind = s.code() == Code::ResourceExhausted && reason == "FellBehind";
+                out.fell_behind = s.code() == Code::ResourceExhausted
+                    && client::Reason::of(&s) == Some(client::Reason::FellBehind);
                 out.end = format!("{:?} / informerd-reason: {reason}", s.code());
                 break;
             }

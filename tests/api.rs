@@ -346,6 +346,8 @@ async fn get_reads_your_writes_with_min_resource_version() -> anyhow::Result<()>
     }
     let err = f.api.get(get("nope", "")).await.unwrap_err();
     assert_eq!((err.code(), reason(&err)), (Code::NotFound, "NotFound"));
+    // The trailer the server sends parses to the generated enum.
+    assert_eq!(client::Reason::of(&err), Some(client::Reason::NotFound));
 
     let future: u64 = f.label("p1", json!({"x": "1"})).await?.parse()?;
     let mut req = tonic::Request::new(get("p1", &(future + 1_000_000).to_string()));

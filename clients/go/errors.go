@@ -7,31 +7,35 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"informerd.io/clients/go/informerdv1"
 )
 
 // ReasonKey is the gRPC trailer in which informerd names the reason of an error.
 const ReasonKey = "informerd-reason"
 
 // The reasons informerd gives in the informerd-reason trailer, with the gRPC code each comes
-// with and what a client does about it.
-const (
+// with and what a client does about it. The trailer carries the name of a value of the proto's
+// enum Reason as it is, so these are the generated names (informerdv1.Reason_name); to switch
+// on the enum, look the trailer up in informerdv1.Reason_value.
+var (
 	// ReasonExpired (OUT_OF_RANGE): the revision is older than the change log: relist.
-	ReasonExpired = "Expired"
+	ReasonExpired = informerdv1.Reason_Expired.String()
 	// ReasonEpochChanged (OUT_OF_RANGE): the token comes from another run of the sidecar: relist.
-	ReasonEpochChanged = "EpochChanged"
+	ReasonEpochChanged = informerdv1.Reason_EpochChanged.String()
 	// ReasonFellBehind (RESOURCE_EXHAUSTED): the watcher did not read fast enough: resume from
 	// the revision of the last event received.
-	ReasonFellBehind = "FellBehind"
+	ReasonFellBehind = informerdv1.Reason_FellBehind.String()
 	// ReasonNotSynced (UNAVAILABLE): the cache has not finished its initial list: retry.
-	ReasonNotSynced = "NotSynced"
+	ReasonNotSynced = informerdv1.Reason_NotSynced.String()
 	// ReasonNotFound (NOT_FOUND): no such object (Get) or no such resource.
-	ReasonNotFound = "NotFound"
+	ReasonNotFound = informerdv1.Reason_NotFound.String()
 	// ReasonNotCaughtUp (DEADLINE_EXCEEDED): Get's min_resource_version was not seen in time.
-	ReasonNotCaughtUp = "NotCaughtUp"
+	ReasonNotCaughtUp = informerdv1.Reason_NotCaughtUp.String()
 	// ReasonInvalid (INVALID_ARGUMENT): a bad selector, index, field mask or CEL expression.
-	ReasonInvalid = "Invalid"
+	ReasonInvalid = informerdv1.Reason_Invalid.String()
 	// ReasonShuttingDown (UNAVAILABLE): the sidecar is stopping: reconnect, resume.
-	ReasonShuttingDown = "ShuttingDown"
+	ReasonShuttingDown = informerdv1.Reason_ShuttingDown.String()
 )
 
 // Error is an error returned by the informerd API: the gRPC status and the informerd-reason

@@ -1,43 +1,17 @@
 //! Errors as clients meet them: a gRPC status code they can act on, a message that says what to
-//! do, and the trailer `informerd-reason` (the reasons are listed in the proto).
+//! do, and the trailer `informerd-reason` naming a [`Reason`] (the enum of the proto, generated:
+//! no reason is spelled out here).
 
 use std::time::Duration;
 
 use tonic::metadata::{MetadataMap, MetadataValue};
 use tonic::{Code, Status};
 
+pub use crate::proto::{Reason, REASON_TRAILER};
 use crate::store::StoreError;
 
-/// The trailer that names the reason of an error.
-pub const REASON_TRAILER: &str = "informerd-reason";
-
-/// Why a call failed; each reason has one status code.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reason {
-    Expired,
-    EpochChanged,
-    FellBehind,
-    NotSynced,
-    NotFound,
-    NotCaughtUp,
-    Invalid,
-    ShuttingDown,
-}
-
 impl Reason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::Expired => "Expired",
-            Reason::EpochChanged => "EpochChanged",
-            Reason::FellBehind => "FellBehind",
-            Reason::NotSynced => "NotSynced",
-            Reason::NotFound => "NotFound",
-            Reason::NotCaughtUp => "NotCaughtUp",
-            Reason::Invalid => "Invalid",
-            Reason::ShuttingDown => "ShuttingDown",
-        }
-    }
-
+    /// The status code that comes with the reason, as the proto documents it.
     pub fn code(self) -> Code {
         match self {
             Reason::Expired | Reason::EpochChanged => Code::OutOfRange,
@@ -46,13 +20,18 @@ impl Reason {
             Reason::NotFound => Code::NotFound,
             Reason::NotCaughtUp => Code::DeadlineExceeded,
             Reason::Invalid => Code::InvalidArgument,
+            // The proto's zero value, never sent.
+            Reason::Unspecified => Code::Unknown,
         }
     }
 
-    /// The status, with the reason as a trailer.
+    /// The status, with the reason as a trailer (its name in the proto).
     pub fn status(self, message: impl Into<String>) -> Status {
         let mut metadata = MetadataMap::new();
-        metadata.insert(REASON_TRAILER, MetadataValue::from_static(self.as_str()));
+        metadata.insert(
+            REASON_TRAILER,
+            MetadataValue::from_static(self.as_str_name()),
+        );
         Status::with_metadata(self.code(), message, metadata)
     }
 }
@@ -127,5 +106,26 @@ mod tests {
                 .and_then(|v| v.to_str().ok()),
             Some("Expired")
         );
+    }
+
+    /// The generated names are the trailer strings clients in the field parse: the server sends
+    /// exactly these, and the client reads them back as the same reason.
+    #[test]
+    fn every_reason_is_sent_as_the_string_clients_parse() {
+        let sent = [
+            (Reason::Expired, "Expired"),
+            (Reason::EpochChanged, "EpochChanged"),
+            (Reason::FellBehind, "FellBehind"),
+            (Reason::NotSynced, "NotSynced"),
+            (Reason::NotFound, "NotFound"),
+            (Reason::NotCaughtUp, "NotCaughtUp"),
+            (Reason::Invalid, "Invalid"),
+            (Reason::ShuttingDown, "ShuttingDown"),
+        ];
+        for (reason, text) in sent {
+            let status = reason.status("m");
+            assert_eq!(crate::proto::reason_trailer(&status), Some(text));
+            assert_eq!(Reason::of(&status), Some(reason));
+        }
     }
 }

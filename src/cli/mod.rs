@@ -604,11 +604,12 @@ async fn watch_async(args: WatchArgs) -> Result<(), CliError> {
 
 /// A watch's error status, with how to go on when the reason allows.
 fn watch_error(status: tonic::Status, resume: Option<&str>) -> CliError {
-    let hint = match (client::reason(&status), resume) {
-        (Some("ShuttingDown" | "FellBehind"), Some(token)) => {
+    use client::Reason;
+    let hint = match (Reason::of(&status), resume) {
+        (Some(Reason::ShuttingDown | Reason::FellBehind), Some(token)) => {
             format!("resume without a gap: informerd watch ... --since {token}")
         }
-        (Some("Expired" | "EpochChanged"), _) => {
+        (Some(Reason::Expired | Reason::EpochChanged), _) => {
             "the token cannot be resumed from: start again with --initial".to_string()
         }
         // The connection dropped (e.g. the sidecar was killed).

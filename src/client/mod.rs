@@ -26,8 +26,13 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity
 
 use crate::proto::cache_client::CacheClient;
 
-/// The trailer that carries the machine-readable reason of an error status (see the proto).
-pub use crate::api::REASON_TRAILER;
+/// The `informerd-reason` of an error status as the server sent it (`NotFound`, `Expired`, ...;
+/// also a reason newer than this build), when it sent one; [`Reason::of`] reads it as a
+/// [`Reason`].
+pub use crate::proto::reason_trailer as reason;
+/// The trailer that carries the machine-readable reason of an error status, and the reasons
+/// (the enum of the proto).
+pub use crate::proto::{Reason, REASON_TRAILER};
 
 /// The largest message a client accepts: a `Get` of a large object, or a `List` chunk.
 const MAX_MESSAGE_BYTES: usize = 64 << 20;
@@ -285,15 +290,6 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     parts.join(": ")
-}
-
-/// The `informerd-reason` of an error status (`NotFound`, `Expired`, ...; see the proto), when
-/// the server sent one.
-pub fn reason(status: &tonic::Status) -> Option<&str> {
-    status
-        .metadata()
-        .get(REASON_TRAILER)
-        .and_then(|v| v.to_str().ok())
 }
 
 /// When `status` did not come from the sidecar but from the connection under the call (e.g. a

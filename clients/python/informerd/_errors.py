@@ -4,20 +4,35 @@ from __future__ import annotations
 
 import grpc
 
+from .v1 import cache_pb2 as pb
+
 REASON_TRAILER = "informerd-reason"
 
 
 class Reason:
-    """The values of the `informerd-reason` trailer (see cache.proto)."""
+    """The values of the `informerd-reason` trailer (see cache.proto).
 
-    EXPIRED = "Expired"  # OUT_OF_RANGE: the revision is older than the change log: relist
-    EPOCH_CHANGED = "EpochChanged"  # OUT_OF_RANGE: token from another run of the sidecar: relist
-    FELL_BEHIND = "FellBehind"  # RESOURCE_EXHAUSTED: resume from the last revision received
-    NOT_SYNCED = "NotSynced"  # UNAVAILABLE: the cache has not finished its initial list: retry
-    NOT_FOUND = "NotFound"  # NOT_FOUND: no such object (Get) or no such resource
-    NOT_CAUGHT_UP = "NotCaughtUp"  # DEADLINE_EXCEEDED: min_resource_version not seen in time
-    INVALID = "Invalid"  # INVALID_ARGUMENT: bad selector, index, field mask or CEL expression
-    SHUTTING_DOWN = "ShuttingDown"  # UNAVAILABLE: the sidecar is stopping: reconnect, resume
+    The trailer carries the name of a value of the proto's enum `Reason` as it is, so these are
+    the generated names (`cache_pb2.Reason.Name(...)`); `cache_pb2.Reason.Value(error.reason)`
+    gives the enum.
+    """
+
+    # OUT_OF_RANGE: the revision is older than the change log: relist.
+    EXPIRED = pb.Reason.Name(pb.Reason.Expired)
+    # OUT_OF_RANGE: the token comes from another run of the sidecar: relist.
+    EPOCH_CHANGED = pb.Reason.Name(pb.Reason.EpochChanged)
+    # RESOURCE_EXHAUSTED: the watcher fell behind: resume from the last revision received.
+    FELL_BEHIND = pb.Reason.Name(pb.Reason.FellBehind)
+    # UNAVAILABLE: the cache has not finished its initial list: retry.
+    NOT_SYNCED = pb.Reason.Name(pb.Reason.NotSynced)
+    # NOT_FOUND: no such object (Get) or no such resource.
+    NOT_FOUND = pb.Reason.Name(pb.Reason.NotFound)
+    # DEADLINE_EXCEEDED: Get's min_resource_version was not seen in time.
+    NOT_CAUGHT_UP = pb.Reason.Name(pb.Reason.NotCaughtUp)
+    # INVALID_ARGUMENT: a bad selector, index, field mask or CEL expression.
+    INVALID = pb.Reason.Name(pb.Reason.Invalid)
+    # UNAVAILABLE: the sidecar is stopping: reconnect, resume.
+    SHUTTING_DOWN = pb.Reason.Name(pb.Reason.ShuttingDown)
 
 
 class InformerdError(Exception):

@@ -7,6 +7,7 @@ import pytest
 from helpers import api_pods, cache_pods, key_of, pod, pods_resource
 
 from informerd import EventType, InformerdError, NotFoundError, Reason
+from informerd.v1 import cache_pb2 as pb
 
 
 def test_list_equals_apiserver(core, namespaces, sidecar):
@@ -87,6 +88,15 @@ def test_get(core, namespaces, sidecar):
         c.list("pods", label_selector="app in (")
     assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert err.value.reason == Reason.INVALID
+
+
+def test_reason_trailer_is_the_generated_name(namespaces, sidecar):
+    """The trailer of a NOT_FOUND Get parses to the proto's enum, without a table."""
+    ns = namespaces.create()
+    c = sidecar([ns]).client()
+    with pytest.raises(NotFoundError) as err:
+        c.get("pods", "missing", ns)
+    assert pb.Reason.Value(err.value.reason) == pb.Reason.NotFound
 
 
 def test_index_lookup(core, namespaces, sidecar):

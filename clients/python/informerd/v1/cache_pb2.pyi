@@ -22,6 +22,18 @@ class EventType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     DELETED: _ClassVar[EventType]
     BOOKMARK: _ClassVar[EventType]
     SYNCED: _ClassVar[EventType]
+
+class Reason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    REASON_UNSPECIFIED: _ClassVar[Reason]
+    Expired: _ClassVar[Reason]
+    EpochChanged: _ClassVar[Reason]
+    FellBehind: _ClassVar[Reason]
+    NotSynced: _ClassVar[Reason]
+    NotFound: _ClassVar[Reason]
+    NotCaughtUp: _ClassVar[Reason]
+    Invalid: _ClassVar[Reason]
+    ShuttingDown: _ClassVar[Reason]
 PREDICATE_UNSPECIFIED: Predicate
 GENERATION_CHANGED: Predicate
 LABELS_CHANGED: Predicate
@@ -32,6 +44,15 @@ MODIFIED: EventType
 DELETED: EventType
 BOOKMARK: EventType
 SYNCED: EventType
+REASON_UNSPECIFIED: Reason
+Expired: Reason
+EpochChanged: Reason
+FellBehind: Reason
+NotSynced: Reason
+NotFound: Reason
+NotCaughtUp: Reason
+Invalid: Reason
+ShuttingDown: Reason
 
 class Object(_message.Message):
     __slots__ = ("namespace", "name", "uid", "resource_version", "labels", "revision", "json")

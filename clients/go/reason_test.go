@@ -1,0 +1,38 @@
+package informerd_test
+
+import (
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	informerd "informerd.io/clients/go"
+	"informerd.io/clients/go/informerdv1"
+)
+
+// TestReasonTrailerIsTheGeneratedName: the informerd-reason trailer of a NOT_FOUND Get is the
+// generated name of the proto's Reason value, so that it parses to the enum without a table,
+// and the package's Reason constants are those names.
+func TestReasonTrailerIsTheGeneratedName(t *testing.T) {
+	e := setup(t)
+	ns := e.namespace(t, "reason-enum")
+	s := e.startSidecar(t, func(sock string) string { return podsConfig(sock, []string{ns}, "") })
+	c := s.client()
+	ctx := callCtx(t)
+
+	var trailer metadata.MD
+	_, err := c.Raw().Get(ctx, &informerdv1.GetRequest{Resource: "pods", Namespace: ns, Name: "no-such-pod"}, grpc.Trailer(&trailer))
+	if status.Code(err) != codes.NotFound {
+		t.Fatalf("Get of a missing pod: %v, want NOT_FOUND", err)
+	}
+	sent := informerd.ReasonFromMetadata(trailer, nil)
+	value, ok := informerdv1.Reason_value[sent]
+	if !ok || informerdv1.Reason(value) != informerdv1.Reason_NotFound {
+		t.Errorf("trailer %s: %q parses to %v (known: %v), want %v", informerd.ReasonKey, sent, informerdv1.Reason(value), ok, informerdv1.Reason_NotFound)
+	}
+	if sent != informerd.ReasonNotFound {
+		t.Errorf("trailer %s: %q, want informerd.ReasonNotFound %q", informerd.ReasonKey, sent, informerd.ReasonNotFound)
+	}
+}
