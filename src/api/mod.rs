@@ -13,25 +13,25 @@
 
 mod query;
 pub mod reason;
+mod resource;
 mod service;
 mod watch;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
 use thiserror::Error;
 use tokio::sync::watch as signal;
-use tokio::time::Instant;
 use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 use tonic::Status;
 
-use crate::config::{Config, IndexConfig, ServerConfig, TlsConfig};
-use crate::fleet::{Fleet, ResourceCache, ScopeState};
+use crate::config::{Config, ServerConfig, TlsConfig};
+use crate::fleet::Fleet;
 use crate::proto;
 pub use reason::{Reason, REASON_TRAILER};
+pub use resource::Resource;
 pub use watch::{DEFAULT_BOOKMARK_INTERVAL, WATCHER_BUFFER};
 
 /// TCP and HTTP/2 keepalive interval on the TCP listener.
@@ -54,58 +54,6 @@ pub enum ApiError {
     Tls(String),
     #[error("the gRPC server failed: {0}")]
     Serve(#[from] tonic::transport::Error),
-}
-
-/// One served resource: its cache, what requests may select on, and its watchers.
-pub struct Resource {
-    cache: Arc<ResourceCache>,
-    indexes: Vec<IndexConfig>,
-    hub: watch::Hub,
-    watchers: AtomicU64,
-    dropped: AtomicU64,
-    stop: signal::Receiver<bool>,
-}
-
-impl Resource {
-    /// Fields a field selector may use: the names, and the fields of `path` indexes.
-    fn selectable_fields(&self) -> Vec<String> {
-        let mut fields = vec!["metadata.name".to_string()];
-        if self.cache.namespaced {
-            fields.push("metadata.namespace".into());
-        }
-        fields.extend(
-            self.indexes
-                .iter()
-                .filter_map(|i| i.expr.as_path())
-                .map(|p| p.as_str().to_string()),
-        );
-        fields
-    }
-
-    /// Waits until every scope has synced, or fails with `UNAVAILABLE` at `until`.
-    async fn wait_synced(&self, until: Instant) -> Result<(), Status> {
-        let mut synced = self.cache.synced();
-        let waited = tokio::time::timeout_at(until, synced.wait_for(|s| *s)).await;
-        if !matches!(waited, Ok(Ok(_))) {
-            let pending: Vec<String> = self
-                .cache
-                .scopes()
-                .into_iter()
-                .filter(|(_, s)| s.state != ScopeState::Synced)
-                .map(|(scope, s)| match s.last_error {
-                    Some(e) => format!("{scope}: {:?} ({e})", s.state),
-                    None => format!("{scope}: {:?}", s.state),
-                })
-                .collect();
-            return Err(Reason::NotSynced.status(format!(
-                "{} has not synced yet ({}); retry, or call without wait_for_sync to read \
-                 what is cached",
-                self.cache.name,
-                pending.join("; ")
-            )));
-        }
-        Ok(())
-    }
 }
 
 /// The service over a fleet; cheap to clone.
@@ -135,14 +83,7 @@ impl Api {
                     .find(|r| r.name == cache.name)
                     .map(|r| r.indexes.clone())
                     .unwrap_or_default();
-                Arc::new(Resource {
-                    cache: cache.clone(),
-                    indexes,
-                    hub: watch::Hub::start(cache.store.clone(), stopped.clone()),
-                    watchers: AtomicU64::new(0),
-                    dropped: AtomicU64::new(0),
-                    stop: stopped.clone(),
-                })
+                Arc::new(Resource::start(cache.clone(), indexes, stopped.clone()))
             })
             .collect();
         Api {
@@ -167,7 +108,7 @@ impl Api {
         }
         self.resources()
             .iter()
-            .find(|r| r.cache.name == name)
+            .find(|r| r.name() == name)
             .cloned()
             .ok_or_else(|| {
                 Reason::NotFound.status(format!(
@@ -180,7 +121,7 @@ impl Api {
     fn names(&self) -> String {
         self.resources()
             .iter()
-            .map(|r| r.cache.name.as_str())
+            .map(|r| r.name())
             .collect::<Vec<_>>()
             .join(", ")
     }

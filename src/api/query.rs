@@ -159,12 +159,12 @@ fn to_bytes(value: &Value) -> Bytes {
 impl Query {
     pub fn new(resource: &Resource, req: QueryRequest<'_>) -> Result<Query, Status> {
         let namespace = (!req.namespace.is_empty()).then(|| req.namespace.to_string());
-        if namespace.is_some() && !resource.cache.namespaced {
+        if namespace.is_some() && !resource.namespaced() {
             return Err(invalid(
                 "namespace",
                 format!(
                     "{} is cluster-scoped; leave namespace empty",
-                    resource.cache.name
+                    resource.name()
                 ),
             ));
         }
@@ -178,7 +178,7 @@ impl Query {
                 continue;
             }
             let Some(i) = resource
-                .indexes
+                .indexes()
                 .iter()
                 .position(|ix| ix.expr.as_path().is_some_and(|p| p.as_str() == r.field))
             else {
@@ -187,7 +187,7 @@ impl Query {
                     format!(
                         "field label not supported: {}; the selectable fields of {} are {}",
                         r.field,
-                        resource.cache.name,
+                        resource.name(),
                         resource.selectable_fields().join(", ")
                     ),
                 ));
@@ -198,16 +198,16 @@ impl Query {
         }
         if let Some(lookup) = req.index {
             let Some(i) = resource
-                .indexes
+                .indexes()
                 .iter()
                 .position(|ix| ix.name == lookup.name)
             else {
-                let known: Vec<&str> = resource.indexes.iter().map(|i| i.name.as_str()).collect();
+                let known: Vec<&str> = resource.indexes().iter().map(|i| i.name.as_str()).collect();
                 return Err(invalid(
                     "index.name",
                     format!(
                         "{} has no index {:?}; its indexes are: {}",
-                        resource.cache.name,
+                        resource.name(),
                         lookup.name,
                         if known.is_empty() {
                             "none (add `indexes:` to the configuration)".to_string()
@@ -244,7 +244,7 @@ impl Query {
             }
         }
         if let Some((i, value)) = &self.index {
-            if !resource.indexes[*i].expr.values(object).contains(value) {
+            if !resource.indexes()[*i].expr.values(object).contains(value) {
                 return false;
             }
         }
@@ -254,10 +254,10 @@ impl Query {
     /// The candidates (a superset of the matches, all at one revision): by index when the
     /// request names one, otherwise by namespace.
     pub fn candidates(&self, resource: &Resource) -> (u64, Vec<StoredObject>) {
-        let store = &resource.cache.store;
+        let store = resource.store();
         match &self.index {
             Some((i, value)) => store
-                .list_by_index(&resource.indexes[*i].name, value)
+                .list_by_index(&resource.indexes()[*i].name, value)
                 .expect("the index was found in the configuration"),
             None => store.list(self.namespace.as_deref()),
         }

@@ -1,7 +1,6 @@
 //! The `informerd.v1.Cache` service: Get, List, Watch and Status.
 
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures::Stream;
@@ -43,7 +42,7 @@ impl Cache for Api {
             resource.wait_synced(until).await?;
         }
         let key = ObjectKey::new(namespace, &req.name);
-        let store = &resource.cache.store;
+        let store = resource.store();
         let mut revisions = store.subscribe();
         loop {
             let revision = *revisions.borrow_and_update();
@@ -71,7 +70,7 @@ impl Cache for Api {
                     return Err(Reason::NotFound.status(format!(
                         "{} {key} is not in the cache: it does not exist, or the configuration's \
                          filter or selectors leave it out",
-                        resource.cache.name
+                        resource.name()
                     )))
                 }
                 _ => {}
@@ -85,7 +84,7 @@ impl Cache for Api {
                         "{} {key}: the cache has {} and was waiting for resourceVersion {} or \
                          later; retry with a longer deadline (if the object is deleted or \
                          filtered out, that version never comes)",
-                        resource.cache.name,
+                        resource.name(),
                         have.map(|rv| format!("resourceVersion {rv}"))
                             .unwrap_or_else(|| "no such object".into()),
                         req.min_resource_version
@@ -108,12 +107,12 @@ impl Cache for Api {
         if req.wait_for_sync {
             resource.wait_synced(until).await?;
         }
-        let synced = resource.cache.is_synced();
-        let epoch = resource.cache.store.epoch();
+        let synced = resource.is_synced();
+        let epoch = resource.store().epoch();
         let (revision, candidates) = query.candidates(&resource);
         let chunk_size = req.chunk_size as usize;
         let (tx, rx) = mpsc::channel(2);
-        let stop = resource.stop.clone();
+        let stop = resource.stopped();
         tokio::spawn(async move {
             let mut chunk = Vec::new();
             let mut bytes = 0;
@@ -202,8 +201,7 @@ impl Cache for Api {
         } else {
             vec![self.resource(&req.resource)?]
         };
-        let resources: Vec<proto::ResourceStatus> =
-            resources.iter().map(|r| resource_status(r)).collect();
+        let resources: Vec<proto::ResourceStatus> = resources.iter().map(|r| r.status()).collect();
         let memory = crate::vocab::memory::Memory::now();
         let (allocated_bytes, resident_bytes) = (memory.allocated, memory.resident);
         Ok(Response::new(proto::StatusResponse {
@@ -216,41 +214,6 @@ impl Cache for Api {
     }
 }
 
-fn resource_status(resource: &Resource) -> proto::ResourceStatus {
-    let cache = &resource.cache;
-    let stats = cache.store.stats();
-    let ar = &cache.api_resource;
-    proto::ResourceStatus {
-        name: cache.name.clone(),
-        api_version: ar.api_version.clone(),
-        kind: ar.kind.clone(),
-        namespaced: cache.namespaced,
-        synced: cache.is_synced(),
-        epoch: cache.store.epoch(),
-        revision: cache.store.revision(),
-        objects: stats.objects as u64,
-        encoded_bytes: stats.encoded_bytes as u64,
-        interned_bytes: stats.interned_bytes as u64,
-        log_entries: stats.log_entries as u64,
-        log_bytes: stats.log_bytes as u64,
-        watchers: resource.watchers.load(Ordering::Relaxed),
-        dropped_watches: resource.dropped.load(Ordering::Relaxed),
-        scopes: cache
-            .scopes()
-            .into_iter()
-            .map(|(scope, s)| proto::ScopeStatus {
-                scope,
-                state: format!("{:?}", s.state),
-                listed: s.listed,
-                changes: s.changes,
-                filter_errors: s.filter_errors,
-                relists: s.relists,
-                last_error: s.last_error.unwrap_or_default(),
-            })
-            .collect(),
-    }
-}
-
 /// The namespace of a request for one object: required for namespaced resources, refused for
 /// cluster-scoped ones.
 fn namespace_of<'a>(
@@ -258,16 +221,16 @@ fn namespace_of<'a>(
     namespace: &'a str,
     required: bool,
 ) -> Result<Option<&'a str>, Status> {
-    match (resource.cache.namespaced, namespace.is_empty()) {
+    match (resource.namespaced(), namespace.is_empty()) {
         (true, true) if required => Err(invalid(
             "namespace",
-            format!("{} are namespaced: give the namespace", resource.cache.name),
+            format!("{} are namespaced: give the namespace", resource.name()),
         )),
         (false, false) => Err(invalid(
             "namespace",
             format!(
                 "{} are cluster-scoped: leave namespace empty",
-                resource.cache.name
+                resource.name()
             ),
         )),
         (_, true) => Ok(None),

@@ -18,7 +18,6 @@
 //!   others nothing and the sidecar a bounded amount: its buffer, for a bounded time.
 
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -150,7 +149,7 @@ pub enum Start {
 impl WatchSpec {
     pub fn new(resource: &Resource, req: &proto::WatchRequest) -> Result<WatchSpec, Status> {
         let query = Query::new(resource, req.into())?;
-        let epoch = resource.cache.store.epoch();
+        let epoch = resource.store().epoch();
         let start = match &req.start {
             None | Some(proto::watch_request::Start::SendInitialState(false)) => Start::Now,
             Some(proto::watch_request::Start::SendInitialState(true)) => Start::InitialState,
@@ -158,7 +157,8 @@ impl WatchSpec {
                 return Err(Reason::EpochChanged.status(format!(
                     "the resume token is from epoch {}, but {} is at epoch {epoch} (the sidecar \
                      restarted): relist, then watch from the list's revision",
-                    token.epoch, resource.cache.name
+                    token.epoch,
+                    resource.name()
                 )))
             }
             Some(proto::watch_request::Start::Since(token)) => Start::Since(token.revision),
@@ -221,12 +221,12 @@ pub type WatchStream = Pin<Box<dyn Stream<Item = Result<proto::WatchEvent, Statu
 
 /// Starts a watcher; the stream ends when it is ended (with a status) or the client goes away.
 pub fn start(resource: Arc<Resource>, spec: WatchSpec) -> Result<WatchStream, Status> {
-    let hub_rx = resource.hub.subscribe();
+    let hub_rx = resource.hub().subscribe();
     let (tx, rx) = mpsc::channel(WATCHER_BUFFER);
     let (end_tx, end_rx) = oneshot::channel::<Status>();
     let synced = !matches!(spec.start, Start::InitialState);
     let mut watcher = Watcher {
-        epoch: resource.cache.store.epoch(),
+        epoch: resource.store().epoch(),
         resource,
         spec,
         tx,
@@ -238,19 +238,18 @@ pub fn start(resource: Arc<Resource>, spec: WatchSpec) -> Result<WatchStream, St
         Start::Since(revision) => Some(
             watcher
                 .resource
-                .cache
-                .store
+                .store()
                 .changes_since(revision)
                 .map_err(|e| reason::from_store(&e))?,
         ),
         _ => None,
     };
     tokio::spawn(async move {
-        let _counted = Counted::new(watcher.resource.clone());
+        let _counted = watcher.resource.watching();
         let end = watcher.run(hub_rx, replay).await.err().flatten();
         if let Some(status) = end {
             if status.code() == Reason::FellBehind.code() {
-                watcher.resource.dropped.fetch_add(1, Ordering::Relaxed);
+                watcher.resource.count_dropped();
             }
             let _ = end_tx.send(status);
         }
@@ -267,22 +266,6 @@ pub fn start(resource: Arc<Resource>, spec: WatchSpec) -> Result<WatchStream, St
         }))
     });
     Ok(Box::pin(events.chain(end)))
-}
-
-/// Counts a watcher in `watchers` while it lives, however it ends.
-struct Counted(Arc<Resource>);
-
-impl Counted {
-    fn new(resource: Arc<Resource>) -> Counted {
-        resource.watchers.fetch_add(1, Ordering::Relaxed);
-        Counted(resource)
-    }
-}
-
-impl Drop for Counted {
-    fn drop(&mut self) {
-        self.0.watchers.fetch_sub(1, Ordering::Relaxed);
-    }
 }
 
 struct Watcher {
@@ -305,7 +288,7 @@ impl Watcher {
         mut hub: broadcast::Receiver<Broadcast>,
         replay: Option<Vec<Change>>,
     ) -> Result<(), End> {
-        let store = self.resource.cache.store.clone();
+        let store = self.resource.store().clone();
         match self.spec.start {
             Start::Now => self.position = store.revision(),
             Start::Since(revision) => {
@@ -336,7 +319,7 @@ impl Watcher {
                 self.synced = true;
             }
         }
-        let mut stop = self.resource.stop.clone();
+        let mut stop = self.resource.stopped();
         let mut bookmarks = tokio::time::interval(self.spec.bookmark_interval);
         bookmarks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         bookmarks.reset();
@@ -371,8 +354,7 @@ impl Watcher {
         }
         let changes = self
             .resource
-            .cache
-            .store
+            .store()
             .changes_since(self.position)
             .map_err(|e| Some(reason::from_store(&e)))?;
         for change in changes.into_iter().take_while(|c| c.revision <= revision) {
@@ -458,7 +440,7 @@ impl Watcher {
         object: Option<proto::Object>,
     ) -> Result<(), End> {
         let event = self.event(kind, revision, object);
-        let mut stop = self.resource.stop.clone();
+        let mut stop = self.resource.stopped();
         tokio::select! {
             sent = self.tx.send_timeout(event, STALL_TIMEOUT) => match sent {
                 Ok(()) => Ok(()),
