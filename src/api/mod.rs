@@ -14,6 +14,7 @@
 mod query;
 pub mod reason;
 mod resource;
+mod send;
 mod service;
 mod watch;
 

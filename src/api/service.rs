@@ -11,7 +11,8 @@ use tonic::{Request, Response, Status};
 
 use super::query::{Mask, Query, QueryRequest};
 use super::reason::{self, invalid, Reason};
-use super::watch::{self, WatchSpec, STALL_TIMEOUT};
+use super::send::{send_or_give_up, GaveUp, STALL_TIMEOUT};
+use super::watch::{self, WatchSpec};
 use super::{Api, Resource};
 use crate::proto::{self, cache_server::Cache};
 use crate::store::ObjectKey;
@@ -120,21 +121,18 @@ impl Cache for Api {
             // snapshot (which keeps replaced objects alive); shutdown ends the list too.
             let send = |message: proto::ListResponse| {
                 let tx = tx.clone();
-                let mut stop = stop.clone();
+                let stop = stop.clone();
                 async move {
-                    tokio::select! {
-                        sent = tx.send_timeout(Ok(message), STALL_TIMEOUT) => match sent {
-                            Ok(()) => true,
-                            Err(mpsc::error::SendTimeoutError::Timeout(_)) => {
-                                let _ = tx.try_send(Err(Reason::FellBehind.status(format!(
-                                    "the list was not read for {} s; list again",
-                                    STALL_TIMEOUT.as_secs()
-                                ))));
-                                false
-                            }
-                            Err(mpsc::error::SendTimeoutError::Closed(_)) => false,
-                        },
-                        _ = stop.changed() => false,
+                    match send_or_give_up(&tx, Ok(message), stop).await {
+                        Ok(()) => true,
+                        Err(GaveUp::Stalled) => {
+                            let _ = tx.try_send(Err(Reason::FellBehind.status(format!(
+                                "the list was not read for {} s; list again",
+                                STALL_TIMEOUT.as_secs()
+                            ))));
+                            false
+                        }
+                        Err(GaveUp::Closed | GaveUp::Stopped) => false,
                     }
                 }
             };

@@ -28,6 +28,7 @@ use tonic::Status;
 
 use super::query::Query;
 use super::reason::{self, invalid, Reason};
+use super::send::{send_or_give_up, GaveUp, STALL_TIMEOUT};
 use super::Resource;
 use crate::filter::ChangePredicate;
 use crate::proto::{self, EventType, Predicate};
@@ -42,11 +43,6 @@ pub const HUB_CAPACITY: usize = 4096;
 /// unbounded backlog for it. At ~1 KiB per event, about 1 MiB per stalled watcher at most, plus
 /// what HTTP/2 flow control lets the connection hold.
 pub const WATCHER_BUFFER: usize = 1024;
-/// How long a watcher's buffer may stay full before the watcher is ended with `FellBehind`.
-///
-/// Decision: 5 s. Far longer than a reading client takes to drain 1024 events (milliseconds),
-/// short enough that a stalled one does not hold its snapshot or replay for long.
-pub const STALL_TIMEOUT: Duration = Duration::from_secs(5);
 /// Bookmarks when the request does not ask for an interval.
 pub const DEFAULT_BOOKMARK_INTERVAL: Duration = Duration::from_secs(10);
 
@@ -440,15 +436,13 @@ impl Watcher {
         object: Option<proto::Object>,
     ) -> Result<(), End> {
         let event = self.event(kind, revision, object);
-        let mut stop = self.resource.stopped();
-        tokio::select! {
-            sent = self.tx.send_timeout(event, STALL_TIMEOUT) => match sent {
-                Ok(()) => Ok(()),
-                Err(mpsc::error::SendTimeoutError::Timeout(_)) => Err(Some(self.fell_behind())),
-                Err(mpsc::error::SendTimeoutError::Closed(_)) => Err(None),
-            },
-            _ = stop.changed() => Err(Some(shutting_down())),
-        }
+        send_or_give_up(&self.tx, event, self.resource.stopped())
+            .await
+            .map_err(|gave_up| match gave_up {
+                GaveUp::Stalled => Some(self.fell_behind()),
+                GaveUp::Closed => None,
+                GaveUp::Stopped => Some(shutting_down()),
+            })
     }
 
     fn fell_behind(&self) -> Status {
