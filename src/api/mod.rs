@@ -5,7 +5,8 @@
 //!
 //! - `server`: the listeners (Unix socket, TCP with keepalive and TLS) and graceful shutdown.
 //!   `health`: health checking that follows readiness, and reflection.
-//! - `service`: the RPCs. `reason`: statuses with the `informerd-reason` trailer.
+//! - `service`: the RPCs. `reason`: statuses with the `informerd-reason` trailer. `list`: the
+//!   List stream, in chunks.
 //! - `resource`: one served resource (its cache, indexes, watch hub, counters).
 //! - `query`: the filters and field mask of a request, validated once, matched per object.
 //! - `watch`: one hub per resource broadcasts decoded changes; each watcher filters, applies
@@ -20,6 +21,7 @@
 //! `store::Store` (through the fleet's caches), never a `Writer`.
 
 mod health;
+mod list;
 mod query;
 pub mod reason;
 mod resource;

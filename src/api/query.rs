@@ -21,29 +21,24 @@ pub struct QueryRequest<'a> {
     pub fields: &'a [String],
 }
 
-impl<'a> From<&'a proto::ListRequest> for QueryRequest<'a> {
-    fn from(r: &'a proto::ListRequest) -> Self {
-        QueryRequest {
-            namespace: &r.namespace,
-            label_selector: &r.label_selector,
-            field_selector: &r.field_selector,
-            index: r.index.as_ref(),
-            fields: &r.fields,
+/// List and Watch requests carry the same filter fields, under the same names.
+macro_rules! query_request_from {
+    ($($request:ty),*) => {$(
+        impl<'a> From<&'a $request> for QueryRequest<'a> {
+            fn from(r: &'a $request) -> Self {
+                QueryRequest {
+                    namespace: &r.namespace,
+                    label_selector: &r.label_selector,
+                    field_selector: &r.field_selector,
+                    index: r.index.as_ref(),
+                    fields: &r.fields,
+                }
+            }
         }
-    }
+    )*};
 }
 
-impl<'a> From<&'a proto::WatchRequest> for QueryRequest<'a> {
-    fn from(r: &'a proto::WatchRequest) -> Self {
-        QueryRequest {
-            namespace: &r.namespace,
-            label_selector: &r.label_selector,
-            field_selector: &r.field_selector,
-            index: r.index.as_ref(),
-            fields: &r.fields,
-        }
-    }
-}
+query_request_from!(proto::ListRequest, proto::WatchRequest);
 
 /// Which objects a request wants, and which of their fields.
 pub struct Query {

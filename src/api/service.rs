@@ -1,17 +1,14 @@
 //! The `informerd.v1.Cache` service: Get, List, Watch and Status.
 
-use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
-use futures::Stream;
-use prost::Message;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tonic::{Request, Response, Status};
 
+use super::list::{self, ListStream};
 use super::query::{Mask, Query, QueryRequest};
 use super::reason::{self, invalid, Reason};
-use super::send::{send_or_give_up, GaveUp, STALL_TIMEOUT};
 use super::watch::{self, WatchSpec};
 use super::{Api, Resource};
 use crate::proto::{self, cache_server::Cache};
@@ -19,11 +16,6 @@ use crate::store::ObjectKey;
 
 /// How long Get waits for `min_resource_version`, and calls wait for sync, without a deadline.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(30);
-/// List chunks hold about this many bytes of object JSON (gRPC's default message limit is
-/// 4 MiB).
-pub const CHUNK_BYTES: usize = 1 << 20;
-
-type ListStream = Pin<Box<dyn Stream<Item = Result<proto::ListResponse, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl Cache for Api {
@@ -31,9 +23,7 @@ impl Cache for Api {
         &self,
         request: Request<proto::GetRequest>,
     ) -> Result<Response<proto::GetResponse>, Status> {
-        let until = Instant::now() + reason::deadline(request.metadata(), DEFAULT_WAIT);
-        let req = request.into_inner();
-        let resource = self.resource(&req.resource)?;
+        let (until, req, resource) = self.open(request, |r| &r.resource)?;
         if req.name.is_empty() {
             return Err(invalid("name", "is required"));
         }
@@ -101,76 +91,13 @@ impl Cache for Api {
         &self,
         request: Request<proto::ListRequest>,
     ) -> Result<Response<ListStream>, Status> {
-        let until = Instant::now() + reason::deadline(request.metadata(), DEFAULT_WAIT);
-        let req = request.into_inner();
-        let resource = self.resource(&req.resource)?;
+        let (until, req, resource) = self.open(request, |r| &r.resource)?;
         let query = Query::new(&resource, QueryRequest::from(&req))?;
         if req.wait_for_sync {
             resource.wait_synced(until).await?;
         }
-        let synced = resource.is_synced();
-        let epoch = resource.store().epoch();
-        let (revision, candidates) = query.candidates(&resource);
         let chunk_size = req.chunk_size as usize;
-        let (tx, rx) = mpsc::channel(2);
-        let stop = resource.stopped();
-        tokio::spawn(async move {
-            let mut chunk = Vec::new();
-            let mut bytes = 0;
-            // A client that stops reading is let go after STALL_TIMEOUT, releasing the
-            // snapshot (which keeps replaced objects alive); shutdown ends the list too.
-            let send = |message: proto::ListResponse| {
-                let tx = tx.clone();
-                let stop = stop.clone();
-                async move {
-                    match send_or_give_up(&tx, Ok(message), stop).await {
-                        Ok(()) => true,
-                        Err(GaveUp::Stalled) => {
-                            let _ = tx.try_send(Err(Reason::FellBehind.status(format!(
-                                "the list was not read for {} s; list again",
-                                STALL_TIMEOUT.as_secs()
-                            ))));
-                            false
-                        }
-                        Err(GaveUp::Closed | GaveUp::Stopped) => false,
-                    }
-                }
-            };
-            for stored in candidates {
-                tokio::task::consume_budget().await;
-                // Decoded one at a time and dropped: a list never holds decoded objects.
-                let object = stored.to_json_value();
-                if !query.matches(&resource, &object) {
-                    continue;
-                }
-                let rendered = query.mask().render_owned(object, stored.revision(), None);
-                bytes += rendered.encoded_len();
-                chunk.push(rendered);
-                // Whichever limit comes first: gRPC clients refuse messages over 4 MiB by
-                // default, whatever chunk_size asks for.
-                if bytes >= CHUNK_BYTES || (chunk_size > 0 && chunk.len() >= chunk_size) {
-                    let message = proto::ListResponse {
-                        objects: std::mem::take(&mut chunk),
-                        ..Default::default()
-                    };
-                    bytes = 0;
-                    if !send(message).await {
-                        return;
-                    }
-                }
-            }
-            send(proto::ListResponse {
-                objects: chunk,
-                last: true,
-                epoch,
-                revision,
-                synced,
-            })
-            .await;
-        });
-        Ok(Response::new(Box::pin(
-            tokio_stream::wrappers::ReceiverStream::new(rx),
-        )))
+        Ok(Response::new(list::stream(resource, query, chunk_size)))
     }
 
     type WatchStream = watch::WatchStream;
@@ -179,9 +106,7 @@ impl Cache for Api {
         &self,
         request: Request<proto::WatchRequest>,
     ) -> Result<Response<watch::WatchStream>, Status> {
-        let until = Instant::now() + reason::deadline(request.metadata(), DEFAULT_WAIT);
-        let req = request.into_inner();
-        let resource = self.resource(&req.resource)?;
+        let (until, req, resource) = self.open(request, |r| &r.resource)?;
         let spec = WatchSpec::new(&resource, &req)?;
         if req.wait_for_sync {
             resource.wait_synced(until).await?;
@@ -209,6 +134,21 @@ impl Cache for Api {
             allocated_bytes,
             resident_bytes,
         }))
+    }
+}
+
+impl Api {
+    /// What a call on one resource starts with: its deadline for waits (from the client's, or
+    /// [`DEFAULT_WAIT`]), its request, and the resource the request names (`resource(req)`).
+    fn open<R>(
+        &self,
+        request: Request<R>,
+        resource: impl FnOnce(&R) -> &str,
+    ) -> Result<(Instant, R, Arc<Resource>), Status> {
+        let until = Instant::now() + reason::deadline(request.metadata(), DEFAULT_WAIT);
+        let req = request.into_inner();
+        let resource = self.resource(resource(&req))?;
+        Ok((until, req, resource))
     }
 }
 
