@@ -8,7 +8,8 @@
 //! - `service`: the RPCs. `reason`: statuses with the `informerd-reason` trailer. `list`: the
 //!   List stream, in chunks.
 //! - `resource`: one served resource (its cache, indexes, watch hub, counters).
-//! - `query`: the filters and field mask of a request, validated once, matched per object.
+//! - `query`: the filters of a request, validated once, matched per object. `mask`: the
+//!   fields a request asks for, and how objects are rendered.
 //! - `watch`: one hub per resource broadcasts decoded changes; each watcher filters, applies
 //!   transitions and predicates, and has a bounded buffer.
 //! - `send`: how a stream sends into its bounded buffer, and gives up on a client that stalls.
@@ -22,6 +23,7 @@
 
 mod health;
 mod list;
+mod mask;
 mod query;
 pub mod reason;
 mod resource;

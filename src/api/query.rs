@@ -1,16 +1,15 @@
 //! The filters of List and Watch requests (namespace, label selector, field selector, index
-//! lookup) and the field mask, validated once per request and then matched on stored objects.
+//! lookup) and their field mask, validated once per request and then matched on stored objects.
 
-use bytes::Bytes;
 use serde_json::Value;
 use tonic::Status;
 
+use super::mask::Mask;
 use super::reason::invalid;
 use super::Resource;
 use crate::filter::{FieldOp, FieldSelector, LabelSelector};
 use crate::proto;
 use crate::store::StoredObject;
-use crate::transform::Transform;
 
 /// The filter fields of a List or Watch request.
 pub struct QueryRequest<'a> {
@@ -49,106 +48,6 @@ pub struct Query {
     /// of the request, or an `=` requirement of its field selector on an indexed path.
     index: Option<(usize, String)>,
     mask: Mask,
-}
-
-/// The fields a client asked for.
-#[derive(Clone)]
-pub struct Mask(Option<Transform>);
-
-impl Mask {
-    /// `fields[i]` paths; none: the whole object.
-    pub fn parse(fields: &[String]) -> Result<Mask, Status> {
-        if fields.is_empty() {
-            return Ok(Mask(None));
-        }
-        Transform::new::<&str>(&[], &fields.iter().map(String::as_str).collect::<Vec<_>>())
-            .map(|t| Mask(Some(t)))
-            .map_err(|e| {
-                let (_, index) = e.location();
-                invalid(&format!("fields[{index}]"), e.detail())
-            })
-    }
-
-    pub fn is_whole(&self) -> bool {
-        self.0.is_none()
-    }
-
-    /// The proto object: identity from the stored object, JSON of the requested fields.
-    /// `resource_version` replaces the object's own (for objects that leave a watch's view:
-    /// their last state at the revision of the change that removed them).
-    pub fn render(
-        &self,
-        object: &Value,
-        revision: u64,
-        resource_version: Option<&str>,
-    ) -> proto::Object {
-        match (&self.0, resource_version) {
-            (None, None) => proto::Object {
-                json: to_bytes(object),
-                ..identity(object, revision, None)
-            },
-            _ => self.render_owned(object.clone(), revision, resource_version),
-        }
-    }
-
-    /// [`Mask::render`] of an object the caller no longer needs: the mask applies in place,
-    /// without copying the object first (a masked `List` decodes each object for itself).
-    pub fn render_owned(
-        &self,
-        mut object: Value,
-        revision: u64,
-        resource_version: Option<&str>,
-    ) -> proto::Object {
-        let rendered = identity(&object, revision, resource_version);
-        if let Some(t) = &self.0 {
-            t.apply(&mut object);
-        }
-        if let (Some(rv), Some(meta)) = (resource_version, object.get_mut("metadata")) {
-            if let Some(meta) = meta.as_object_mut() {
-                meta.insert("resourceVersion".into(), Value::String(rv.into()));
-            }
-        }
-        proto::Object {
-            json: to_bytes(&object),
-            ..rendered
-        }
-    }
-}
-
-/// The proto object's identity fields and labels, read from the whole object (whatever the
-/// mask keeps); `json` is left empty.
-fn identity(object: &Value, revision: u64, resource_version: Option<&str>) -> proto::Object {
-    let meta = object.get("metadata");
-    let text = |field: &str| {
-        meta.and_then(|m| m.get(field))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
-    let labels = meta
-        .and_then(|m| m.get("labels"))
-        .and_then(Value::as_object)
-        .map(|l| {
-            l.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                .collect()
-        })
-        .unwrap_or_default();
-    proto::Object {
-        namespace: text("namespace"),
-        name: text("name"),
-        uid: text("uid"),
-        resource_version: resource_version
-            .map(str::to_string)
-            .unwrap_or_else(|| text("resourceVersion")),
-        labels,
-        revision,
-        json: Bytes::new(),
-    }
-}
-
-fn to_bytes(value: &Value) -> Bytes {
-    Bytes::from(serde_json::to_vec(value).expect("a JSON value always serializes"))
 }
 
 impl Query {
@@ -256,46 +155,5 @@ impl Query {
                 .expect("the index was found in the configuration"),
             None => store.list(self.namespace.as_deref()),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn a_mask_keeps_its_fields_and_the_identity_comes_from_the_whole_object() {
-        let pod = json!({"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "7",
-                         "labels": {"app": "web"}},
-            "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}});
-        let mask = Mask::parse(&["status.phase".to_string()]).expect("mask");
-        for rv in [None, Some("9")] {
-            let borrowed = mask.render(&pod, 3, rv);
-            assert_eq!(borrowed, mask.render_owned(pod.clone(), 3, rv));
-            assert_eq!(
-                (
-                    borrowed.name.as_str(),
-                    borrowed.namespace.as_str(),
-                    borrowed.uid.as_str()
-                ),
-                ("p", "ns", "u")
-            );
-            assert_eq!(borrowed.resource_version, rv.unwrap_or("7"));
-            assert_eq!(borrowed.labels.get("app").map(String::as_str), Some("web"));
-            assert_eq!(borrowed.revision, 3);
-            let json: Value = serde_json::from_slice(&borrowed.json).expect("JSON");
-            assert_eq!(
-                json,
-                json!({"apiVersion": "v1", "kind": "Pod",
-                       "metadata": {"name": "p", "namespace": "ns", "uid": "u",
-                                    "resourceVersion": rv.unwrap_or("7")},
-                       "status": {"phase": "Running"}})
-            );
-        }
-        let whole = Mask::parse(&[]).expect("no mask");
-        let json: Value = serde_json::from_slice(&whole.render(&pod, 3, None).json).expect("JSON");
-        assert_eq!(json, pod);
     }
 }

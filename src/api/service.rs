@@ -7,7 +7,8 @@ use tokio::time::Instant;
 use tonic::{Request, Response, Status};
 
 use super::list::{self, ListStream};
-use super::query::{Mask, Query, QueryRequest};
+use super::mask::Mask;
+use super::query::{Query, QueryRequest};
 use super::reason::{self, invalid, Reason};
 use super::watch::{self, WatchSpec};
 use super::{Api, Resource};

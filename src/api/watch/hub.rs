@@ -1,6 +1,6 @@
 //! The hub of one resource: follows its store and broadcasts each change, decoded once, to every
-//! watcher of the resource. The broadcast ring only saves decoding work: a watcher that the ring
-//! overflows (or a gap in the hub itself) sends the watcher back to the store's change log.
+//! watcher of the resource. The broadcast ring only saves decoding work: a watcher the ring
+//! overflows, or told of a gap in the hub itself, reads what it missed from the change log.
 
 use std::sync::{Arc, OnceLock};
 
