@@ -1,29 +1,22 @@
 //! The `informerd.v1.Cache` service: Get, List, Watch and Status.
 
-use std::pin::Pin;
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
-use futures::Stream;
-use prost::Message;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tonic::{Request, Response, Status};
 
-use super::query::{Mask, Query, QueryRequest};
+use super::list::{self, ListStream};
+use super::mask::Mask;
+use super::query::{Query, QueryRequest};
 use super::reason::{self, invalid, Reason};
-use super::watch::{self, WatchSpec, STALL_TIMEOUT};
+use super::watch::{self, WatchSpec};
 use super::{Api, Resource};
 use crate::proto::{self, cache_server::Cache};
 use crate::store::ObjectKey;
 
 /// How long Get waits for `min_resource_version`, and calls wait for sync, without a deadline.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(30);
-/// List chunks hold about this many bytes of object JSON (gRPC's default message limit is
-/// 4 MiB).
-pub const CHUNK_BYTES: usize = 1 << 20;
-
-type ListStream = Pin<Box<dyn Stream<Item = Result<proto::ListResponse, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl Cache for Api {
@@ -31,9 +24,7 @@ impl Cache for Api {
         &self,
         request: Request<proto::GetRequest>,
     ) -> Result<Response<proto::GetResponse>, Status> {
-        let until = Instant::now() + reason::deadline(request.metadata(), DEFAULT_WAIT);
-        let req = request.into_inner();
-        let resource = self.resource(&req.resource)?;
+        let (until, req, resource) = self.open(request, |r| &r.resource)?;
         if req.name.is_empty() {
             return Err(invalid("name", "is required"));
         }
@@ -43,7 +34,7 @@ impl Cache for Api {
             resource.wait_synced(until).await?;
         }
         let key = ObjectKey::new(namespace, &req.name);
-        let store = &resource.cache.store;
+        let store = resource.store();
         let mut revisions = store.subscribe();
         loop {
             let revision = *revisions.borrow_and_update();
@@ -71,7 +62,7 @@ impl Cache for Api {
                     return Err(Reason::NotFound.status(format!(
                         "{} {key} is not in the cache: it does not exist, or the configuration's \
                          filter or selectors leave it out",
-                        resource.cache.name
+                        resource.name()
                     )))
                 }
                 _ => {}
@@ -85,7 +76,7 @@ impl Cache for Api {
                         "{} {key}: the cache has {} and was waiting for resourceVersion {} or \
                          later; retry with a longer deadline (if the object is deleted or \
                          filtered out, that version never comes)",
-                        resource.cache.name,
+                        resource.name(),
                         have.map(|rv| format!("resourceVersion {rv}"))
                             .unwrap_or_else(|| "no such object".into()),
                         req.min_resource_version
@@ -101,79 +92,13 @@ impl Cache for Api {
         &self,
         request: Request<proto::ListRequest>,
     ) -> Result<Response<ListStream>, Status> {
-        let until = Instant::now() + reason::deadline(request.metadata(), DEFAULT_WAIT);
-        let req = request.into_inner();
-        let resource = self.resource(&req.resource)?;
+        let (until, req, resource) = self.open(request, |r| &r.resource)?;
         let query = Query::new(&resource, QueryRequest::from(&req))?;
         if req.wait_for_sync {
             resource.wait_synced(until).await?;
         }
-        let synced = resource.cache.is_synced();
-        let epoch = resource.cache.store.epoch();
-        let (revision, candidates) = query.candidates(&resource);
         let chunk_size = req.chunk_size as usize;
-        let (tx, rx) = mpsc::channel(2);
-        let stop = resource.stop.clone();
-        tokio::spawn(async move {
-            let mut chunk = Vec::new();
-            let mut bytes = 0;
-            // A client that stops reading is let go after STALL_TIMEOUT, releasing the
-            // snapshot (which keeps replaced objects alive); shutdown ends the list too.
-            let send = |message: proto::ListResponse| {
-                let tx = tx.clone();
-                let mut stop = stop.clone();
-                async move {
-                    tokio::select! {
-                        sent = tx.send_timeout(Ok(message), STALL_TIMEOUT) => match sent {
-                            Ok(()) => true,
-                            Err(mpsc::error::SendTimeoutError::Timeout(_)) => {
-                                let _ = tx.try_send(Err(Reason::FellBehind.status(format!(
-                                    "the list was not read for {} s; list again",
-                                    STALL_TIMEOUT.as_secs()
-                                ))));
-                                false
-                            }
-                            Err(mpsc::error::SendTimeoutError::Closed(_)) => false,
-                        },
-                        _ = stop.changed() => false,
-                    }
-                }
-            };
-            for stored in candidates {
-                tokio::task::consume_budget().await;
-                // Decoded one at a time and dropped: a list never holds decoded objects.
-                let object = stored.to_json_value();
-                if !query.matches(&resource, &object) {
-                    continue;
-                }
-                let rendered = query.mask().render_owned(object, stored.revision(), None);
-                bytes += rendered.encoded_len();
-                chunk.push(rendered);
-                // Whichever limit comes first: gRPC clients refuse messages over 4 MiB by
-                // default, whatever chunk_size asks for.
-                if bytes >= CHUNK_BYTES || (chunk_size > 0 && chunk.len() >= chunk_size) {
-                    let message = proto::ListResponse {
-                        objects: std::mem::take(&mut chunk),
-                        ..Default::default()
-                    };
-                    bytes = 0;
-                    if !send(message).await {
-                        return;
-                    }
-                }
-            }
-            send(proto::ListResponse {
-                objects: chunk,
-                last: true,
-                epoch,
-                revision,
-                synced,
-            })
-            .await;
-        });
-        Ok(Response::new(Box::pin(
-            tokio_stream::wrappers::ReceiverStream::new(rx),
-        )))
+        Ok(Response::new(list::stream(resource, query, chunk_size)))
     }
 
     type WatchStream = watch::WatchStream;
@@ -182,9 +107,7 @@ impl Cache for Api {
         &self,
         request: Request<proto::WatchRequest>,
     ) -> Result<Response<watch::WatchStream>, Status> {
-        let until = Instant::now() + reason::deadline(request.metadata(), DEFAULT_WAIT);
-        let req = request.into_inner();
-        let resource = self.resource(&req.resource)?;
+        let (until, req, resource) = self.open(request, |r| &r.resource)?;
         let spec = WatchSpec::new(&resource, &req)?;
         if req.wait_for_sync {
             resource.wait_synced(until).await?;
@@ -202,8 +125,7 @@ impl Cache for Api {
         } else {
             vec![self.resource(&req.resource)?]
         };
-        let resources: Vec<proto::ResourceStatus> =
-            resources.iter().map(|r| resource_status(r)).collect();
+        let resources: Vec<proto::ResourceStatus> = resources.iter().map(|r| r.status()).collect();
         let memory = crate::vocab::memory::Memory::now();
         let (allocated_bytes, resident_bytes) = (memory.allocated, memory.resident);
         Ok(Response::new(proto::StatusResponse {
@@ -216,38 +138,18 @@ impl Cache for Api {
     }
 }
 
-fn resource_status(resource: &Resource) -> proto::ResourceStatus {
-    let cache = &resource.cache;
-    let stats = cache.store.stats();
-    let ar = &cache.api_resource;
-    proto::ResourceStatus {
-        name: cache.name.clone(),
-        api_version: ar.api_version.clone(),
-        kind: ar.kind.clone(),
-        namespaced: cache.namespaced,
-        synced: cache.is_synced(),
-        epoch: cache.store.epoch(),
-        revision: cache.store.revision(),
-        objects: stats.objects as u64,
-        encoded_bytes: stats.encoded_bytes as u64,
-        interned_bytes: stats.interned_bytes as u64,
-        log_entries: stats.log_entries as u64,
-        log_bytes: stats.log_bytes as u64,
-        watchers: resource.watchers.load(Ordering::Relaxed),
-        dropped_watches: resource.dropped.load(Ordering::Relaxed),
-        scopes: cache
-            .scopes()
-            .into_iter()
-            .map(|(scope, s)| proto::ScopeStatus {
-                scope,
-                state: format!("{:?}", s.state),
-                listed: s.listed,
-                changes: s.changes,
-                filter_errors: s.filter_errors,
-                relists: s.relists,
-                last_error: s.last_error.unwrap_or_default(),
-            })
-            .collect(),
+impl Api {
+    /// What a call on one resource starts with: its deadline for waits (from the client's, or
+    /// [`DEFAULT_WAIT`]), its request, and the resource the request names (`resource(req)`).
+    fn open<R>(
+        &self,
+        request: Request<R>,
+        resource: impl FnOnce(&R) -> &str,
+    ) -> Result<(Instant, R, Arc<Resource>), Status> {
+        let until = Instant::now() + reason::deadline(request.metadata(), DEFAULT_WAIT);
+        let req = request.into_inner();
+        let resource = self.resource(resource(&req))?;
+        Ok((until, req, resource))
     }
 }
 
@@ -258,16 +160,16 @@ fn namespace_of<'a>(
     namespace: &'a str,
     required: bool,
 ) -> Result<Option<&'a str>, Status> {
-    match (resource.cache.namespaced, namespace.is_empty()) {
+    match (resource.namespaced(), namespace.is_empty()) {
         (true, true) if required => Err(invalid(
             "namespace",
-            format!("{} are namespaced: give the namespace", resource.cache.name),
+            format!("{} are namespaced: give the namespace", resource.name()),
         )),
         (false, false) => Err(invalid(
             "namespace",
             format!(
                 "{} are cluster-scoped: leave namespace empty",
-                resource.cache.name
+                resource.name()
             ),
         )),
         (_, true) => Ok(None),

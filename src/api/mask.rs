@@ -1,0 +1,152 @@
+//! The field mask of a request (`fields`), and how an object is rendered for a client: the
+//! identity and labels of the proto object come from the whole object, the JSON keeps only the
+//! requested fields.
+
+use bytes::Bytes;
+use serde_json::Value;
+use tonic::Status;
+
+use super::reason::invalid;
+use crate::proto;
+use crate::transform::Transform;
+
+/// The fields a client asked for.
+#[derive(Clone)]
+pub struct Mask(Option<Transform>);
+
+impl Mask {
+    /// `fields[i]` paths; none: the whole object.
+    pub fn parse(fields: &[String]) -> Result<Mask, Status> {
+        if fields.is_empty() {
+            return Ok(Mask(None));
+        }
+        Transform::new::<&str>(&[], &fields.iter().map(String::as_str).collect::<Vec<_>>())
+            .map(|t| Mask(Some(t)))
+            .map_err(|e| {
+                let (_, index) = e.location();
+                invalid(&format!("fields[{index}]"), e.detail())
+            })
+    }
+
+    pub fn is_whole(&self) -> bool {
+        self.0.is_none()
+    }
+
+    /// The proto object: identity from the stored object, JSON of the requested fields.
+    /// `resource_version` replaces the object's own (for objects that leave a watch's view:
+    /// their last state at the revision of the change that removed them).
+    pub fn render(
+        &self,
+        object: &Value,
+        revision: u64,
+        resource_version: Option<&str>,
+    ) -> proto::Object {
+        match (&self.0, resource_version) {
+            (None, None) => proto::Object {
+                json: to_bytes(object),
+                ..identity(object, revision, None)
+            },
+            _ => self.render_owned(object.clone(), revision, resource_version),
+        }
+    }
+
+    /// [`Mask::render`] of an object the caller no longer needs: the mask applies in place,
+    /// without copying the object first (a masked `List` decodes each object for itself).
+    pub fn render_owned(
+        &self,
+        mut object: Value,
+        revision: u64,
+        resource_version: Option<&str>,
+    ) -> proto::Object {
+        let rendered = identity(&object, revision, resource_version);
+        if let Some(t) = &self.0 {
+            t.apply(&mut object);
+        }
+        if let (Some(rv), Some(meta)) = (resource_version, object.get_mut("metadata")) {
+            if let Some(meta) = meta.as_object_mut() {
+                meta.insert("resourceVersion".into(), Value::String(rv.into()));
+            }
+        }
+        proto::Object {
+            json: to_bytes(&object),
+            ..rendered
+        }
+    }
+}
+
+/// The proto object's identity fields and labels, read from the whole object (whatever the
+/// mask keeps); `json` is left empty.
+fn identity(object: &Value, revision: u64, resource_version: Option<&str>) -> proto::Object {
+    let meta = object.get("metadata");
+    let text = |field: &str| {
+        meta.and_then(|m| m.get(field))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let labels = meta
+        .and_then(|m| m.get("labels"))
+        .and_then(Value::as_object)
+        .map(|l| {
+            l.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    proto::Object {
+        namespace: text("namespace"),
+        name: text("name"),
+        uid: text("uid"),
+        resource_version: resource_version
+            .map(str::to_string)
+            .unwrap_or_else(|| text("resourceVersion")),
+        labels,
+        revision,
+        json: Bytes::new(),
+    }
+}
+
+fn to_bytes(value: &Value) -> Bytes {
+    Bytes::from(serde_json::to_vec(value).expect("a JSON value always serializes"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_mask_keeps_its_fields_and_the_identity_comes_from_the_whole_object() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "7",
+                         "labels": {"app": "web"}},
+            "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}});
+        let mask = Mask::parse(&["status.phase".to_string()]).expect("mask");
+        for rv in [None, Some("9")] {
+            let borrowed = mask.render(&pod, 3, rv);
+            assert_eq!(borrowed, mask.render_owned(pod.clone(), 3, rv));
+            assert_eq!(
+                (
+                    borrowed.name.as_str(),
+                    borrowed.namespace.as_str(),
+                    borrowed.uid.as_str()
+                ),
+                ("p", "ns", "u")
+            );
+            assert_eq!(borrowed.resource_version, rv.unwrap_or("7"));
+            assert_eq!(borrowed.labels.get("app").map(String::as_str), Some("web"));
+            assert_eq!(borrowed.revision, 3);
+            let json: Value = serde_json::from_slice(&borrowed.json).expect("JSON");
+            assert_eq!(
+                json,
+                json!({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": "p", "namespace": "ns", "uid": "u",
+                                    "resourceVersion": rv.unwrap_or("7")},
+                       "status": {"phase": "Running"}})
+            );
+        }
+        let whole = Mask::parse(&[]).expect("no mask");
+        let json: Value = serde_json::from_slice(&whole.render(&pod, 3, None).json).expect("JSON");
+        assert_eq!(json, pod);
+    }
+}

@@ -1,0 +1,182 @@
+//! The gRPC API (`proto/informerd/v1/cache.proto`): Get, List, Watch and Status over the caches
+//! of the fleet, with gRPC health checking and server reflection, on a Unix socket and
+//! optionally on TCP. This file holds [`Api`] (the service over a fleet, and how it is served
+//! and stopped) and [`ApiError`]; the children, in the order a request meets them:
+//!
+//! - `server`: the listeners (Unix socket, TCP with keepalive and TLS) and graceful shutdown.
+//!   `health`: health checking that follows readiness, and reflection.
+//! - `service`: the RPCs. `reason`: statuses with the `informerd-reason` trailer. `list`: the
+//!   List stream, in chunks.
+//! - `resource`: one served resource (its cache, indexes, watch hub, counters).
+//! - `query`: the filters of a request, validated once, matched per object. `mask`: the
+//!   fields a request asks for, and how objects are rendered.
+//! - `watch`: one hub per resource broadcasts decoded changes; each watcher filters, applies
+//!   transitions and predicates, and has a bounded buffer.
+//! - `send`: how a stream sends into its bounded buffer, and gives up on a client that stalls.
+//!
+//! Where it listens (decided in `config`): a Unix socket always; TCP on loopback, or on any
+//! address with TLS. Health: the overall service ("") and `informerd.v1.Cache` are SERVING once
+//! every scope has synced (readiness), NOT_SERVING before.
+//!
+//! What it must NOT do: change a cache. The API only READS the stores: it holds
+//! `store::Store` (through the fleet's caches), never a `Writer`.
+
+mod health;
+mod list;
+mod mask;
+mod query;
+pub mod reason;
+mod resource;
+mod send;
+mod server;
+mod service;
+mod watch;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use thiserror::Error;
+use tokio::sync::watch as signal;
+use tonic::service::Routes;
+use tonic::Status;
+
+use crate::config::{Config, ServerConfig};
+use crate::fleet::Fleet;
+use crate::proto;
+pub use reason::{Reason, REASON_TRAILER};
+pub use resource::Resource;
+pub use watch::{DEFAULT_BOOKMARK_INTERVAL, WATCHER_BUFFER};
+
+/// What can stop the API from serving.
+#[derive(Debug, Error)]
+pub enum ApiError {
+    #[error("server.socket {path}: {message}")]
+    Socket { path: PathBuf, message: String },
+    #[error("server.listen {addr}: {source}")]
+    Listen {
+        addr: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("server.tls: {0}")]
+    Tls(String),
+    #[error(
+        "server reflection: the compiled-in protocol descriptors do not load ({0}); \
+         rebuild informerd"
+    )]
+    Reflection(#[from] tonic_reflection::server::Error),
+    #[error("the gRPC server failed: {0}")]
+    Serve(#[from] tonic::transport::Error),
+}
+
+/// The service over a fleet; cheap to clone.
+#[derive(Clone)]
+pub struct Api {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    fleet: Arc<Fleet>,
+    resources: Vec<Arc<Resource>>,
+    stop: signal::Sender<bool>,
+}
+
+impl Api {
+    /// The API over `fleet`, whose caches were started from `config`. Starts one hub task per
+    /// resource: call from within a Tokio runtime.
+    pub fn new(fleet: Arc<Fleet>, config: &Config) -> Api {
+        let (stop, stopped) = signal::channel(false);
+        let resources = fleet
+            .caches()
+            .iter()
+            .map(|cache| {
+                let indexes = config
+                    .resources
+                    .iter()
+                    .find(|r| r.name == cache.name)
+                    .map(|r| r.indexes.clone())
+                    .unwrap_or_default();
+                Arc::new(Resource::start(cache.clone(), indexes, stopped.clone()))
+            })
+            .collect();
+        Api {
+            inner: Arc::new(Inner {
+                fleet,
+                resources,
+                stop,
+            }),
+        }
+    }
+
+    fn resources(&self) -> &[Arc<Resource>] {
+        &self.inner.resources
+    }
+
+    fn resource(&self, name: &str) -> Result<Arc<Resource>, Status> {
+        if name.is_empty() {
+            return Err(reason::invalid(
+                "resource",
+                format!("is required; this sidecar serves: {}", self.names()),
+            ));
+        }
+        self.resources()
+            .iter()
+            .find(|r| r.name() == name)
+            .cloned()
+            .ok_or_else(|| {
+                Reason::NotFound.status(format!(
+                    "no resource named {name:?} in the configuration; this sidecar serves: {}",
+                    self.names()
+                ))
+            })
+    }
+
+    fn names(&self) -> String {
+        self.resources()
+            .iter()
+            .map(|r| r.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Ends every watch with `UNAVAILABLE`/`ShuttingDown` and stops the hubs.
+    pub fn stop(&self) {
+        self.inner.stop.send_replace(true);
+    }
+
+    /// Serves on the Unix socket of `server`, and on its TCP address if any, until `shutdown`
+    /// completes; then ends the watches and removes the socket.
+    pub async fn serve(
+        self,
+        server: &ServerConfig,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<(), ApiError> {
+        let result = self.serve_until(server, shutdown).await;
+        // Also on the error paths: the hubs stop, and so does the readiness task.
+        self.stop();
+        result
+    }
+
+    /// Health and reflection beside the Cache service, the readiness task, the listeners, and
+    /// graceful shutdown; then the socket file is removed.
+    async fn serve_until(
+        &self,
+        server: &ServerConfig,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<(), ApiError> {
+        let cache = proto::cache_server::CacheServer::new(self.clone());
+        let (routes, health) = health::add_health(Routes::new(cache)).await;
+        let routes = health::add_reflection(routes)?;
+        let readiness = health::follow_readiness(
+            health,
+            self.inner.fleet.synced(),
+            self.inner.stop.subscribe(),
+        );
+        let serving = server::listen(server, routes, &self.inner.stop).await?;
+        let result = server::until_shutdown(serving, shutdown, || self.stop()).await;
+        readiness.abort();
+        let _ = std::fs::remove_file(&server.socket);
+        result.map_err(ApiError::from)
+    }
+}

@@ -1,0 +1,276 @@
+//! One watcher: the task that sends a client what its watch asks for, first the replay or the
+//! initial state, then each change of the hub (or of the change log, where the hub's ring did
+//! not keep up) seen through its query and predicates, with bookmarks; and the stream that
+//! carries those events and the status that ends them.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tonic::Status;
+
+use super::hub::{Broadcast, Event};
+use super::spec::{Start, WatchSpec};
+use super::{shutting_down, WatchStream, WATCHER_BUFFER};
+use crate::api::reason::{self, Reason};
+use crate::api::send::{send_or_give_up, GaveUp, STALL_TIMEOUT};
+use crate::api::Resource;
+use crate::proto::{self, EventType};
+use crate::store::{Change, ChangeKind};
+
+/// Starts a watcher; the stream ends when it is ended (with a status) or the client goes away.
+pub fn start(resource: Arc<Resource>, spec: WatchSpec) -> Result<WatchStream, Status> {
+    let hub_rx = resource.hub().subscribe();
+    let (tx, rx) = mpsc::channel(WATCHER_BUFFER);
+    let (end_tx, end_rx) = oneshot::channel::<Status>();
+    let synced = !matches!(spec.start, Start::InitialState);
+    let mut watcher = Watcher {
+        epoch: resource.store().epoch(),
+        resource,
+        spec,
+        tx,
+        position: 0,
+        synced,
+    };
+    // Fail fast on a token the log cannot serve, as the call's own status.
+    let replay = match watcher.spec.start {
+        Start::Since(revision) => Some(
+            watcher
+                .resource
+                .store()
+                .changes_since(revision)
+                .map_err(|e| reason::from_store(&e))?,
+        ),
+        _ => None,
+    };
+    tokio::spawn(async move {
+        let _counted = watcher.resource.watching();
+        let end = watcher.run(hub_rx, replay).await.err().flatten();
+        if let Some(status) = end {
+            if status.code() == Reason::FellBehind.code() {
+                watcher.resource.count_dropped();
+            }
+            let _ = end_tx.send(status);
+        }
+    });
+    let events = tokio_stream::wrappers::ReceiverStream::new(rx).map(Ok);
+    // The task ends every stream with a status, except when the client has gone; a task that
+    // ended otherwise (a panic) must not look like a clean end to a client still reading.
+    let end = futures::stream::once(end_rx).map(|r| {
+        Err(r.unwrap_or_else(|_| {
+            Status::internal(
+                "the watch ended unexpectedly (see the sidecar's log); watch again with since = \
+                 the (epoch, revision) of the last event you received",
+            )
+        }))
+    });
+    Ok(Box::pin(events.chain(end)))
+}
+
+struct Watcher {
+    resource: Arc<Resource>,
+    spec: WatchSpec,
+    epoch: u64,
+    tx: mpsc::Sender<proto::WatchEvent>,
+    /// Every change up to this revision has been handled.
+    position: u64,
+    /// Past the initial state: events are resume points.
+    synced: bool,
+}
+
+/// How a watcher ends: with a status for the client, or quietly (`None`: the client left).
+type End = Option<Status>;
+
+impl Watcher {
+    /// The watch: where it starts, then following the hub until the client leaves, the API
+    /// stops, or the client stalls.
+    async fn run(
+        &mut self,
+        hub: broadcast::Receiver<Broadcast>,
+        replay: Option<Vec<Change>>,
+    ) -> Result<(), End> {
+        match self.spec.start {
+            Start::Now => self.position = self.resource.store().revision(),
+            Start::Since(revision) => {
+                self.position = revision;
+                for change in replay.unwrap_or_default() {
+                    self.handle(&Event::from_change(change)).await?;
+                }
+            }
+            Start::InitialState => self.send_initial_state().await?,
+        }
+        self.follow(hub).await
+    }
+
+    /// Every matching object as ADDED, then SYNCED: from there on, events are resume points.
+    async fn send_initial_state(&mut self) -> Result<(), End> {
+        let (revision, candidates) = self.spec.query.candidates(&self.resource);
+        for stored in candidates {
+            // Decoding many objects: let the runtime's other tasks run.
+            tokio::task::consume_budget().await;
+            let object = stored.to_json_value();
+            if !self.spec.query.matches(&self.resource, &object) {
+                continue;
+            }
+            let rendered = self
+                .spec
+                .query
+                .mask()
+                .render(&object, stored.revision(), None);
+            self.send(EventType::Added, stored.revision(), Some(rendered))
+                .await?;
+        }
+        self.position = revision;
+        self.send(EventType::Synced, revision, None).await?;
+        self.synced = true;
+        Ok(())
+    }
+
+    /// Handles each change the hub broadcasts (and, where the hub's ring did not keep up, the
+    /// change log's), with a bookmark every `bookmark_interval`.
+    async fn follow(&mut self, mut hub: broadcast::Receiver<Broadcast>) -> Result<(), End> {
+        let mut stop = self.resource.stopped();
+        let mut bookmarks = tokio::time::interval(self.spec.bookmark_interval);
+        bookmarks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        bookmarks.reset();
+        loop {
+            tokio::select! {
+                received = hub.recv() => match received {
+                    Ok(Broadcast::Change(event)) => {
+                        if event.revision > self.position {
+                            self.catch_up_to(event.revision - 1).await?;
+                            self.handle(&event).await?;
+                        }
+                    }
+                    Ok(Broadcast::Gap) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                        self.catch_up_to(self.resource.store().revision()).await?;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return Err(Some(shutting_down())),
+                },
+                _ = bookmarks.tick() => {
+                    // A bookmark is a courtesy: skipped when the buffer is full.
+                    let _ = self.tx.try_send(self.event(EventType::Bookmark, self.position, None));
+                }
+                _ = self.tx.closed() => return Err(None),
+                _ = stop.changed() => return Err(Some(shutting_down())),
+            }
+        }
+    }
+
+    /// Handles, from the change log, what the hub did not deliver up to `revision`.
+    async fn catch_up_to(&mut self, revision: u64) -> Result<(), End> {
+        if self.position >= revision {
+            return Ok(());
+        }
+        let changes = self
+            .resource
+            .store()
+            .changes_since(self.position)
+            .map_err(|e| Some(reason::from_store(&e)))?;
+        for change in changes.into_iter().take_while(|c| c.revision <= revision) {
+            self.handle(&Event::from_change(change)).await?;
+            tokio::task::consume_budget().await;
+        }
+        Ok(())
+    }
+
+    /// Sends what this change means for this watcher, if anything.
+    async fn handle(&mut self, event: &Event) -> Result<(), End> {
+        self.position = event.revision;
+        let query = &self.spec.query;
+        let now = event.kind != ChangeKind::Deleted && query.matches(&self.resource, &event.object);
+        let before = match (event.kind, &event.previous) {
+            (ChangeKind::Added, _) => false,
+            (ChangeKind::Modified, Some(previous)) => query.matches(&self.resource, previous),
+            (ChangeKind::Modified, None) => now,
+            (ChangeKind::Deleted, _) => query.matches(&self.resource, &event.object),
+        };
+        let (kind, object) = match (before, now) {
+            (false, false) => return Ok(()),
+            (false, true) => (EventType::Added, self.render(event)),
+            (true, true) => {
+                let previous = event.previous.as_ref().unwrap_or(&event.object);
+                if !self.spec.wants_update(&event.object, previous) {
+                    return Ok(());
+                }
+                (EventType::Modified, self.render(event))
+            }
+            (true, false) => match (event.kind, &event.previous) {
+                // Left the view: its last state in the view, at this change's version.
+                (ChangeKind::Modified, Some(previous)) => {
+                    let rv = event
+                        .object
+                        .pointer("/metadata/resourceVersion")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                    let mask = self.spec.query.mask();
+                    (
+                        EventType::Deleted,
+                        mask.render(previous, event.revision, Some(rv.as_deref().unwrap_or(""))),
+                    )
+                }
+                _ => (EventType::Deleted, self.render(event)),
+            },
+        };
+        self.send(kind, event.revision, Some(object)).await
+    }
+
+    /// The event's object as this watcher asked for it; rendered once for every watcher that
+    /// wants it whole.
+    fn render(&self, event: &Event) -> proto::Object {
+        let mask = self.spec.query.mask();
+        if mask.is_whole() {
+            return event
+                .whole
+                .get_or_init(|| mask.render(&event.object, event.revision, None))
+                .clone();
+        }
+        mask.render(&event.object, event.revision, None)
+    }
+
+    fn event(
+        &self,
+        kind: EventType,
+        revision: u64,
+        object: Option<proto::Object>,
+    ) -> proto::WatchEvent {
+        proto::WatchEvent {
+            r#type: kind as i32,
+            epoch: self.epoch,
+            revision,
+            object,
+        }
+    }
+
+    /// Waits while the buffer is full, up to [`STALL_TIMEOUT`]; then the watcher is ended.
+    async fn send(
+        &mut self,
+        kind: EventType,
+        revision: u64,
+        object: Option<proto::Object>,
+    ) -> Result<(), End> {
+        let event = self.event(kind, revision, object);
+        send_or_give_up(&self.tx, event, self.resource.stopped())
+            .await
+            .map_err(|gave_up| match gave_up {
+                GaveUp::Stalled => Some(self.fell_behind()),
+                GaveUp::Closed => None,
+                GaveUp::Stopped => Some(shutting_down()),
+            })
+    }
+
+    fn fell_behind(&self) -> Status {
+        let next = if self.synced {
+            "watch again with since = the (epoch, revision) of the last event you received"
+        } else {
+            "it had not reached SYNCED, so watch again with send_initial_state"
+        };
+        Reason::FellBehind.status(format!(
+            "this watch fell behind: its {WATCHER_BUFFER} buffered events were not read for \
+             {} s (at revision {}); {next}",
+            STALL_TIMEOUT.as_secs(),
+            self.position
+        ))
+    }
+}
