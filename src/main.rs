@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use informerd::{api::Api, config, fleet::Fleet};
 
-mod bench;
 mod cli;
 
 #[global_allocator]
@@ -51,7 +50,7 @@ enum Command {
     Status(cli::StatusArgs),
     /// Run a dump (`kubectl get pods -A -o json`) through a configuration: objects kept, and
     /// bytes per object as JSON, in the store, and allocated.
-    Bench(bench::BenchArgs),
+    Bench(cli::bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -61,7 +60,7 @@ fn main() -> ExitCode {
         Command::List(args) => cli::list(args),
         Command::Watch(args) => cli::watch(args),
         Command::Status(args) => cli::status(args),
-        Command::Bench(args) => bench::run(args),
+        Command::Bench(args) => cli::bench::run(args),
         Command::CheckConfig { file } => match config::load(&file) {
             Ok(cfg) => {
                 println!("{}: ok ({} resources)", file.display(), cfg.resources.len());

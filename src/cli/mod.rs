@@ -6,6 +6,7 @@
 //! named by its socket or address, with what to do about it. Output formats are described in
 //! [`output`].
 
+pub mod bench;
 mod output;
 
 use std::{io::Write as _, path::PathBuf, process::ExitCode, time::Duration};
