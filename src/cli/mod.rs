@@ -7,6 +7,7 @@
 //! [`output`].
 
 pub mod bench;
+mod humanize;
 mod output;
 
 use std::{io::Write as _, path::PathBuf, process::ExitCode, time::Duration};

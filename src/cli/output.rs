@@ -22,7 +22,10 @@ use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::CliError;
+use super::{
+    humanize::{human_bytes, human_duration},
+    CliError,
+};
 
 /// `-o`: how to print.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -391,65 +394,6 @@ fn labels(object: &Object) -> String {
         .join(",")
 }
 
-/// An age the way kubectl prints it: `45s`, `3m20s`, `2h5m`, `3d4h`, `400d`, `2y10d`.
-pub fn human_duration(seconds: i64) -> String {
-    if seconds < -1 {
-        return "<invalid>".into();
-    }
-    let s = seconds.max(0);
-    let (m, h, d) = (s / 60, s / 3600, s / 86400);
-    if s < 120 {
-        format!("{s}s")
-    } else if m < 10 {
-        if s % 60 == 0 {
-            format!("{m}m")
-        } else {
-            format!("{m}m{}s", s % 60)
-        }
-    } else if m < 180 {
-        format!("{m}m")
-    } else if h < 8 {
-        if m % 60 == 0 {
-            format!("{h}h")
-        } else {
-            format!("{h}h{}m", m % 60)
-        }
-    } else if h < 48 {
-        format!("{h}h")
-    } else if h < 24 * 8 {
-        if h % 24 == 0 {
-            format!("{d}d")
-        } else {
-            format!("{d}d{}h", h % 24)
-        }
-    } else if d < 365 * 2 {
-        format!("{d}d")
-    } else if d < 365 * 8 {
-        if d % 365 == 0 {
-            format!("{}y", d / 365)
-        } else {
-            format!("{}y{}d", d / 365, d % 365)
-        }
-    } else {
-        format!("{}y", d / 365)
-    }
-}
-
-/// Bytes for people: `812B`, `4.7KiB`, `12.3MiB`, `1.1GiB`.
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
-    if bytes < 1024 {
-        return format!("{bytes}B");
-    }
-    let mut value = bytes as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.1}{}", UNITS[unit])
-}
-
 /// The status as tables: a summary line, the resources, then their scopes.
 pub fn status_table(status: &StatusResponse) -> String {
     let mut out = format!(
@@ -567,20 +511,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ages_like_kubectl() {
-        assert_eq!(human_duration(5), "5s");
-        assert_eq!(human_duration(119), "119s");
-        assert_eq!(human_duration(200), "3m20s");
-        assert_eq!(human_duration(1200), "20m");
-        assert_eq!(human_duration(3 * 3600 + 300), "3h5m");
-        assert_eq!(human_duration(20 * 3600), "20h");
-        assert_eq!(human_duration(3 * 86400 + 4 * 3600), "3d4h");
-        assert_eq!(human_duration(400 * 86400), "400d");
-        assert_eq!(human_duration(3 * 365 * 86400 + 10 * 86400), "3y10d");
-        assert_eq!(human_duration(-5), "<invalid>");
-    }
-
-    #[test]
     fn tables_align_columns() {
         let mut t = Table::new(vec!["NAME", "REVISION"]);
         t.push(vec!["a-long-name".into(), "7".into()]);
@@ -608,12 +538,5 @@ mod tests {
             back["metadata"]["resourceVersion"],
             "12036890116437781076:3"
         );
-    }
-
-    #[test]
-    fn bytes_for_people() {
-        assert_eq!(human_bytes(812), "812B");
-        assert_eq!(human_bytes(4813), "4.7KiB");
-        assert_eq!(human_bytes(12_900_000), "12.3MiB");
     }
 }

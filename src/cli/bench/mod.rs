@@ -30,6 +30,8 @@ use informerd::{
     store::ObjectKey,
 };
 use kube::runtime::watcher;
+
+use super::humanize::thousands;
 use serde::{Deserialize as _, Serialize};
 use serde_json::{Map, Value};
 
@@ -698,19 +700,6 @@ fn measure_resource(
 // ------------------------------------------------------------------------------------------
 // The table.
 
-/// `1234567` → `1,234,567`.
-fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 fn opt(n: Option<usize>) -> String {
     n.map(thousands).unwrap_or_else(|| "-".into())
 }
@@ -1118,13 +1107,5 @@ mod tests {
         let report = run_on(&cfg, vec![pod("a", "x", "Job")]);
         assert_eq!(report.resources[0].objects_read, 0);
         assert_eq!(report.objects_not_configured, 1);
-    }
-
-    #[test]
-    fn thousands_separators() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1000), "1,000");
-        assert_eq!(thousands(1234567), "1,234,567");
     }
 }
