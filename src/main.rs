@@ -41,13 +41,13 @@ enum Command {
         file: PathBuf,
     },
     /// Print one cached object: `get pods web-1 -n shop -o yaml`.
-    Get(cli::GetArgs),
+    Get(cli::Client<cli::GetArgs>),
     /// List cached objects: `list pods -A -l app=web`.
-    List(cli::ListArgs),
+    List(cli::Client<cli::ListArgs>),
     /// Follow changes, one line or document per event: `watch pods --initial -o json`.
-    Watch(cli::WatchArgs),
+    Watch(cli::Client<cli::WatchArgs>),
     /// What the sidecar caches and how it is doing: sync state, objects, memory, scopes.
-    Status(cli::StatusArgs),
+    Status(cli::Client<cli::StatusArgs>),
     /// Run a dump (`kubectl get pods -A -o json`) through a configuration: objects kept, and
     /// bytes per object as JSON, in the store, and allocated.
     Bench(cli::bench::BenchArgs),
@@ -56,10 +56,10 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Get(args) => cli::get(args),
-        Command::List(args) => cli::list(args),
-        Command::Watch(args) => cli::watch(args),
-        Command::Status(args) => cli::status(args),
+        Command::Get(client) => cli::run(client),
+        Command::List(client) => cli::run(client),
+        Command::Watch(client) => cli::run(client),
+        Command::Status(client) => cli::run(client),
         Command::Bench(args) => cli::bench::run(args),
         Command::CheckConfig { file } => match config::load(&file) {
             Ok(cfg) => {
