@@ -1,0 +1,114 @@
+//! `informerd serve`: the sidecar itself. Wires config → fleet → filter → transform → store →
+//! api, logs once every scope has synced, and stops on Ctrl-C or SIGTERM.
+
+use std::{path::PathBuf, process::ExitCode, sync::Arc};
+
+use informerd::{
+    api::{Api, ApiError},
+    config,
+    fleet::{Fleet, FleetError},
+};
+use kube::config::{InferConfigError, KubeconfigError};
+
+/// Why the sidecar did not start, or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The file given with --kubeconfig cannot be read or used.
+    #[error("--kubeconfig {path}: {source}")]
+    Kubeconfig {
+        path: String,
+        #[source]
+        source: KubeconfigError,
+    },
+    /// Neither the in-cluster service account nor $KUBECONFIG gives a configuration.
+    #[error(transparent)]
+    Infer(#[from] InferConfigError),
+    #[error(transparent)]
+    Fleet(#[from] FleetError),
+    #[error(transparent)]
+    Api(#[from] ApiError),
+}
+
+/// Runs the sidecar with the configuration at `config` until it is told to stop; an invalid
+/// configuration or a failed start is printed, with the exit status 1.
+pub fn serve(config: PathBuf, kubeconfig: Option<PathBuf>) -> ExitCode {
+    init_tracing();
+    let cfg = match config::load(&config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(1);
+        }
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    match rt.block_on(run(cfg, kubeconfig)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// The sidecar, from start to shutdown.
+async fn run(cfg: config::Config, kubeconfig: Option<PathBuf>) -> Result<(), ServeError> {
+    let client_config = match kubeconfig {
+        Some(path) => {
+            let unusable = |source| ServeError::Kubeconfig {
+                path: path.display().to_string(),
+                source,
+            };
+            let kc = kube::config::Kubeconfig::read_from(&path).map_err(unusable)?;
+            kube::Config::from_custom_kubeconfig(kc, &Default::default())
+                .await
+                .map_err(unusable)?
+        }
+        None => kube::Config::infer().await?,
+    };
+    let client = informerd::fleet::client(client_config)?;
+    let fleet = Arc::new(Fleet::start(client, &cfg).await?);
+    let api = Api::new(fleet.clone(), &cfg);
+    tokio::spawn(announce_sync(fleet.clone()));
+    api.serve(&cfg.server, shutdown_signal()).await?;
+    tracing::info!("shutting down");
+    fleet.shutdown();
+    Ok(())
+}
+
+/// Logs once when every scope has synced, with what the caches hold.
+async fn announce_sync(fleet: Arc<Fleet>) {
+    fleet.synced().wait_synced().await;
+    for c in fleet.caches() {
+        let stats = c.store.stats();
+        tracing::info!(resource = %c.name, objects = stats.objects,
+            encoded_bytes_per_object = stats.encoded_bytes / stats.objects.max(1),
+            "synced");
+    }
+    tracing::info!(
+        allocated_mib = informerd::vocab::memory::allocated_bytes() >> 20,
+        "every scope synced"
+    );
+}
+
+/// Ctrl-C or SIGTERM (what the kubelet sends).
+async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("a SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
