@@ -510,7 +510,7 @@ fn memory_is_released_when_objects_go() {
     assert_eq!(store.stats(), empty);
     let st = store.shared.read();
     assert!(st.indexes[0].values.is_empty());
-    assert_eq!(st.slots.capacity(), 0);
+    assert_eq!(st.slots.blobs.capacity(), 0);
 }
 
 #[test]
