@@ -1,0 +1,320 @@
+//! Encoding a body: JSON objects become interned templates, and only the values of their holes
+//! (what is unique to this object, each in its compact form) are written to the body.
+
+use serde_json::{Map, Number, Value};
+
+use super::refs::{atom_children, release_all};
+use super::varint::{put_varint, zigzag};
+use super::{
+    Identity, HOLE, OBJ_HOLE, SMALL_MAX, T_ARR, T_ARR_CONST, T_ARR_EMPTY, T_ATOM_STR, T_F64,
+    T_FALSE, T_GEN_NAME, T_HEX64, T_IPV4, T_IPV4_CIDR, T_KEY_NAME, T_KEY_NS, T_KEY_RV, T_NEG,
+    T_NULL, T_OBJ, T_SMALL, T_STR, T_TRUE, T_TS, T_TS_FRAC, T_U64, T_UINT_STR, T_UUID,
+};
+use crate::store::atoms::{
+    AtomId, Atoms, KIND_ARRAY, KIND_ARRAY_TEMPLATE, KIND_STR, KIND_TEMPLATE,
+};
+use crate::store::scalar::{
+    pack_suffix, parse_ipv4, parse_timestamp, parse_uint_str, parse_uuid, split_generated_name,
+    split_hex64, TS_BASE,
+};
+
+/// Encoding of a constant: a tag and at most 16 bytes (UUID) or a 10-byte varint.
+#[derive(Clone, Copy)]
+struct Const {
+    len: u8,
+    buf: [u8; 20],
+}
+
+impl Const {
+    fn new() -> Self {
+        Self {
+            len: 0,
+            buf: [0; 20],
+        }
+    }
+
+    fn tag(tag: u8) -> Self {
+        let mut c = Self::new();
+        c.push(tag);
+        c
+    }
+
+    fn tag_id(tag: u8, id: AtomId) -> Self {
+        let mut c = Self::tag(tag);
+        c.varint(u64::from(id));
+        c
+    }
+
+    fn push(&mut self, b: u8) {
+        self.buf[self.len as usize] = b;
+        self.len += 1;
+    }
+
+    fn extend(&mut self, bytes: &[u8]) {
+        self.buf[self.len as usize..self.len as usize + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len() as u8;
+    }
+
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.push(v as u8);
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len as usize]
+    }
+}
+
+enum Enc {
+    /// A constant; its encoding goes into the enclosing template.
+    Const(Const),
+    /// The value was written to the body.
+    Hole,
+    /// An object with holes, of this template: the values of its holes were written to the
+    /// body, the enclosing container says which template they belong to.
+    ObjHoles(AtomId),
+}
+
+/// True when `v` nests containers deeper than `max`.
+pub(crate) fn too_deep(v: &Value, max: usize) -> bool {
+    let mut stack = vec![(v, 0usize)];
+    while let Some((v, d)) = stack.pop() {
+        if d > max {
+            return true;
+        }
+        match v {
+            Value::Array(a) => stack.extend(a.iter().map(|c| (c, d + 1))),
+            Value::Object(m) => stack.extend(m.values().map(|c| (c, d + 1))),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Encodes the body of `root`, taking references on the atoms it names.
+pub(crate) fn encode_body(
+    atoms: &mut Atoms,
+    id: &Identity<'_>,
+    root: &Map<String, Value>,
+) -> Vec<u8> {
+    let mut enc = Encoder {
+        atoms,
+        id,
+        last_ts: TS_BASE,
+        out: Vec::with_capacity(128),
+    };
+    match enc.object(root, false) {
+        Enc::Const(c) => enc.out.extend_from_slice(c.bytes()),
+        Enc::ObjHoles(tid) => enc.tag_id_at(0, T_OBJ, tid),
+        Enc::Hole => unreachable!("objects are constants or have holes"),
+    }
+    enc.out
+}
+
+struct Encoder<'a, 'i> {
+    atoms: &'a mut Atoms,
+    id: &'a Identity<'i>,
+    last_ts: i64,
+    out: Vec<u8>,
+}
+
+impl Encoder<'_, '_> {
+    fn value(&mut self, v: &Value, owner_refs: bool) -> Enc {
+        match v {
+            Value::Null => Enc::Const(Const::tag(T_NULL)),
+            Value::Bool(false) => Enc::Const(Const::tag(T_FALSE)),
+            Value::Bool(true) => Enc::Const(Const::tag(T_TRUE)),
+            Value::Number(n) => Enc::Const(number(n)),
+            Value::String(s) => self.string(s, owner_refs),
+            Value::Array(a) => self.array(a, owner_refs),
+            Value::Object(m) => self.object(m, owner_refs),
+        }
+    }
+
+    /// Inserts `tag id` into the body at `pos` (before the holes of what it introduces).
+    fn tag_id_at(&mut self, pos: usize, tag: u8, id: AtomId) {
+        let head = Const::tag_id(tag, id);
+        self.out.splice(pos..pos, head.bytes().iter().copied());
+    }
+
+    fn string(&mut self, s: &str, owner_refs: bool) -> Enc {
+        if s == self.id.name {
+            return Enc::Const(Const::tag(T_KEY_NAME));
+        }
+        if Some(s) == self.id.namespace {
+            return Enc::Const(Const::tag(T_KEY_NS));
+        }
+        if Some(s) == self.id.resource_version {
+            return Enc::Const(Const::tag(T_KEY_RV));
+        }
+        if let Some(u) = parse_uuid(s) {
+            if owner_refs {
+                // The owner's UID is shared by all its objects: keep it in the template.
+                let mut c = Const::tag(T_UUID);
+                c.extend(&u);
+                return Enc::Const(c);
+            }
+            self.out.push(T_UUID);
+            self.out.extend_from_slice(&u);
+            return Enc::Hole;
+        }
+        if owner_refs {
+            return Enc::Const(self.const_string(s));
+        }
+        if let Some(t) = parse_timestamp(s) {
+            let delta = t.secs.wrapping_sub(self.last_ts);
+            self.last_ts = t.secs;
+            self.out
+                .push(if t.frac.is_some() { T_TS_FRAC } else { T_TS });
+            put_varint(&mut self.out, zigzag(delta));
+            if let Some((digits, frac)) = t.frac {
+                self.out.push(digits);
+                put_varint(&mut self.out, u64::from(frac));
+            }
+            return Enc::Hole;
+        }
+        if let Some(n) = parse_uint_str(s) {
+            self.out.push(T_UINT_STR);
+            put_varint(&mut self.out, n);
+            return Enc::Hole;
+        }
+        if let Some((ip, prefix)) = parse_ipv4(s) {
+            self.out.push(if prefix.is_some() {
+                T_IPV4_CIDR
+            } else {
+                T_IPV4
+            });
+            self.out.extend_from_slice(&ip);
+            self.out.extend(prefix);
+            return Enc::Hole;
+        }
+        if let Some((prefix, suffix)) = split_generated_name(s) {
+            let (a, _) = self.atoms.acquire(KIND_STR, prefix.as_bytes());
+            self.out.push(T_GEN_NAME);
+            put_varint(&mut self.out, u64::from(a));
+            self.out.extend_from_slice(&pack_suffix(&suffix));
+            return Enc::Hole;
+        }
+        if let Some((prefix, digest)) = split_hex64(s) {
+            self.out.push(T_HEX64);
+            if prefix.is_empty() {
+                self.out.push(0);
+            } else {
+                let (a, _) = self.atoms.acquire(KIND_STR, prefix.as_bytes());
+                put_varint(&mut self.out, u64::from(a) + 1);
+            }
+            self.out.extend_from_slice(&digest);
+            return Enc::Hole;
+        }
+        Enc::Const(self.const_string(s))
+    }
+
+    fn const_string(&mut self, s: &str) -> Const {
+        if s.len() <= 3 {
+            let mut c = Const::tag(T_STR);
+            c.push(s.len() as u8);
+            c.extend(s.as_bytes());
+            c
+        } else {
+            let (a, _) = self.atoms.acquire(KIND_STR, s.as_bytes());
+            Const::tag_id(T_ATOM_STR, a)
+        }
+    }
+
+    fn object(&mut self, m: &Map<String, Value>, owner_refs: bool) -> Enc {
+        let mut template = Vec::with_capacity(1 + m.len() * 4);
+        put_varint(&mut template, m.len() as u64);
+        let mut holes = false;
+        for (k, v) in m {
+            let (key, _) = self.atoms.acquire(KIND_STR, k.as_bytes());
+            put_varint(&mut template, u64::from(key));
+            let pos = self.out.len();
+            match self.value(v, owner_refs || k == "ownerReferences") {
+                Enc::Const(c) => template.extend_from_slice(c.bytes()),
+                Enc::Hole => {
+                    template.push(HOLE);
+                    holes = true;
+                }
+                Enc::ObjHoles(tid) => {
+                    // The object's template id goes to the body: putting it in this template
+                    // would multiply the number of templates (e.g. metadata x node name).
+                    self.tag_id_at(pos, T_OBJ, tid);
+                    template.push(HOLE);
+                    holes = true;
+                }
+            }
+        }
+        let tid = self.intern(KIND_TEMPLATE, &template);
+        if holes {
+            Enc::ObjHoles(tid)
+        } else {
+            Enc::Const(Const::tag_id(T_OBJ, tid))
+        }
+    }
+
+    fn array(&mut self, a: &[Value], owner_refs: bool) -> Enc {
+        if a.is_empty() {
+            return Enc::Const(Const::tag(T_ARR_EMPTY));
+        }
+        let pos = self.out.len();
+        let mut template = Vec::with_capacity(1 + a.len() * 2);
+        put_varint(&mut template, a.len() as u64);
+        let mut holes = false;
+        for v in a {
+            match self.value(v, owner_refs) {
+                Enc::Const(c) => template.extend_from_slice(c.bytes()),
+                Enc::Hole => {
+                    template.push(HOLE);
+                    holes = true;
+                }
+                Enc::ObjHoles(tid) => {
+                    template.push(OBJ_HOLE);
+                    put_varint(&mut template, u64::from(tid));
+                    holes = true;
+                }
+            }
+        }
+        if holes {
+            let id = self.intern(KIND_ARRAY_TEMPLATE, &template);
+            self.tag_id_at(pos, T_ARR, id);
+            Enc::Hole
+        } else {
+            let id = self.intern(KIND_ARRAY, &template);
+            Enc::Const(Const::tag_id(T_ARR_CONST, id))
+        }
+    }
+
+    /// Interns a template or array whose payload already holds references on its children;
+    /// when an equal atom exists, those references are returned (the existing atom has its own).
+    fn intern(&mut self, kind: u8, payload: &[u8]) -> AtomId {
+        let (id, created) = self.atoms.acquire(kind, payload);
+        if !created {
+            let mut ids = Vec::new();
+            atom_children(kind, payload, &mut ids);
+            release_all(self.atoms, ids);
+        }
+        id
+    }
+}
+
+fn number(n: &Number) -> Const {
+    if let Some(u) = n.as_u64() {
+        if u <= SMALL_MAX {
+            return Const::tag(T_SMALL + u as u8);
+        }
+        let mut c = Const::tag(T_U64);
+        c.varint(u);
+        c
+    } else if let Some(i) = n.as_i64() {
+        let mut c = Const::tag(T_NEG);
+        c.varint(!(i as u64));
+        c
+    } else {
+        let mut c = Const::tag(T_F64);
+        c.extend(&n.as_f64().unwrap_or(0.0).to_le_bytes());
+        c
+    }
+}

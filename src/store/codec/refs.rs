@@ -1,0 +1,190 @@
+//! Reference counting of the atoms a blob names: walking a body, a template or a constant
+//! array for the atoms it references, releasing them (recursively, as atoms free), and
+//! estimating what a blob alone keeps in memory (for the change log's byte budget).
+
+use super::header::{parse_header, Name};
+use super::varint::{get_id, get_varint};
+use super::{
+    HOLE, OBJ_HOLE, SMALL_MAX, T_ARR, T_ARR_CONST, T_ARR_EMPTY, T_ATOM_STR, T_F64, T_FALSE,
+    T_GEN_NAME, T_HEX64, T_IPV4, T_IPV4_CIDR, T_KEY_NAME, T_KEY_NS, T_KEY_RV, T_NEG, T_NULL, T_OBJ,
+    T_SMALL, T_STR, T_TRUE, T_TS, T_TS_FRAC, T_U64, T_UINT_STR, T_UUID,
+};
+use crate::store::atoms::{AtomId, Atoms, KIND_STR, KIND_TEMPLATE};
+use crate::store::scalar::PACKED_SUFFIX_LEN;
+
+/// Skips the constant at `buf[*p]`, passing the atoms it names to `on_ref`.
+fn const_refs(buf: &[u8], p: &mut usize, on_ref: &mut impl FnMut(AtomId)) {
+    let tag = buf[*p];
+    *p += 1;
+    match tag {
+        T_NULL | T_FALSE | T_TRUE | T_ARR_EMPTY | T_KEY_NAME | T_KEY_NS | T_KEY_RV => {}
+        T_U64 | T_NEG => {
+            get_varint(buf, p);
+        }
+        T_F64 => *p += 8,
+        T_STR => {
+            let len = get_varint(buf, p) as usize;
+            *p += len;
+        }
+        T_UUID => *p += 16,
+        T_ATOM_STR | T_OBJ | T_ARR_CONST => on_ref(get_id(buf, p)),
+        t if (T_SMALL..=T_SMALL + SMALL_MAX as u8).contains(&t) => {}
+        t => unreachable!("tag {t} is not a constant"),
+    }
+}
+
+/// The atoms a template or constant-array payload references.
+pub(super) fn atom_children(kind: u8, payload: &[u8], ids: &mut Vec<AtomId>) {
+    let mut p = 0;
+    let n = get_varint(payload, &mut p);
+    for _ in 0..n {
+        if kind == KIND_TEMPLATE {
+            ids.push(get_id(payload, &mut p));
+        }
+        match payload[p] {
+            HOLE => p += 1,
+            OBJ_HOLE => {
+                p += 1;
+                ids.push(get_id(payload, &mut p));
+            }
+            _ => const_refs(payload, &mut p, &mut |id| ids.push(id)),
+        }
+    }
+}
+
+/// Skips the body value at `s[*p]`, collecting the atoms it names.
+fn body_refs(atoms: &Atoms, s: &[u8], p: &mut usize, ids: &mut Vec<AtomId>) {
+    let tag = s[*p];
+    *p += 1;
+    match tag {
+        T_OBJ => {
+            let tid = get_id(s, p);
+            ids.push(tid);
+            object_hole_refs(atoms, tid, s, p, ids);
+        }
+        T_ARR => {
+            let id = get_id(s, p);
+            ids.push(id);
+            let t = atoms.payload(id);
+            let mut q = 0;
+            let n = get_varint(t, &mut q);
+            for _ in 0..n {
+                match t[q] {
+                    HOLE => {
+                        q += 1;
+                        body_refs(atoms, s, p, ids);
+                    }
+                    OBJ_HOLE => {
+                        q += 1;
+                        let tid = get_id(t, &mut q);
+                        object_hole_refs(atoms, tid, s, p, ids);
+                    }
+                    // The template holds the references of its constants.
+                    _ => const_refs(t, &mut q, &mut |_| {}),
+                }
+            }
+        }
+        T_UINT_STR | T_TS => {
+            get_varint(s, p);
+        }
+        T_TS_FRAC => {
+            get_varint(s, p);
+            *p += 1;
+            get_varint(s, p);
+        }
+        T_IPV4 => *p += 4,
+        T_IPV4_CIDR => *p += 5,
+        T_GEN_NAME => {
+            ids.push(get_id(s, p));
+            *p += PACKED_SUFFIX_LEN;
+        }
+        T_HEX64 => {
+            let v = get_varint(s, p);
+            if v > 0 {
+                ids.push((v - 1) as AtomId);
+            }
+            *p += 32;
+        }
+        _ => {
+            *p -= 1;
+            const_refs(s, p, &mut |id| ids.push(id));
+        }
+    }
+}
+
+/// Skips the hole values of an object of template `tid`, collecting the atoms they name.
+fn object_hole_refs(atoms: &Atoms, tid: AtomId, s: &[u8], p: &mut usize, ids: &mut Vec<AtomId>) {
+    let t = atoms.payload(tid);
+    let mut q = 0;
+    let n = get_varint(t, &mut q);
+    for _ in 0..n {
+        get_varint(t, &mut q);
+        if t[q] == HOLE {
+            q += 1;
+            body_refs(atoms, s, p, ids);
+        } else {
+            const_refs(t, &mut q, &mut |_| {});
+        }
+    }
+}
+
+/// Drops one reference on each atom, freeing (recursively) those that are no longer used.
+pub(super) fn release_all(atoms: &mut Atoms, mut ids: Vec<AtomId>) {
+    while let Some(id) = ids.pop() {
+        if let Some(bytes) = atoms.release(id) {
+            if bytes[0] != KIND_STR {
+                atom_children(bytes[0], &bytes[1..], &mut ids);
+            }
+        }
+    }
+}
+
+/// Releases the references held by a body that was encoded but not kept.
+pub(crate) fn release_body(atoms: &mut Atoms, body: &[u8]) {
+    let mut ids = Vec::new();
+    let mut p = 0;
+    body_refs(atoms, body, &mut p, &mut ids);
+    debug_assert_eq!(p, body.len());
+    release_all(atoms, ids);
+}
+
+/// The atoms a stored blob references (header and body), once per reference.
+fn blob_refs(atoms: &Atoms, blob: &[u8]) -> Vec<AtomId> {
+    let h = parse_header(blob);
+    let mut ids = Vec::new();
+    ids.extend(h.namespace);
+    if let Name::Generated { prefix, .. } = h.name {
+        ids.push(prefix);
+    }
+    let mut p = h.body_start;
+    body_refs(atoms, blob, &mut p, &mut ids);
+    debug_assert_eq!(p, blob.len());
+    ids
+}
+
+/// Releases every reference held by a stored blob.
+pub(crate) fn release_blob(atoms: &mut Atoms, blob: &[u8]) {
+    let ids = blob_refs(atoms, blob);
+    release_all(atoms, ids);
+}
+
+/// Rough bookkeeping cost of one atom besides its bytes (entry, table slot, allocation).
+const ATOM_OVERHEAD: usize = 40;
+
+/// About how many bytes stay in memory only because of this blob: the blob itself and the
+/// atoms nothing else references.
+pub(crate) fn exclusive_bytes(atoms: &Atoms, blob: &[u8]) -> usize {
+    let mut total = blob.len();
+    let mut ids = blob_refs(atoms, blob);
+    while let Some(id) = ids.pop() {
+        if atoms.refs(id) == 1 {
+            let payload = atoms.payload(id);
+            total += payload.len() + ATOM_OVERHEAD;
+            let kind = atoms.kind(id);
+            if kind != KIND_STR {
+                atom_children(kind, payload, &mut ids);
+            }
+        }
+    }
+    total
+}

@@ -1,0 +1,126 @@
+//! The change log: the latest changes, oldest first, bounded by count and by the memory only
+//! it keeps alive, so that a watcher can resume from a revision instead of relisting.
+//!
+//! Entries share the encoded objects with the current state: a Modified entry is the last
+//! holder of the state it replaced, a Deleted one of the object's last state. When an entry
+//! leaves the log, those blobs are handed back to be retired (see `retired`).
+
+use std::collections::VecDeque;
+
+use super::atoms::Atoms;
+use super::codec;
+use super::{Blob, ChangeKind, StoreError};
+
+pub(super) struct LogEntry {
+    pub(super) kind: ChangeKind,
+    /// Memory this entry alone keeps alive, as counted against `log_max_bytes`.
+    bytes: u32,
+    /// The new state (last state for Deleted). For Added/Modified it is also held by the
+    /// object's slot, or by the log entry of the object's next change.
+    pub(super) object: Blob,
+    /// The replaced state (Modified): the log entry is its last holder.
+    pub(super) previous: Option<Blob>,
+}
+
+impl LogEntry {
+    pub(super) fn new(
+        atoms: &Atoms,
+        kind: ChangeKind,
+        object: Blob,
+        previous: Option<Blob>,
+    ) -> Self {
+        // The state only the log keeps: the replaced one, or the last one of a deleted object
+        // (the new state of an ADDED/MODIFIED change is the current object's).
+        let own = match (&previous, kind) {
+            (Some(p), _) => codec::exclusive_bytes(atoms, p),
+            (None, ChangeKind::Deleted) => codec::exclusive_bytes(atoms, &object),
+            (None, _) => 0,
+        };
+        let bytes = std::mem::size_of::<Self>() + own;
+        Self {
+            kind,
+            bytes: u32::try_from(bytes).unwrap_or(u32::MAX),
+            object,
+            previous,
+        }
+    }
+}
+
+pub(super) struct Log {
+    /// Changes `revision - entries.len() + 1 ..= revision`, oldest first.
+    entries: VecDeque<LogEntry>,
+    bytes: usize,
+    max_events: usize,
+    max_bytes: usize,
+}
+
+impl Log {
+    pub(super) fn new(max_events: usize, max_bytes: usize) -> Self {
+        Self {
+            entries: VecDeque::new(),
+            bytes: 0,
+            max_events,
+            max_bytes,
+        }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Bytes the log keeps alive.
+    pub(super) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Appends the entry of the latest change, then drops the oldest entries beyond the
+    /// limits, handing `retire` the blobs they were the last to hold.
+    pub(super) fn push(&mut self, entry: LogEntry, mut retire: impl FnMut(Blob)) {
+        self.bytes += entry.bytes as usize;
+        self.entries.push_back(entry);
+        while self.entries.len() > self.max_events
+            || (self.bytes > self.max_bytes && !self.entries.is_empty())
+        {
+            let Some(oldest) = self.entries.pop_front() else {
+                break;
+            };
+            self.bytes -= oldest.bytes as usize;
+            if oldest.kind == ChangeKind::Deleted {
+                retire(oldest.object);
+            }
+            // Otherwise the object is still held by its slot or by a newer entry.
+            if let Some(previous) = oldest.previous {
+                retire(previous);
+            }
+        }
+    }
+
+    /// Exactly the entries after `revision`, oldest first, with their revisions (the store is
+    /// at revision `current`), or why the log cannot give them.
+    pub(super) fn since(
+        &self,
+        revision: u64,
+        current: u64,
+    ) -> Result<impl Iterator<Item = (u64, &LogEntry)> + '_, StoreError> {
+        if revision > current {
+            return Err(StoreError::FutureRevision {
+                requested: revision,
+                current,
+            });
+        }
+        let oldest = current - self.entries.len() as u64;
+        if revision < oldest {
+            return Err(StoreError::Expired {
+                requested: revision,
+                oldest_available: oldest,
+            });
+        }
+        let start = (revision - oldest) as usize;
+        Ok(self
+            .entries
+            .iter()
+            .enumerate()
+            .skip(start)
+            .map(move |(i, e)| (oldest + 1 + i as u64, e)))
+    }
+}

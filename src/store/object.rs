@@ -1,0 +1,218 @@
+//! The values the store hands out: an object's key ([`ObjectKey`]), a stored version of it
+//! ([`StoredObject`], decoded on demand) and one change ([`Change`], [`ChangeKind`]).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use serde_json::{Map, Value};
+
+use super::atoms::{AtomId, Atoms};
+use super::codec::{self, Identity};
+use super::state::Shared;
+use super::Blob;
+
+/// Namespace and name of an object (`namespace` is `None` for cluster-scoped objects).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectKey {
+    pub namespace: Option<Arc<str>>,
+    pub name: Arc<str>,
+}
+
+impl ObjectKey {
+    pub fn new(namespace: Option<&str>, name: &str) -> Self {
+        Self {
+            namespace: namespace.map(Arc::from),
+            name: Arc::from(name),
+        }
+    }
+
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{ns}/{}", self.name),
+            None => f.write_str(&self.name),
+        }
+    }
+}
+
+/// The namespaces of the keys one read builds: one `Arc<str>` per namespace, shared by all
+/// its keys, rather than one per object.
+#[derive(Default)]
+pub(super) struct Namespaces(HashMap<AtomId, Arc<str>>);
+
+impl Namespaces {
+    pub(super) fn get(&mut self, atoms: &Atoms, namespace: AtomId) -> Arc<str> {
+        self.0
+            .entry(namespace)
+            .or_insert_with(|| Arc::from(atoms.str(namespace)))
+            .clone()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ChangeKind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl ChangeKind {
+    /// The Kubernetes watch event type.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeKind::Added => "ADDED",
+            ChangeKind::Modified => "MODIFIED",
+            ChangeKind::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One change of the store, as recorded in the change log.
+#[derive(Clone, Debug)]
+pub struct Change {
+    pub revision: u64,
+    pub kind: ChangeKind,
+    pub key: ObjectKey,
+    /// The new state; for [`ChangeKind::Deleted`], the last known state.
+    pub object: StoredObject,
+    /// The state before a [`ChangeKind::Modified`] change.
+    pub previous: Option<StoredObject>,
+}
+
+/// A stored object: its identity, and its JSON decoded on demand.
+///
+/// Cheap to clone. Holding one keeps that version of the object in memory, so hold it for the
+/// duration of a request, not longer.
+#[derive(Clone)]
+pub struct StoredObject(Arc<Handle>);
+
+/// What a [`StoredObject`] holds: one version of an object, and the store whose atoms decode it.
+pub(super) struct Handle {
+    pub(super) shared: Arc<Shared>,
+    pub(super) blob: Blob,
+    pub(super) key: ObjectKey,
+    /// The revision of the change that recorded this version.
+    pub(super) revision: u64,
+    pub(super) resource_version: Option<Box<str>>,
+    /// The object decoded (set up front when the writer has it, so that it is never decoded).
+    pub(super) json: OnceLock<Value>,
+}
+
+impl From<Handle> for StoredObject {
+    fn from(handle: Handle) -> Self {
+        StoredObject(Arc::new(handle))
+    }
+}
+
+impl StoredObject {
+    /// A handle on a stored blob, its identity read from the header. `revision` replaces the
+    /// header's (the revision of the change that recorded it).
+    pub(super) fn from_blob(
+        shared: &Arc<Shared>,
+        atoms: &Atoms,
+        blob: Blob,
+        revision: Option<u64>,
+        namespaces: &mut Namespaces,
+    ) -> Self {
+        let h = codec::parse_header(&blob);
+        let key = ObjectKey {
+            namespace: h.namespace.map(|a| namespaces.get(atoms, a)),
+            name: Arc::from(h.name.to_string(atoms)),
+        };
+        Self::from(Handle {
+            shared: shared.clone(),
+            key,
+            revision: revision.unwrap_or(h.revision),
+            resource_version: h.rv.to_string().map(String::into_boxed_str),
+            blob,
+            json: OnceLock::new(),
+        })
+    }
+
+    pub fn key(&self) -> &ObjectKey {
+        &self.0.key
+    }
+
+    /// The store revision of this object's last change (for a deleted object, of its deletion).
+    pub fn revision(&self) -> u64 {
+        self.0.revision
+    }
+
+    /// The upstream `metadata.resourceVersion` ("" when the object had none).
+    pub fn resource_version(&self) -> &str {
+        self.0.resource_version.as_deref().unwrap_or_default()
+    }
+
+    /// The object, decoded on first use and kept with this handle.
+    pub fn as_json(&self) -> &Value {
+        self.0.json.get_or_init(|| self.decode())
+    }
+
+    /// The object as a fresh JSON value.
+    pub fn to_json_value(&self) -> Value {
+        match self.0.json.get() {
+            Some(v) => v.clone(),
+            None => self.decode(),
+        }
+    }
+
+    /// The object serialized as JSON text.
+    pub fn to_json_bytes(&self) -> Vec<u8> {
+        let bytes = match self.0.json.get() {
+            Some(v) => serde_json::to_vec(v),
+            None => serde_json::to_vec(&self.decode()),
+        };
+        bytes.expect("a JSON value always serializes")
+    }
+
+    /// `metadata.labels`.
+    pub fn labels(&self) -> Option<&Map<String, Value>> {
+        self.as_json().get("metadata")?.get("labels")?.as_object()
+    }
+
+    /// One label's value.
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.labels()?.get(key)?.as_str()
+    }
+
+    fn decode(&self) -> Value {
+        let h = &self.0;
+        let st = h.shared.read();
+        let header = codec::parse_header(&h.blob);
+        let id = Identity {
+            namespace: h.key.namespace(),
+            name: h.key.name(),
+            resource_version: h.resource_version.as_deref(),
+        };
+        codec::decode_body(&st.atoms, &h.blob[header.body_start..], &id)
+    }
+}
+
+impl fmt::Debug for StoredObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoredObject")
+            .field("key", &self.0.key)
+            .field("revision", &self.0.revision)
+            .field("resource_version", &self.resource_version())
+            .field("encoded_bytes", &self.0.blob.len())
+            .finish()
+    }
+}
+
+impl PartialEq for StoredObject {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.key == other.0.key
+            && self.0.revision == other.0.revision
+            && self.as_json() == other.as_json()
+    }
+}

@@ -1,0 +1,101 @@
+//! Tests of the store, through its public face (`Writer`, `Store`), grouped by the part they
+//! exercise most; the fixtures and helpers they share are here.
+
+mod codec;
+mod index;
+mod log;
+mod reader;
+mod writer;
+
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+use super::*;
+
+fn fixture_pods() -> Vec<(String, Value)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/pods");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("fixture pods in {}: {e}", dir.display()))
+        .map(|e| e.expect("fixture entry").path())
+        .collect();
+    files.sort();
+    let mut pods = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path).expect("fixture text");
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        let docs: Vec<Value> = match path.extension().and_then(|e| e.to_str()) {
+            Some("json") => vec![serde_json::from_str(&text).expect("fixture JSON")],
+            Some("jsonl") => text
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| {
+                    serde_json::from_str::<Value>(l).expect("fixture JSON line")["object"].clone()
+                })
+                .collect(),
+            Some("yaml") | Some("yml") => {
+                vec![serde_yaml::from_str(&text).expect("fixture YAML")]
+            }
+            _ => continue,
+        };
+        for doc in docs {
+            match doc.get("items").and_then(Value::as_array) {
+                Some(items) => pods.extend(items.iter().map(|p| (file.clone(), p.clone()))),
+                None => pods.push((file.clone(), doc)),
+            }
+        }
+    }
+    assert!(
+        pods.len() >= 10,
+        "expected the fixture pods, found {}",
+        pods.len()
+    );
+    pods
+}
+
+/// The "controller" profile of the memory benchmark, as the product's transform makes it.
+fn controller_profile(pod: &Value) -> Value {
+    let mut out = pod.clone();
+    crate::transform::Transform::controller().apply(&mut out);
+    out
+}
+
+fn pod(ns: &str, name: &str, node: &str, rv: u64) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "uid": format!("00000000-0000-4000-8000-{:012x}", rv),
+            "resourceVersion": rv.to_string(),
+            "labels": {"app": "web"},
+        },
+        "spec": {"nodeName": node},
+        "status": {"phase": "Running"},
+    })
+}
+
+fn key(ns: &str, name: &str) -> ObjectKey {
+    ObjectKey::new(Some(ns), name)
+}
+
+fn node_index() -> StoreOptions {
+    StoreOptions::default().with_index("node", |o: &Value| {
+        o["spec"]["nodeName"]
+            .as_str()
+            .map(|n| vec![n.to_owned()])
+            .unwrap_or_default()
+    })
+}
+
+fn assert_round_trip(store: &Writer, object: &Value) {
+    let ns = object["metadata"]["namespace"]
+        .as_str()
+        .filter(|s| !s.is_empty());
+    let name = object["metadata"]["name"].as_str().unwrap();
+    store.apply(object.clone()).expect("apply");
+    let got = store.get(&ObjectKey::new(ns, name)).expect("stored");
+    assert_eq!(got.to_json_value(), *object, "round trip of {ns:?}/{name}");
+    assert_eq!(got.to_json_bytes(), serde_json::to_vec(object).unwrap());
+}

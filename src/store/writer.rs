@@ -1,0 +1,290 @@
+//! The write half of a store, [`Writer`]: apply and delete, each a short sequence of steps
+//! under the write lock (encode, compare with the stored state, seal the new state, put it in
+//! its slot, reindex, log), and reclaiming what readers let go of.
+
+use std::sync::{Arc, OnceLock};
+
+use serde_json::{Map, Value};
+
+use super::codec::{self, Identity};
+use super::index::reindex;
+use super::log::LogEntry;
+use super::object::Handle;
+use super::reader::Store;
+use super::state::{Shared, State};
+use super::{Blob, Change, ChangeKind, ObjectKey, StoreError, StoreOptions, StoredObject};
+
+/// The write half of a store: the fleet applies and deletes through it; everything else
+/// holds the read-only [`Store`] it hands out ([`Writer::as_reader`]), as kube-rs's reflector
+/// splits its `Writer` from its `Store`. Reads through a writer go to the same store (it
+/// dereferences to it). Several scopes of one resource write to one store, so the fleet shares
+/// a writer between them (`Arc<Writer>`); writes are serialised inside.
+pub struct Writer {
+    store: Store,
+}
+
+/// The stored state an applied object replaces.
+struct Prior {
+    slot: u32,
+    blob: Blob,
+    revision: u64,
+    resource_version: Option<Box<str>>,
+    /// The stored object decoded, when comparing or reindexing needed it.
+    json: Option<Value>,
+}
+
+/// Checks an object's identity.
+fn identity(object: &Value) -> Result<(&Map<String, Value>, Identity<'_>), StoreError> {
+    let root = object.as_object().ok_or(StoreError::NotAnObject)?;
+    let meta = root
+        .get("metadata")
+        .and_then(Value::as_object)
+        .ok_or(StoreError::MissingName)?;
+    let name = meta
+        .get("name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .ok_or(StoreError::MissingName)?;
+    let namespace = match meta.get("namespace") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(ns)) if ns.is_empty() => None,
+        Some(Value::String(ns)) => Some(ns.as_str()),
+        Some(_) => {
+            return Err(StoreError::InvalidNamespace {
+                name: name.to_owned(),
+            })
+        }
+    };
+    let resource_version = meta.get("resourceVersion").and_then(Value::as_str);
+    Ok((
+        root,
+        Identity {
+            namespace,
+            name,
+            resource_version,
+        },
+    ))
+}
+
+/// Checks that an object can be stored: its identity, and a depth the codec can recurse into.
+fn storable(object: &Value) -> Result<(&Map<String, Value>, Identity<'_>), StoreError> {
+    let (root, id) = identity(object)?;
+    if codec::too_deep(object, codec::MAX_DEPTH) {
+        return Err(StoreError::TooDeep {
+            key: ObjectKey::new(id.namespace, id.name).to_string(),
+            max: codec::MAX_DEPTH,
+        });
+    }
+    Ok((root, id))
+}
+
+/// Compares the object in `slot` with the one being applied (`body` encoded from `object`).
+/// `None`: they are the same, nothing changes.
+fn compare(
+    st: &State,
+    sh: &Shared,
+    slot: u32,
+    id: &Identity<'_>,
+    body: &[u8],
+    object: &Value,
+) -> Option<Prior> {
+    let old = st
+        .slots
+        .get(slot)
+        .expect("found slots are occupied")
+        .clone();
+    let h = codec::parse_header(&old);
+    let same_rv = h.rv.matches(id.resource_version);
+    if same_rv && old[h.body_start..] == body[..] {
+        return None;
+    }
+    // metadata.resourceVersion is part of every stored object: with another one the two
+    // differ, and the old one is decoded only if the indexes need its values (an update from a
+    // watch, the common case, skips it).
+    let json = (same_rv || !sh.indexers.is_empty()).then(|| codec::decode_blob(&st.atoms, &old));
+    if same_rv && json.as_ref() == Some(object) {
+        // Same JSON, encoded differently (e.g. another key order).
+        return None;
+    }
+    let (revision, resource_version) = (h.revision, h.rv.to_string().map(Box::from));
+    Some(Prior {
+        slot,
+        blob: old,
+        revision,
+        resource_version,
+        json,
+    })
+}
+
+/// Takes the next revision and makes the object's blob: its header, then `body`.
+fn seal(st: &mut State, id: &Identity<'_>, body: Vec<u8>) -> (u64, Blob) {
+    st.revision += 1;
+    let revision = st.revision;
+    let mut bytes = Vec::with_capacity(body.len() + 24);
+    codec::encode_header(&mut st.atoms, revision, id, &mut bytes);
+    bytes.extend_from_slice(&body);
+    drop(body);
+    (revision, Blob::from(&bytes[..]))
+}
+
+/// Stores a new object (key hash `hash`) and records its addition.
+fn add(st: &mut State, hash: u64, blob: &Blob, values: &[Vec<String>]) {
+    let slot = st.slots.insert(&st.atoms, hash, blob.clone());
+    reindex(&mut st.indexes, slot, &[], values);
+    let entry = LogEntry::new(&st.atoms, ChangeKind::Added, blob.clone(), None);
+    st.log_push(entry);
+}
+
+/// Replaces the stored state `prior` with `blob` and records the change; returns the
+/// replaced state, for the change.
+fn replace(
+    st: &mut State,
+    sh: &Arc<Shared>,
+    prior: Prior,
+    key: &ObjectKey,
+    blob: &Blob,
+    values: &[Vec<String>],
+) -> StoredObject {
+    let replaced = st.slots.replace(prior.slot, blob.clone());
+    let old_values = prior
+        .json
+        .as_ref()
+        .map(|v| sh.indexers.values(v))
+        .unwrap_or_default();
+    reindex(&mut st.indexes, prior.slot, &old_values, values);
+    let entry = LogEntry::new(
+        &st.atoms,
+        ChangeKind::Modified,
+        blob.clone(),
+        Some(replaced),
+    );
+    st.log_push(entry);
+    StoredObject::from(Handle {
+        shared: sh.clone(),
+        blob: prior.blob,
+        key: key.clone(),
+        revision: prior.revision,
+        resource_version: prior.resource_version,
+        json: prior.json.map(OnceLock::from).unwrap_or_default(),
+    })
+}
+
+impl Writer {
+    /// An empty store, with a fresh random epoch.
+    pub fn new(opts: StoreOptions) -> Self {
+        Writer {
+            store: Store::new(opts),
+        }
+    }
+
+    /// A read-only handle on the same store.
+    pub fn as_reader(&self) -> Store {
+        self.store.clone()
+    }
+
+    /// Inserts or replaces the object with this `metadata.namespace`/`metadata.name`.
+    ///
+    /// Returns the change, or `None` when the stored object is already identical.
+    pub fn apply(&self, object: Value) -> Result<Option<Change>, StoreError> {
+        let sh = &self.store.shared;
+        let (root, id) = storable(&object)?;
+        let key = ObjectKey::new(id.namespace, id.name);
+        let resource_version = id.resource_version.map(Box::from);
+        let values = sh.indexers.values(&object);
+
+        let mut guard = sh.write();
+        let st = &mut *guard;
+        let body = codec::encode_body(&mut st.atoms, &id, root);
+        let hash = st.slots.hash(id.namespace, id.name);
+        let prior = match st.slots.find_hashed(&st.atoms, hash, id.namespace, id.name) {
+            None => None,
+            Some(slot) => match compare(st, sh, slot, &id, &body, &object) {
+                None => {
+                    codec::release_body(&mut st.atoms, &body);
+                    return Ok(None);
+                }
+                prior => prior,
+            },
+        };
+        let (revision, blob) = seal(st, &id, body);
+        let (kind, previous) = match prior {
+            None => {
+                add(st, hash, &blob, &values);
+                (ChangeKind::Added, None)
+            }
+            Some(prior) => {
+                let previous = replace(st, sh, prior, &key, &blob, &values);
+                (ChangeKind::Modified, Some(previous))
+            }
+        };
+        sh.revisions.send_replace(revision);
+        st.after_write();
+        drop(guard);
+
+        let object = StoredObject::from(Handle {
+            shared: sh.clone(),
+            blob,
+            key: key.clone(),
+            revision,
+            resource_version,
+            json: OnceLock::from(object),
+        });
+        Ok(Some(Change {
+            revision,
+            kind,
+            key,
+            object,
+            previous,
+        }))
+    }
+
+    /// Removes an object; the change carries its last state. `None` when it is not stored.
+    pub fn delete(&self, key: &ObjectKey) -> Option<Change> {
+        let sh = &self.store.shared;
+        let (ns, name) = (key.namespace(), key.name());
+        let mut guard = sh.write();
+        let st = &mut *guard;
+        let hash = st.slots.hash(ns, name);
+        let slot = st.slots.find_hashed(&st.atoms, hash, ns, name)?;
+        let blob = st.slots.remove(&st.atoms, hash, slot);
+        let old_value = codec::decode_blob(&st.atoms, &blob);
+        let old_values = sh.indexers.values(&old_value);
+        reindex(&mut st.indexes, slot, &old_values, &[]);
+        st.revision += 1;
+        let revision = st.revision;
+        let resource_version = codec::parse_header(&blob).rv.to_string().map(Box::from);
+        let object = StoredObject::from(Handle {
+            shared: sh.clone(),
+            blob: blob.clone(),
+            key: key.clone(),
+            revision,
+            resource_version,
+            json: OnceLock::from(old_value),
+        });
+        let entry = LogEntry::new(&st.atoms, ChangeKind::Deleted, blob, None);
+        st.log_push(entry);
+        sh.revisions.send_replace(revision);
+        st.after_write();
+        Some(Change {
+            revision,
+            kind: ChangeKind::Deleted,
+            key: key.clone(),
+            object,
+            previous: None,
+        })
+    }
+
+    /// Frees what the store let go of while readers still held it, for those readers that
+    /// have finished. Writes do this on their own from time to time.
+    pub fn reclaim(&self) {
+        self.store.shared.write().sweep();
+    }
+}
+
+impl std::ops::Deref for Writer {
+    type Target = Store;
+
+    fn deref(&self) -> &Store {
+        &self.store
+    }
+}
