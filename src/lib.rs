@@ -5,6 +5,9 @@
 //! `transform` (drop/keep paths, before storing) → `store` (compact, revisioned, indexed) →
 //! `api` (gRPC: Get, List, Watch, Status).
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs, clippy::too_many_lines)]
+
 pub mod api;
 pub mod client;
 pub mod config;

@@ -3,6 +3,9 @@
 //! `watch` and `status` are a client of a running sidecar; `check-config` and `bench` read a
 //! configuration without a cluster.
 
+#![forbid(unsafe_code)]
+#![warn(clippy::too_many_lines)]
+
 use std::{path::PathBuf, process::ExitCode};
 
 use clap::{Parser, Subcommand};

@@ -180,6 +180,7 @@ fn proc_status_bytes(field: &str) -> u64 {
 }
 
 /// User + system CPU time of this process so far.
+#[allow(unsafe_code)] // getrusage through libc; the workspace denies unsafe code elsewhere.
 fn cpu_seconds() -> f64 {
     let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: getrusage writes a rusage into the pointer it is given, which is valid and

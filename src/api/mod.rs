@@ -51,21 +51,33 @@ pub use watch::{DEFAULT_BOOKMARK_INTERVAL, WATCHER_BUFFER};
 /// What can stop the API from serving.
 #[derive(Debug, Error)]
 pub enum ApiError {
+    /// The Unix socket (`server.socket`) cannot be created or is in use.
     #[error("server.socket {path}: {message}")]
-    Socket { path: PathBuf, message: String },
+    Socket {
+        /// The configured socket path.
+        path: PathBuf,
+        /// What is wrong and what to do.
+        message: String,
+    },
+    /// The TCP address (`server.listen`) cannot be bound.
     #[error("server.listen {addr}: {source}")]
     Listen {
+        /// The configured address.
         addr: std::net::SocketAddr,
+        /// Why binding failed (in use, not an address of this host, ...).
         #[source]
         source: std::io::Error,
     },
+    /// The certificate, key or client CA files of `server.tls` cannot be read or used.
     #[error("server.tls: {0}")]
     Tls(String),
+    /// The protocol descriptors for server reflection do not load (a broken build).
     #[error(
         "server reflection: the compiled-in protocol descriptors do not load ({0}); \
          rebuild informerd"
     )]
     Reflection(#[from] tonic_reflection::server::Error),
+    /// The gRPC server stopped with an error.
     #[error("the gRPC server failed: {0}")]
     Serve(#[from] tonic::transport::Error),
 }

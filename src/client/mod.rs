@@ -1,5 +1,9 @@
 //! Connecting to a running sidecar: used by the CLI client, tests and benchmarks.
 //!
+//! What it must not do: depend on the server. It imports only [`crate::proto`] (the generated
+//! API and the error reasons), so that it can become a crate of its own that controllers
+//! depend on without pulling in the cache.
+//!
 //! A target is one of:
 //! - `unix:///run/informerd/informerd.sock`, `unix:relative.sock`, or a plain socket path
 //!   (anything without a `scheme://`): the sidecar's Unix socket;
@@ -42,27 +46,49 @@ const MAX_MESSAGE_BYTES: usize = 64 << 20;
 pub enum ClientError {
     /// The target is not a socket path, `unix://`, `http://` or `https://` URL.
     #[error("invalid informerd address {target:?}: {reason}")]
-    InvalidTarget { target: String, reason: String },
+    InvalidTarget {
+        /// The target as given.
+        target: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// Nothing is listening at the Unix socket.
     #[error(
         "cannot reach the sidecar at socket {}: {reason}; is `informerd serve` running with \
          this socket?",
         path.display()
     )]
-    Socket { path: PathBuf, reason: String },
+    Socket {
+        /// The socket path.
+        path: PathBuf,
+        /// The connection error.
+        reason: String,
+    },
     /// Nothing is listening at the address.
     #[error(
         "cannot reach the sidecar at {address}: {reason}; is `informerd serve` running with \
          server.listen (or the proxy in front of it)?"
     )]
-    Address { address: String, reason: String },
+    Address {
+        /// The address as given.
+        address: String,
+        /// The connection error.
+        reason: String,
+    },
     /// The TLS handshake failed: an untrusted certificate, a name mismatch, a refused client.
     #[error("the TLS handshake with {address} failed: {reason}")]
-    Handshake { address: String, reason: String },
+    Handshake {
+        /// The address as given.
+        address: String,
+        /// The TLS error.
+        reason: String,
+    },
     /// A TLS option was given for a target that does not use TLS.
     #[error("{option} needs an https:// address, not {target:?}")]
     TlsWithoutHttps {
+        /// The TLS option given.
         option: &'static str,
+        /// The target, which is not `https://`.
         target: String,
     },
     /// A client certificate without its key, or the reverse.
@@ -71,14 +97,22 @@ pub enum ClientError {
     /// A certificate or key file could not be read.
     #[error("cannot read the {what} {}: {source}", path.display())]
     ReadFile {
+        /// Which file: "CA file", "client certificate", "client key".
         what: &'static str,
+        /// Its path.
         path: PathBuf,
+        /// Why it could not be read.
         #[source]
         source: std::io::Error,
     },
     /// The TLS configuration was refused (e.g. a file that is not PEM).
     #[error("TLS configuration for {address}: {reason}")]
-    Tls { address: String, reason: String },
+    Tls {
+        /// The address as given.
+        address: String,
+        /// What the TLS library refused.
+        reason: String,
+    },
 }
 
 /// How to connect, beyond the target itself. Only `https://` targets use the TLS options.
@@ -117,7 +151,12 @@ pub enum Target {
     /// A Unix domain socket.
     Unix(PathBuf),
     /// `http://` or `https://`.
-    Url { uri: Uri, tls: bool },
+    Url {
+        /// The URL.
+        uri: Uri,
+        /// Whether it is `https://`.
+        tls: bool,
+    },
 }
 
 impl Target {

@@ -42,8 +42,11 @@ pub struct ServerConfig {
 /// certificates must be signed by.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TlsConfig {
+    /// `certFile`: the server's certificate chain.
     pub cert_file: PathBuf,
+    /// `keyFile`: its private key.
     pub key_file: PathBuf,
+    /// `clientCAFile`: when set, clients must present a certificate signed by it.
     pub client_ca_file: Option<PathBuf>,
 }
 

@@ -638,7 +638,6 @@ impl StringsExpr {
         }
     }
 
-    /// The fields of `object` the extractor reads, or `None` when it needs the whole object.
     /// The field path, when the keys are a field's values (not CEL).
     pub fn as_path(&self) -> Option<&FieldPath> {
         match &*self.inner {
@@ -647,6 +646,7 @@ impl StringsExpr {
         }
     }
 
+    /// The fields of `object` the extractor reads, or `None` when it needs the whole object.
     pub fn field_paths(&self) -> Option<Vec<FieldPath>> {
         match &*self.inner {
             StringsKind::Path(path) => Some(vec![path.clone()]),

@@ -19,6 +19,7 @@ use crate::store::ObjectKey;
 /// Counters a scope reports in its status.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Applied {
+    /// Changes made to the store.
     pub changes: u64,
     /// Objects the CEL filter did not keep (evaluation errors included), every time one arrives.
     pub filtered_out: u64,
@@ -35,6 +36,7 @@ pub struct ScopeIngest {
     namespace: Option<String>,
     /// `Some` while an initial list or relist is in progress.
     listing: Option<AHashSet<ObjectKey>>,
+    /// What this scope did so far.
     pub counters: Applied,
 }
 
@@ -52,6 +54,7 @@ pub enum Progress {
 }
 
 impl ScopeIngest {
+    /// The ingest of one scope: `namespace`, or the whole cluster with `None`.
     pub fn new(pipeline: Pipeline, namespace: Option<String>) -> Self {
         ScopeIngest {
             pipeline,

@@ -68,8 +68,11 @@ pub enum FleetError {
 pub struct ResourceCache {
     /// The name clients use (`resources[].name` in the config).
     pub name: String,
+    /// The resource as discovery resolved it (group, version, kind, plural).
     pub api_resource: ApiResource,
+    /// Whether its objects live in namespaces.
     pub namespaced: bool,
+    /// The cache, read-only: the fleet alone writes to it.
     pub store: Arc<Store>,
     status: scope::StatusBoard,
 }

@@ -45,6 +45,7 @@ pub struct Projected {
     meta: ObjectMeta,
     /// Whether [`Projected::object`] has the transform applied (else it is whole).
     pub transformed: bool,
+    /// The object as decoded.
     pub object: Value,
 }
 

@@ -36,7 +36,7 @@ impl LogEntry {
             (None, ChangeKind::Deleted) => codec::exclusive_bytes(atoms, &object),
             (None, _) => 0,
         };
-        let bytes = std::mem::size_of::<Self>() + own;
+        let bytes = size_of::<Self>() + own;
         Self {
             kind,
             bytes: u32::try_from(bytes).unwrap_or(u32::MAX),

@@ -110,31 +110,59 @@ impl fmt::Debug for StoreOptions {
     }
 }
 
+/// Why the store refused an object or a read.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {
+    /// What was applied is not a JSON object.
     #[error("the object is not a JSON object; the store keeps Kubernetes objects")]
     NotAnObject,
+    /// The object has no name.
     #[error("the object has no metadata.name (a non-empty string); every stored object needs one")]
     MissingName,
+    /// The object's namespace is not a string.
     #[error("metadata.namespace of object {name:?} is not a string")]
-    InvalidNamespace { name: String },
+    InvalidNamespace {
+        /// The object's name.
+        name: String,
+    },
+    /// The object nests deeper than the encoding allows.
     #[error(
         "object {key} nests more than {max} levels deep; drop the deep fields with a transform"
     )]
-    TooDeep { key: String, max: usize },
+    TooDeep {
+        /// The object's namespace/name.
+        key: String,
+        /// The deepest nesting stored.
+        max: usize,
+    },
+    /// A read from a revision the change log no longer holds.
     #[error(
         "revision {requested} is no longer in the change log (it reaches back to revision \
          {oldest_available}); relist and watch from the list's revision"
     )]
     Expired {
+        /// The revision asked for.
         requested: u64,
+        /// The oldest revision the log can still give.
         oldest_available: u64,
     },
+    /// A read from a revision this store has not reached (a token of another store).
     #[error(
         "revision {requested} is ahead of this cache (at revision {current}); the token comes \
          from another cache instance: relist"
     )]
-    FutureRevision { requested: u64, current: u64 },
+    FutureRevision {
+        /// The revision asked for.
+        requested: u64,
+        /// The store's revision.
+        current: u64,
+    },
+    /// A lookup in an index that is not configured.
     #[error("there is no index named {name:?}; the configured indexes are: {known}")]
-    UnknownIndex { name: String, known: String },
+    UnknownIndex {
+        /// The index asked for.
+        name: String,
+        /// The configured indexes, comma-separated.
+        known: String,
+    },
 }

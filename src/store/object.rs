@@ -15,11 +15,14 @@ use super::Blob;
 /// Namespace and name of an object (`namespace` is `None` for cluster-scoped objects).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ObjectKey {
+    /// `metadata.namespace`; `None` for cluster-scoped objects.
     pub namespace: Option<Arc<str>>,
+    /// `metadata.name`.
     pub name: Arc<str>,
 }
 
 impl ObjectKey {
+    /// The key of `namespace`/`name`.
     pub fn new(namespace: Option<&str>, name: &str) -> Self {
         Self {
             namespace: namespace.map(Arc::from),
@@ -27,10 +30,12 @@ impl ObjectKey {
         }
     }
 
+    /// `metadata.namespace`, if any.
     pub fn namespace(&self) -> Option<&str> {
         self.namespace.as_deref()
     }
 
+    /// `metadata.name`.
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -59,10 +64,14 @@ impl Namespaces {
     }
 }
 
+/// What a change did to its object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ChangeKind {
+    /// The object was not stored before.
     Added,
+    /// The object replaced a different stored version.
     Modified,
+    /// The object was removed.
     Deleted,
 }
 
@@ -80,8 +89,11 @@ impl ChangeKind {
 /// One change of the store, as recorded in the change log.
 #[derive(Clone, Debug)]
 pub struct Change {
+    /// The store revision this change got.
     pub revision: u64,
+    /// What it did.
     pub kind: ChangeKind,
+    /// Whose change it is.
     pub key: ObjectKey,
     /// The new state; for [`ChangeKind::Deleted`], the last known state.
     pub object: StoredObject,
@@ -139,6 +151,7 @@ impl StoredObject {
         })
     }
 
+    /// Namespace and name.
     pub fn key(&self) -> &ObjectKey {
         &self.0.key
     }

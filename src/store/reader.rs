@@ -24,7 +24,9 @@ pub struct Store {
 /// What a store holds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StoreStats {
+    /// Objects stored.
     pub objects: usize,
+    /// Changes the log holds.
     pub log_entries: usize,
     /// Bytes the change log keeps alive (see [`StoreOptions::log_max_bytes`]).
     pub log_bytes: usize,
@@ -32,6 +34,7 @@ pub struct StoreStats {
     pub encoded_bytes: usize,
     /// Interned atoms: strings and shared structure (templates, constant arrays).
     pub interned_strings: usize,
+    /// Bytes of the interned atoms.
     pub interned_bytes: usize,
 }
 
@@ -75,10 +78,12 @@ impl Store {
         self.shared.read().revision
     }
 
+    /// How many objects are stored.
     pub fn len(&self) -> usize {
         self.shared.read().slots.len()
     }
 
+    /// Whether no object is stored.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -89,6 +94,7 @@ impl Store {
         self.shared.revisions.subscribe()
     }
 
+    /// The object stored under `key`.
     pub fn get(&self, key: &ObjectKey) -> Option<StoredObject> {
         let st = self.shared.read();
         let slot = st.slots.find(&st.atoms, key.namespace(), key.name())?;
@@ -206,6 +212,7 @@ impl Store {
             .collect())
     }
 
+    /// What the store holds now.
     pub fn stats(&self) -> StoreStats {
         let st = self.shared.read();
         StoreStats {

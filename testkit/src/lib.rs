@@ -7,6 +7,8 @@
 //! starts). Either way `cluster up` is run first; it is idempotent and only prints the
 //! kubeconfig path while the cluster is up.
 
+#![forbid(unsafe_code)]
+
 mod sidecar;
 
 pub use sidecar::Sidecar;

@@ -23,6 +23,7 @@ pub enum ScopeState {
 /// What a scope reports: state, counts and the last error.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScopeStatus {
+    /// Where the scope stands.
     pub state: ScopeState,
     /// Objects received by the lists (all of them, before the filter).
     pub listed: u64,
@@ -32,6 +33,7 @@ pub struct ScopeStatus {
     pub filter_errors: u64,
     /// Lists after the first one.
     pub relists: u64,
+    /// The last error, with what to do about it; cleared when the scope syncs again.
     pub last_error: Option<String>,
 }
 
