@@ -8,6 +8,10 @@
 //! - [`StringsExpr`]: the keys of a secondary index, from a field path or a CEL expression.
 //! - [`LabelSelector`] and [`FieldSelector`]: the selectors of the Kubernetes API, parsed with
 //!   Kubernetes' syntax and validation, matched on cached objects.
+//!
+//! This module decides which objects are kept and matches selectors; it never changes an object
+//! (that is [`transform`](crate::transform)'s business). CEL lives in `expr`, label selectors
+//! in `labels`, field selectors in `fields`.
 
 mod expr;
 mod fields;
