@@ -1,7 +1,5 @@
 //! The [`LabelSelector`]: requirements that must all hold, matched on labels and objects.
 
-use std::fmt;
-
 use serde_json::Value;
 
 use super::parse::Parser;
@@ -74,16 +72,7 @@ impl LabelSelector {
     }
 }
 
-impl fmt::Display for LabelSelector {
-    /// The Kubernetes string syntax, e.g. for `ListParams::labels`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        crate::filter::write_requirements(f, &self.requirements)
-    }
-}
-
-impl std::str::FromStr for LabelSelector {
-    type Err = FilterError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        LabelSelector::parse(s)
-    }
-}
+crate::filter::string_syntax!(
+    LabelSelector,
+    "The Kubernetes string syntax, e.g. for `ListParams::labels`."
+);
