@@ -201,19 +201,10 @@ fn parse_term(term: &[char], column: usize) -> Result<FieldRequirement, (usize, 
     Ok(FieldRequirement { field, op, value })
 }
 
-impl fmt::Display for FieldSelector {
-    /// The Kubernetes string syntax, with values escaped.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        super::write_requirements(f, &self.requirements)
-    }
-}
-
-impl std::str::FromStr for FieldSelector {
-    type Err = FilterError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        FieldSelector::parse(s)
-    }
-}
+super::string_syntax!(
+    FieldSelector,
+    "The Kubernetes string syntax, with values escaped."
+);
 
 #[cfg(test)]
 mod tests {

@@ -1,7 +1,10 @@
 use serde_json::json;
 
+use super::compile::{Compiled, ENV};
 use super::*;
+use crate::filter::FilterError;
 use crate::transform::test_fixtures::{all_pods, kube_system_pods, name};
+use crate::vocab::path::FieldPath;
 
 const DAEMONSET: &str = r#"object.metadata.ownerReferences.exists(o, o.kind == "DaemonSet")"#;
 
@@ -61,40 +64,34 @@ fn has_and_common_expressions() {
         "status": {"phase": "Running", "podIP": "10.0.0.1"}
     });
     let unscheduled = json!({"metadata": {"name": "b"}, "spec": {"containers": []}});
-    let cases = [
-        ("has(object.spec.nodeName)", true, false),
-        ("!has(object.spec.nodeName)", false, true),
+    // (on the pod, on the unscheduled pod) and the expressions that evaluate to it.
+    let cases: [((bool, bool), &[&str]); 3] = [
         (
-            "has(object.metadata.labels) && object.metadata.labels['app'] == 'web'",
-            true,
-            false,
+            (true, false),
+            &[
+                "has(object.spec.nodeName)",
+                "has(object.metadata.labels) && object.metadata.labels['app'] == 'web'",
+                "has(object.metadata.labels) && 'app' in object.metadata.labels",
+                "size(object.spec.containers) > 0",
+                "object.metadata.name.lowerAscii() == 'a'",
+                "has(object.status) && object.status.phase in ['Running', 'Pending']",
+                "object.?spec.?nodeName.orValue('') == 'node-1'",
+            ],
         ),
+        ((false, true), &["!has(object.spec.nodeName)"]),
         (
-            "has(object.metadata.labels) && 'app' in object.metadata.labels",
-            true,
-            false,
-        ),
-        (
-            "object.spec.containers.all(c, c.image.startsWith('nginx'))",
-            true,
-            true,
-        ),
-        ("size(object.spec.containers) > 0", true, false),
-        ("object.metadata.name.matches('^[a-z]$')", true, true),
-        ("object.kind == 'Pod' || true", true, true),
-        ("object.metadata.name.lowerAscii() == 'a'", true, false),
-        ("[1, 2].exists(object, object == 2)", true, true),
-        (
-            "has(object.status) && object.status.phase in ['Running', 'Pending']",
-            true,
-            false,
-        ),
-        (
-            "object.?spec.?nodeName.orValue('') == 'node-1'",
-            true,
-            false,
+            (true, true),
+            &[
+                "object.spec.containers.all(c, c.image.startsWith('nginx'))",
+                "object.metadata.name.matches('^[a-z]$')",
+                "object.kind == 'Pod' || true",
+                "[1, 2].exists(object, object == 2)",
+            ],
         ),
     ];
+    let cases = cases
+        .iter()
+        .flat_map(|&((p, u), exprs)| exprs.iter().map(move |&e| (e, p, u)));
     for (expr, on_pod, on_unscheduled) in cases {
         let f = Filter::compile(expr).unwrap_or_else(|e| panic!("{expr}: {e}"));
         assert_eq!(f.matches(&pod).unwrap(), on_pod, "{expr} on pod");
@@ -155,6 +152,12 @@ fn compile_rejects_syntax_errors_undeclared_variables_and_non_bools() {
     Filter::compile("math.greatest(1, 2) == 2").unwrap();
 }
 
+/// The fields `f` reads, as written.
+fn paths(f: &Filter) -> Vec<String> {
+    let paths = f.field_paths().unwrap();
+    paths.iter().map(|p| p.to_string()).collect()
+}
+
 #[test]
 fn only_the_fields_read_are_converted() {
     let f = Filter::compile(DAEMONSET).unwrap();
@@ -167,14 +170,8 @@ fn only_the_fields_read_are_converted() {
          && size(object.spec) > 0",
     )
     .unwrap();
-    let paths: Vec<String> = f
-        .field_paths()
-        .unwrap()
-        .iter()
-        .map(|p| p.to_string())
-        .collect();
     assert_eq!(
-        paths,
+        paths(&f),
         ["spec", r#"metadata.labels["app.kubernetes.io/name"]"#]
     );
     assert!(Filter::compile("object == {}")
@@ -188,13 +185,7 @@ fn only_the_fields_read_are_converted() {
         .is_empty());
     // A variable bound by a comprehension shadows `object`.
     let f = Filter::compile("object.spec.containers.exists(object, object.name == 'c')").unwrap();
-    let paths: Vec<String> = f
-        .field_paths()
-        .unwrap()
-        .iter()
-        .map(|p| p.to_string())
-        .collect();
-    assert_eq!(paths, ["spec.containers"]);
+    assert_eq!(paths(&f), ["spec.containers"]);
 }
 
 #[test]

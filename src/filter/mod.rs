@@ -8,6 +8,10 @@
 //! - [`StringsExpr`]: the keys of a secondary index, from a field path or a CEL expression.
 //! - [`LabelSelector`] and [`FieldSelector`]: the selectors of the Kubernetes API, parsed with
 //!   Kubernetes' syntax and validation, matched on cached objects.
+//!
+//! This module decides which objects are kept and matches selectors; it never changes an object
+//! (that is [`transform`](crate::transform)'s business). CEL lives in `expr`, label selectors
+//! in `labels`, field selectors in `fields`.
 
 mod expr;
 mod fields;
@@ -82,3 +86,24 @@ fn write_requirements<T: std::fmt::Display>(
     }
     Ok(())
 }
+
+/// The string syntax of a selector type: `Display` writes its `requirements()` (`$doc` says how),
+/// `FromStr` is its `parse`. Both selectors share it, so they cannot drift apart.
+macro_rules! string_syntax {
+    ($selector:ty, $doc:literal) => {
+        impl std::fmt::Display for $selector {
+            #[doc = $doc]
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                $crate::filter::write_requirements(f, self.requirements())
+            }
+        }
+
+        impl std::str::FromStr for $selector {
+            type Err = $crate::filter::FilterError;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                <$selector>::parse(s)
+            }
+        }
+    };
+}
+use string_syntax;
