@@ -1023,7 +1023,15 @@ impl Run {
         (ratio(get.p50, empty.p50), ratio(get.p99, empty.p99))
     }
 
+    /// The report: the calls under load, then the fan-outs.
     fn markdown(&self, s: &Settings, ns: &str) -> String {
+        let mut out = self.calls_markdown(s, ns);
+        out.push(String::new());
+        out.extend(self.fanouts_markdown(s));
+        out.join("\n")
+    }
+
+    fn calls_markdown(&self, s: &Settings, ns: &str) -> Vec<String> {
         let mut out = Vec::<String>::new();
         out.push(format!(
             "### Serving: {} pods, `Get` and `List` over the Unix socket, 1 and {} callers on \
@@ -1138,8 +1146,11 @@ impl Run {
                 }
             }
         }
-        out.push(String::new());
+        out
+    }
 
+    fn fanouts_markdown(&self, s: &Settings) -> Vec<String> {
+        let mut out = Vec::<String>::new();
         out.push(format!(
             "### Watch fan-out: {} writes/s for {} s, each watcher on its own connection",
             s.watch_rate, s.watch_seconds
@@ -1204,7 +1215,7 @@ impl Run {
                 &bad,
             ));
         }
-        out.join("\n")
+        out
     }
 
     fn json(&self, s: &Settings) -> Value {

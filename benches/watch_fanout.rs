@@ -215,6 +215,62 @@ async fn sample(
     })
 }
 
+/// Samples of the sidecar's memory every second, taken by a task of its own on a connection of
+/// its own, each with the phase the benchmark is in.
+struct Sampler {
+    phase: Arc<AtomicU8>,
+    samples: Arc<Mutex<Vec<Sample>>>,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Sampler {
+    /// Starts sampling, in the phase [`Phase::Idle`].
+    async fn start(socket: &str, pid: Option<u32>) -> anyhow::Result<Sampler> {
+        let phase = Arc::new(AtomicU8::new(Phase::Idle as u8));
+        let samples = Arc::new(Mutex::new(Vec::<Sample>::new()));
+        let (stop, mut stopped) = watch::channel(false);
+        let task = {
+            let (phase, samples) = (phase.clone(), samples.clone());
+            let mut api = client::connect(socket).await?;
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(Duration::from_secs(1));
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+                loop {
+                    tokio::select! {
+                        _ = tick.tick() => {}
+                        _ = stopped.changed() => return,
+                    }
+                    let p = Phase::from_u8(phase.load(Ordering::Relaxed));
+                    match sample(&mut api, pid, p).await {
+                        Ok(x) => samples.lock().expect("samples").push(x),
+                        Err(e) => eprintln!("watch_fanout: memory sample failed: {e:#}"),
+                    }
+                }
+            })
+        };
+        Ok(Sampler {
+            phase,
+            samples,
+            stop,
+            task,
+        })
+    }
+
+    /// The phase the next samples are taken in.
+    fn enter(&self, phase: Phase) {
+        self.phase.store(phase as u8, Ordering::Relaxed);
+    }
+
+    /// Stops sampling; returns the samples taken.
+    async fn stop(self) -> anyhow::Result<Vec<Sample>> {
+        self.stop.send_replace(true);
+        self.task.await.context("the sampler panicked")?;
+        let samples = self.samples.lock().expect("samples").clone();
+        Ok(samples)
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Watchers
 
@@ -557,18 +613,16 @@ async fn bench(at: &InNamespace<'_>, s: &Settings) -> anyhow::Result<bool> {
     Ok(report.ok)
 }
 
-async fn measure(
-    sidecar: &Sidecar,
-    pods: &Api<Pod>,
+/// Waits (120 s at most) for the sidecar to sync, then lists the namespace, which must hold
+/// `pods`: the sidecar's version, and the List's token, which every watcher starts from.
+async fn synced_token(
+    api: &mut CacheClient<Channel>,
     ns: &str,
-    s: &Settings,
-) -> anyhow::Result<Measured> {
-    let socket = sidecar.socket().display().to_string();
-    let pid = sidecar.pid();
-    let mut api = client::connect(&socket).await?;
+    pods: usize,
+) -> anyhow::Result<(String, ResumeToken)> {
     let synced = async {
         loop {
-            if let Ok(st) = status(&mut api, RESOURCE).await {
+            if let Ok(st) = status(api, RESOURCE).await {
                 if st.synced {
                     return st;
                 }
@@ -580,21 +634,50 @@ async fn measure(
         .await
         .map_err(|_| anyhow!("the sidecar did not sync within 120 s"))?
         .version;
-
-    // The token every watcher starts from.
-    let chunks = list_namespace(&mut api, RESOURCE, ns).await?;
+    let chunks = list_namespace(api, RESOURCE, ns).await?;
     let listed: usize = chunks.iter().map(|c| c.objects.len()).sum();
     let last = chunks.last().ok_or_else(|| anyhow!("an empty List"))?;
-    if listed != s.pods {
-        bail!(
-            "the sidecar lists {listed} pods, the namespace has {}",
-            s.pods
-        );
+    if listed != pods {
+        bail!("the sidecar lists {listed} pods, the namespace has {pods}");
     }
     let token = ResumeToken {
         epoch: last.epoch,
         revision: last.revision,
     };
+    Ok((version, token))
+}
+
+/// The revision of the first event (bookmarks aside) of a new watch, waiting 30 s at most.
+async fn first_revision(
+    api: &mut CacheClient<Channel>,
+    request: WatchRequest,
+) -> anyhow::Result<Option<u64>> {
+    let mut resumed = api.watch(request).await?.into_inner();
+    let first = async {
+        loop {
+            match resumed.message().await {
+                Ok(Some(e)) if e.r#type == EventType::Bookmark as i32 => continue,
+                Ok(Some(e)) => return Some(e.revision),
+                _ => return None,
+            }
+        }
+    };
+    Ok(tokio::time::timeout(Duration::from_secs(30), first)
+        .await
+        .ok()
+        .flatten())
+}
+
+async fn measure(
+    sidecar: &Sidecar,
+    pods: &Api<Pod>,
+    ns: &str,
+    s: &Settings,
+) -> anyhow::Result<Measured> {
+    let socket = sidecar.socket().display().to_string();
+    let pid = sidecar.pid();
+    let mut api = client::connect(&socket).await?;
+    let (version, token) = synced_token(&mut api, ns, s.pods).await?;
     let start = token.revision;
     let kube_rv = pods
         .list_metadata(&ListParams::default())
@@ -606,28 +689,7 @@ async fn measure(
     // Memory before any watcher, then a sample every second.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let before = sample(&mut api, pid, Phase::Setup).await?;
-    let phase = Arc::new(AtomicU8::new(Phase::Idle as u8));
-    let samples = Arc::new(Mutex::new(Vec::<Sample>::new()));
-    let (stop_sampling, mut sampling_stopped) = watch::channel(false);
-    let sampler = {
-        let (phase, samples) = (phase.clone(), samples.clone());
-        let mut api = client::connect(&socket).await?;
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(1));
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-            loop {
-                tokio::select! {
-                    _ = tick.tick() => {}
-                    _ = sampling_stopped.changed() => return,
-                }
-                let p = Phase::from_u8(phase.load(Ordering::Relaxed));
-                match sample(&mut api, pid, p).await {
-                    Ok(x) => samples.lock().expect("samples").push(x),
-                    Err(e) => eprintln!("watch_fanout: memory sample failed: {e:#}"),
-                }
-            }
-        })
-    };
+    let sampler = Sampler::start(&socket, pid).await?;
 
     let watch_req = |since: ResumeToken| WatchRequest {
         resource: RESOURCE.into(),
@@ -665,10 +727,10 @@ async fn measure(
     );
     let names = Arc::new((0..s.pods).map(pod_name).collect::<Vec<_>>());
     let churn_start = Instant::now();
-    phase.store(Phase::Churn as u8, Ordering::Relaxed);
+    sampler.enter(Phase::Churn);
     let writes = write_labels(pods, &names, churn, churn_start).await;
     let churn_end = Instant::now();
-    phase.store(Phase::Drain as u8, Ordering::Relaxed);
+    sampler.enter(Phase::Drain);
 
     let (target, last_rv) = revision_after(&mut api, (RESOURCE, ns), &names, &writes).await?;
     target_tx.send_replace(target);
@@ -679,7 +741,7 @@ async fn measure(
         .await
         .map_err(|_| anyhow!("the baseline watch did not reach the last write within 60 s"))?
         .context("the baseline task panicked")?;
-    phase.store(Phase::After as u8, Ordering::Relaxed);
+    sampler.enter(Phase::After);
 
     // Memory after churn with every reader still open; then the watcher that never read.
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -690,20 +752,7 @@ async fn measure(
             epoch: token.epoch,
             revision: stalled.last_revision,
         };
-        let mut resumed = api.watch(watch_req(since)).await?.into_inner();
-        let first = async {
-            loop {
-                match resumed.message().await {
-                    Ok(Some(e)) if e.r#type == EventType::Bookmark as i32 => continue,
-                    Ok(Some(e)) => return Some(e.revision),
-                    _ => return None,
-                }
-            }
-        };
-        stalled.resumed_at = tokio::time::timeout(Duration::from_secs(30), first)
-            .await
-            .ok()
-            .flatten();
+        stalled.resumed_at = first_revision(&mut api, watch_req(since)).await?;
     }
     drop(stalled_api);
     // Close every reader, then the memory once more.
@@ -714,9 +763,7 @@ async fn measure(
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     let closed = sample(&mut api, pid, Phase::After).await?;
-    stop_sampling.send_replace(true);
-    sampler.await.context("the sampler panicked")?;
-    let samples = samples.lock().expect("samples").clone();
+    let samples = sampler.stop().await?;
     let final_status = status(&mut api, RESOURCE).await?;
     let resource = final_status
         .resources
@@ -870,7 +917,17 @@ impl Report {
         self.checks.iter().filter(|c| c.ok()).count()
     }
 
+    /// The report: deliveries and their latency, the sidecar's memory, then notes.
     fn markdown(&self, s: &Settings, m: &Measured) -> String {
+        let mut out = self.delivery_markdown(s, m);
+        out.push(String::new());
+        out.extend(self.memory_markdown(m));
+        out.push(String::new());
+        out.extend(self.notes_markdown(m));
+        out.join("\n")
+    }
+
+    fn delivery_markdown(&self, s: &Settings, m: &Measured) -> Vec<String> {
         let mut out = Vec::<String>::new();
         out.push(format!(
             "### Watch fan-out: {} watchers + 1 that never reads, {} pods, {} writes/s for {} s",
@@ -937,7 +994,12 @@ impl Report {
             ms(self.per_watcher_p99.max),
             ms(self.per_watcher_p99.p50)
         ));
-        out.push(String::new());
+        out
+    }
+
+    /// The sidecar's memory at each step of the run, and its peak during churn.
+    fn memory_markdown(&self, m: &Measured) -> Vec<String> {
+        let mut out = Vec::<String>::new();
         out.push(
             "| sidecar memory (MiB) | before watchers | watchers open, idle | peak during churn \
              | after churn | watchers closed |"
@@ -960,7 +1022,12 @@ impl Report {
                 mib(f(&m.closed))
             ));
         }
-        out.push(String::new());
+        out
+    }
+
+    /// The change log, the never-reading watcher, and what went wrong if anything did.
+    fn notes_markdown(&self, m: &Measured) -> Vec<String> {
+        let mut out = Vec::<String>::new();
         out.push(format!(
             "Change log after churn: {} entries, {} MiB.",
             m.after.log_entries,
@@ -1052,7 +1119,7 @@ impl Report {
             ),
             &bad,
         ));
-        out.join("\n")
+        out
     }
 
     fn json(&self, s: &Settings, m: &Measured) -> Value {
