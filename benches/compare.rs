@@ -441,46 +441,7 @@ fn main() -> Result<()> {
             .collect::<Vec<_>>()
             .join(",")
     );
-    let mut baselines: BTreeMap<&'static str, Baseline> = BTreeMap::new();
-    if settings
-        .systems
-        .iter()
-        .any(|s| s.runner == Runner::Informerd)
-    {
-        let empty_prefix = format!("{}-empty", settings.prefix);
-        seed(cp, &empty_prefix, 0, settings.namespaces, 1)?;
-        let empty = settings.namespaces_of(&empty_prefix);
-        for s in settings
-            .systems
-            .iter()
-            .filter(|s| s.runner == Runner::Informerd)
-        {
-            let b = run_informerd(
-                &rt,
-                cp,
-                &informerd_bin,
-                s.profile,
-                &empty,
-                settings.hold,
-                None,
-            )
-            .with_context(|| format!("{} over empty namespaces (the baseline)", s.id))?;
-            eprintln!(
-                "compare: baseline {}: {:.1} MiB allocated, {:.1} MiB RSS, {} objects",
-                s.id,
-                b.heap_bytes as f64 / MIB,
-                b.steady_rss as f64 / MIB,
-                b.objects
-            );
-            baselines.insert(
-                s.profile,
-                Baseline {
-                    allocated: b.heap_bytes as u64,
-                    rss: b.steady_rss,
-                },
-            );
-        }
-    }
+    let baselines = baselines(&rt, cp, &settings, &informerd_bin)?;
 
     let namespaces = settings.namespaces_of(&settings.prefix);
     let mut records: Vec<Record> = Vec::new();
@@ -489,14 +450,7 @@ fn main() -> Result<()> {
         top_up(&rt, cp, &settings, &namespaces, n)?;
         for &s in &settings.systems {
             let mut record = Record::empty(s, n, settings.namespaces);
-            let needed = estimate_peak(s, n, &records) as f64 * 1.2 + settings.reserve as f64;
-            let available = meminfo_bytes("MemAvailable");
-            if (available as f64) < needed {
-                let why = format!(
-                    "needs ~{:.1} GB, {:.1} GB available",
-                    needed / 1e9,
-                    available as f64 / 1e9
-                );
+            if let Some(why) = does_not_fit(s, n, &records, settings.reserve) {
                 eprintln!("compare: {n} pods, {}: skipped: {why}", s.id);
                 record.skipped = Some(why);
                 records.push(record);
@@ -553,6 +507,70 @@ fn main() -> Result<()> {
         records.len()
     );
     Ok(())
+}
+
+/// informerd over as many empty namespaces (`PREFIX-empty-*`), per profile of the run: what
+/// its figures are measured above.
+fn baselines(
+    rt: &tokio::runtime::Runtime,
+    cp: &ControlPlane,
+    settings: &Settings,
+    informerd_bin: &Path,
+) -> Result<BTreeMap<&'static str, Baseline>> {
+    let mut baselines = BTreeMap::new();
+    let profiles: Vec<&System> = settings
+        .systems
+        .iter()
+        .copied()
+        .filter(|s| s.runner == Runner::Informerd)
+        .collect();
+    if profiles.is_empty() {
+        return Ok(baselines);
+    }
+    let empty_prefix = format!("{}-empty", settings.prefix);
+    seed(cp, &empty_prefix, 0, settings.namespaces, 1)?;
+    let empty = settings.namespaces_of(&empty_prefix);
+    for s in profiles {
+        let b = run_informerd(
+            rt,
+            cp,
+            informerd_bin,
+            s.profile,
+            &empty,
+            settings.hold,
+            None,
+        )
+        .with_context(|| format!("{} over empty namespaces (the baseline)", s.id))?;
+        eprintln!(
+            "compare: baseline {}: {:.1} MiB allocated, {:.1} MiB RSS, {} objects",
+            s.id,
+            b.heap_bytes as f64 / MIB,
+            b.steady_rss as f64 / MIB,
+            b.objects
+        );
+        baselines.insert(
+            s.profile,
+            Baseline {
+                allocated: b.heap_bytes as u64,
+                rss: b.steady_rss,
+            },
+        );
+    }
+    Ok(baselines)
+}
+
+/// Why the system `s` is not run at `n` pods, if it is not: its estimated peak, with a margin,
+/// does not fit in the memory available less `reserve`.
+fn does_not_fit(s: &System, n: usize, records: &[Record], reserve: u64) -> Option<String> {
+    let needed = estimate_peak(s, n, records) as f64 * 1.2 + reserve as f64;
+    let available = meminfo_bytes("MemAvailable");
+    ((available as f64) < needed).then(|| {
+        format!(
+            "needs ~{:.1} GB, {:.1} GB available",
+            needed / 1e9,
+            available as f64 / 1e9
+        )
+    })
 }
 
 fn fill(r: &mut Record, m: &Measured) {
