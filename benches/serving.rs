@@ -65,7 +65,7 @@ use common::watch::{
     SEQ_LABEL,
 };
 use common::writes::{revision_after, write_labels, writes_in, Churn, Write, Written};
-use common::{cpus, env_or, print_log_tail, profile, results, InNamespace};
+use common::{cpus, env_or, join_sections, print_log_tail, profile, results, InNamespace};
 use futures::{StreamExt, TryStreamExt};
 use informerd::client::{self, ConnectOptions};
 use informerd::proto::{
@@ -1025,10 +1025,7 @@ impl Run {
 
     /// The report: the calls under load, then the fan-outs.
     fn markdown(&self, s: &Settings, ns: &str) -> String {
-        let mut out = self.calls_markdown(s, ns);
-        out.push(String::new());
-        out.extend(self.fanouts_markdown(s));
-        out.join("\n")
+        join_sections([self.calls_markdown(s, ns), self.fanouts_markdown(s)])
     }
 
     fn calls_markdown(&self, s: &Settings, ns: &str) -> Vec<String> {

@@ -37,7 +37,7 @@ use common::watch::{
     discrepancies, join_followers, spawn_followers, wait_watchers, Delivery, End, SEQ_LABEL,
 };
 use common::writes::{revision_after, write_labels, writes_in, Churn, Write, Written};
-use common::{cpus, env_or, print_log_tail, profile, results, InNamespace};
+use common::{cpus, env_or, join_sections, print_log_tail, profile, results, InNamespace};
 use futures::{StreamExt, TryStreamExt};
 use informerd::api::WATCHER_BUFFER;
 use informerd::client;
@@ -919,12 +919,11 @@ impl Report {
 
     /// The report: deliveries and their latency, the sidecar's memory, then notes.
     fn markdown(&self, s: &Settings, m: &Measured) -> String {
-        let mut out = self.delivery_markdown(s, m);
-        out.push(String::new());
-        out.extend(self.memory_markdown(m));
-        out.push(String::new());
-        out.extend(self.notes_markdown(m));
-        out.join("\n")
+        join_sections([
+            self.delivery_markdown(s, m),
+            self.memory_markdown(m),
+            self.notes_markdown(m),
+        ])
     }
 
     fn delivery_markdown(&self, s: &Settings, m: &Measured) -> Vec<String> {

@@ -112,6 +112,12 @@ pub fn cpus() -> usize {
     std::thread::available_parallelism().map_or(0, |n| n.get())
 }
 
+/// A Markdown report made of `sections` (each its lines), a blank line between two sections.
+pub fn join_sections(sections: impl IntoIterator<Item = Vec<String>>) -> String {
+    let sections: Vec<String> = sections.into_iter().map(|lines| lines.join("\n")).collect();
+    sections.join("\n\n")
+}
+
 /// The last 20 lines of the sidecar's log, to standard error.
 pub fn print_log_tail(sidecar: &Sidecar) {
     let log = sidecar.log();
