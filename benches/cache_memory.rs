@@ -6,19 +6,25 @@
 //! the pods first if the cluster does not have them yet (namespaces `bench-0..19`). Figures are
 //! printed, never asserted: the targets are at most 300 bytes per pod and a ratio under 1.3.
 
+mod common;
+
 use std::{
     sync::{
-        atomic::{AtomicBool, AtomicUsize, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
         Arc,
     },
     time::{Duration, Instant},
 };
 
-use informerd::{config, fleet::Fleet};
+use common::cluster::{count_pods, namespaces, pods_resource};
+use common::env_or;
+use informerd::vocab::memory::{allocated_bytes, proc_status_bytes};
+use informerd::{
+    config,
+    fleet::Fleet,
+    transform::{CONTROLLER_DROP, CONTROLLER_KEEP},
+};
 use informerd_testkit::ControlPlane;
-use k8s_openapi::api::core::v1::Pod;
-use kube::{api::ListParams, Api};
-use tikv_jemalloc_ctl::{epoch, stats};
 
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
@@ -26,45 +32,20 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 const NAMESPACES: usize = 20;
 const PREFIX: &str = "bench";
 
-fn allocated() -> usize {
-    epoch::advance().expect("jemalloc epoch");
-    stats::allocated::read().expect("jemalloc stats")
-}
-
-fn rss_kib(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(field))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
+/// A field of this process's `/proc/self/status` in whole MiB.
+fn status_mib(field: &str) -> u64 {
+    proc_status_bytes(field).unwrap_or(0) >> 20
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let pods: usize = std::env::var("INFORMERD_BENCH_PODS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100_000);
+    let pods: usize = env_or("INFORMERD_BENCH_PODS", 100_000)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     let cp = ControlPlane::get();
-    let namespaces: Vec<String> = (0..NAMESPACES).map(|i| format!("{PREFIX}-{i}")).collect();
+    let namespaces = namespaces(PREFIX, NAMESPACES);
 
-    let present = rt.block_on(async {
-        let client = cp.client().await?;
-        let mut n = 0;
-        for ns in &namespaces {
-            // One item and the count of the rest: the bench must not hold the pods it measures.
-            let api: Api<Pod> = Api::namespaced(client.clone(), ns);
-            let page = api.list_metadata(&ListParams::default().limit(1)).await?;
-            n += page.items.len() + page.metadata.remaining_item_count.unwrap_or(0) as usize;
-        }
-        Ok::<_, Box<dyn std::error::Error>>(n)
-    })?;
+    let present = rt.block_on(async { count_pods(&cp.client().await?, &namespaces).await })?;
     if present < pods {
         eprintln!("seeding {pods} pods into {NAMESPACES} namespaces ({present} present)");
         eprintln!("{}", cp.seed(PREFIX, pods, NAMESPACES)?.trim());
@@ -72,40 +53,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // The change log's length is a setting (default 100000); its entries share the objects'
     // bytes but each has a small fixed cost, so the figure is printed for the length used.
-    let log_events: usize = std::env::var("INFORMERD_BENCH_LOG_EVENTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(config::DEFAULT_MAX_EVENTS);
+    let log_events: usize = env_or("INFORMERD_BENCH_LOG_EVENTS", config::DEFAULT_MAX_EVENTS)?;
     let cfg = config::parse(
         "bench.yaml",
         &format!(
-            r#"
-apiVersion: informerd.io/v1alpha1
-kind: Config
-changeLog:
-  maxEvents: {log_events}
-resources:
-- name: pods
-  apiVersion: v1
-  kind: Pod
-  namespaces: {namespaces:?}
-  transform:
-    keep: [metadata, spec.nodeName, status.phase, status.conditions, status.podIP]
-    drop: [metadata.managedFields]
-"#
+            "apiVersion: informerd.io/v1alpha1\nkind: Config\nchangeLog:\n  maxEvents: \
+             {log_events}\nresources:\n{}",
+            pods_resource(&namespaces, CONTROLLER_KEEP, CONTROLLER_DROP)
         ),
     )?;
 
     rt.block_on(async {
         let client = cp.client().await?;
-        let baseline = allocated();
-        let peak = Arc::new(AtomicUsize::new(baseline));
+        let baseline = allocated_bytes();
+        let peak = Arc::new(AtomicU64::new(baseline));
         let done = Arc::new(AtomicBool::new(false));
         let sampler = {
             let (peak, done) = (peak.clone(), done.clone());
             std::thread::spawn(move || {
                 while !done.load(Ordering::Relaxed) {
-                    peak.fetch_max(allocated(), Ordering::Relaxed);
+                    peak.fetch_max(allocated_bytes(), Ordering::Relaxed);
                     std::thread::sleep(Duration::from_millis(2));
                 }
             })
@@ -120,7 +87,7 @@ resources:
         sampler.join().expect("sampler");
         // Let the streams settle (buffers of the last events freed) before the steady figure.
         tokio::time::sleep(Duration::from_secs(2)).await;
-        let steady = allocated();
+        let steady = allocated_bytes();
         let store = &fleet.cache("pods").expect("cache").store.clone();
         let held = store.len();
         let steady_delta = steady.saturating_sub(baseline);
@@ -143,8 +110,8 @@ resources:
             peak_delta as f64 / steady_delta.max(1) as f64,
             peak_delta as f64 / 1048576.0,
             steady_delta as f64 / 1048576.0,
-            rss_kib("VmRSS:") / 1024,
-            rss_kib("VmHWM:") / 1024
+            status_mib("VmRSS"),
+            status_mib("VmHWM")
         );
         // What the cache itself holds: stop the streams (their connections, buffers and tasks
         // are a fixed cost, whatever the pod count) and measure what remains.
@@ -152,7 +119,7 @@ resources:
         fleet.shutdown();
         drop(fleet);
         tokio::time::sleep(Duration::from_secs(2)).await;
-        let cache_only = allocated().saturating_sub(baseline);
+        let cache_only = allocated_bytes().saturating_sub(baseline);
         println!(
             "cache controller-profile {held} pods: {:.0} bytes/pod held by the cache alone (store, index, change log); streams and runtime {:.1} MiB",
             cache_only as f64 / held.max(1) as f64,

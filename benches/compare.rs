@@ -57,23 +57,29 @@
 //! profile and N) and `compare.svg` (bytes per pod against pods, log scale), rewritten after
 //! each N so that a long run that stops keeps what it measured.
 
+mod common;
+
 use std::{
     collections::BTreeMap,
     fmt::Write as _,
     path::{Path, PathBuf},
     process::{Command, Stdio},
+    str::FromStr,
     time::{Duration, Instant, SystemTime},
 };
 
 use anyhow::{anyhow, bail, Context, Result};
+use common::cluster::{count_pods, namespaces, pods_resource};
+use common::process::{cpu_ticks, exited, meminfo_bytes, status_bytes};
+use common::stats::round;
+use common::{cpus, results};
 use informerd::{
     client,
     proto::StatusRequest,
     transform::{CONTROLLER_DROP, CONTROLLER_KEEP},
 };
 use informerd_testkit::{ControlPlane, Sidecar};
-use k8s_openapi::api::core::v1::Pod;
-use kube::{api::ListParams, Api};
+use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 
 const DEFAULT_PODS: &[usize] = &[10_000, 50_000, 100_000, 150_000];
@@ -194,17 +200,39 @@ struct Settings {
     given: Vec<String>,
 }
 
+/// The environment variable `name` when it is set and not blank, noted in `given` as
+/// `name=value`.
+fn var(given: &mut Vec<String>, name: &str) -> Option<String> {
+    let v = std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    if let Some(v) = &v {
+        given.push(format!("{name}={v}"));
+    }
+    v
+}
+
+/// Like [`var`], parsed as a `T` that `valid` accepts; else an error that says what the value
+/// should be.
+fn parsed_var<T: FromStr>(
+    given: &mut Vec<String>,
+    name: &str,
+    valid: impl Fn(&T) -> bool,
+    should_be: &str,
+) -> Result<Option<T>> {
+    var(given, name)
+        .map(|v| {
+            v.trim()
+                .parse::<T>()
+                .ok()
+                .filter(valid)
+                .ok_or_else(|| anyhow!("{name}: {v:?} is not {should_be}"))
+        })
+        .transpose()
+}
+
 impl Settings {
     fn from_env() -> Result<Settings> {
         let mut given = Vec::new();
-        let mut var = |name: &str| {
-            let v = std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-            if let Some(v) = &v {
-                given.push(format!("{name}={v}"));
-            }
-            v
-        };
-        let mut pods = match var("BENCH_PODS") {
+        let mut pods = match var(&mut given, "BENCH_PODS") {
             None => DEFAULT_PODS.to_vec(),
             Some(v) => v
                 .split(',')
@@ -220,16 +248,14 @@ impl Settings {
         };
         pods.sort_unstable();
         pods.dedup();
-        let namespaces = match var("BENCH_NAMESPACES") {
-            None => 20,
-            Some(v) => v
-                .trim()
-                .parse::<usize>()
-                .ok()
-                .filter(|&n| n > 0)
-                .ok_or_else(|| anyhow!("BENCH_NAMESPACES: {v:?} is not a positive count"))?,
-        };
-        let systems = match var("BENCH_SYSTEMS") {
+        let namespaces = parsed_var::<usize>(
+            &mut given,
+            "BENCH_NAMESPACES",
+            |&n| n > 0,
+            "a positive count",
+        )?
+        .unwrap_or(20);
+        let systems = match var(&mut given, "BENCH_SYSTEMS") {
             None => SYSTEMS.iter().collect(),
             Some(v) => {
                 let mut chosen = Vec::new();
@@ -253,28 +279,23 @@ impl Settings {
         if systems.is_empty() {
             bail!("BENCH_SYSTEMS names no system");
         }
-        let prefix_var = var("BENCH_PREFIX");
+        let prefix_var = var(&mut given, "BENCH_PREFIX");
         let own_prefix = prefix_var.is_none();
         let prefix = prefix_var.unwrap_or_else(|| DEFAULT_PREFIX.to_string());
-        let hold = match var("BENCH_HOLD_SECONDS") {
-            None => Duration::from_secs(10),
-            Some(v) => Duration::from_secs_f64(
-                v.trim()
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|s| *s >= 0.0)
-                    .ok_or_else(|| anyhow!("BENCH_HOLD_SECONDS: {v:?} is not a duration"))?,
-            ),
-        };
-        let reserve = match var("BENCH_RESERVE_GB") {
-            None => 2.0,
-            Some(v) => v
-                .trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|g| *g >= 0.0)
-                .ok_or_else(|| anyhow!("BENCH_RESERVE_GB: {v:?} is not a size in GiB"))?,
-        };
+        let hold = parsed_var::<f64>(
+            &mut given,
+            "BENCH_HOLD_SECONDS",
+            |s| *s >= 0.0,
+            "a duration",
+        )?
+        .map_or(Duration::from_secs(10), Duration::from_secs_f64);
+        let reserve = parsed_var::<f64>(
+            &mut given,
+            "BENCH_RESERVE_GB",
+            |g| *g >= 0.0,
+            "a size in GiB",
+        )?
+        .unwrap_or(2.0);
         Ok(Settings {
             pods,
             namespaces,
@@ -288,9 +309,7 @@ impl Settings {
     }
 
     fn namespaces_of(&self, prefix: &str) -> Vec<String> {
-        (0..self.namespaces)
-            .map(|i| format!("{prefix}-{i}"))
-            .collect()
+        namespaces(prefix, self.namespaces)
     }
 
     fn command(&self) -> String {
@@ -388,8 +407,6 @@ fn main() -> Result<()> {
         .enable_all()
         .build()?;
     let repo = informerd_testkit::repo_root();
-    let out_dir = repo.join("benches/results");
-    std::fs::create_dir_all(&out_dir).context("create benches/results")?;
     let informerd_bin = PathBuf::from(env!("CARGO_BIN_EXE_informerd"));
     let peer_kube = settings
         .systems
@@ -424,46 +441,7 @@ fn main() -> Result<()> {
             .collect::<Vec<_>>()
             .join(",")
     );
-    let mut baselines: BTreeMap<&'static str, Baseline> = BTreeMap::new();
-    if settings
-        .systems
-        .iter()
-        .any(|s| s.runner == Runner::Informerd)
-    {
-        let empty_prefix = format!("{}-empty", settings.prefix);
-        seed(cp, &empty_prefix, 0, settings.namespaces, 1)?;
-        let empty = settings.namespaces_of(&empty_prefix);
-        for s in settings
-            .systems
-            .iter()
-            .filter(|s| s.runner == Runner::Informerd)
-        {
-            let b = run_informerd(
-                &rt,
-                cp,
-                &informerd_bin,
-                s.profile,
-                &empty,
-                settings.hold,
-                None,
-            )
-            .with_context(|| format!("{} over empty namespaces (the baseline)", s.id))?;
-            eprintln!(
-                "compare: baseline {}: {:.1} MiB allocated, {:.1} MiB RSS, {} objects",
-                s.id,
-                b.heap_bytes as f64 / MIB,
-                b.steady_rss as f64 / MIB,
-                b.objects
-            );
-            baselines.insert(
-                s.profile,
-                Baseline {
-                    allocated: b.heap_bytes as u64,
-                    rss: b.steady_rss,
-                },
-            );
-        }
-    }
+    let baselines = baselines(&rt, cp, &settings, &informerd_bin)?;
 
     let namespaces = settings.namespaces_of(&settings.prefix);
     let mut records: Vec<Record> = Vec::new();
@@ -472,14 +450,7 @@ fn main() -> Result<()> {
         top_up(&rt, cp, &settings, &namespaces, n)?;
         for &s in &settings.systems {
             let mut record = Record::empty(s, n, settings.namespaces);
-            let needed = estimate_peak(s, n, &records) as f64 * 1.2 + settings.reserve as f64;
-            let available = mem_available();
-            if (available as f64) < needed {
-                let why = format!(
-                    "needs ~{:.1} GB, {:.1} GB available",
-                    needed / 1e9,
-                    available as f64 / 1e9
-                );
+            if let Some(why) = does_not_fit(s, n, &records, settings.reserve) {
                 eprintln!("compare: {n} pods, {}: skipped: {why}", s.id);
                 record.skipped = Some(why);
                 records.push(record);
@@ -528,7 +499,7 @@ fn main() -> Result<()> {
             }
             records.push(record);
         }
-        write_outputs(&out_dir, &settings, &records, started)?;
+        write_outputs(&settings, &records, started)?;
     }
     print!("{}", markdown(&settings, &records, started));
     eprintln!(
@@ -536,6 +507,70 @@ fn main() -> Result<()> {
         records.len()
     );
     Ok(())
+}
+
+/// informerd over as many empty namespaces (`PREFIX-empty-*`), per profile of the run: what
+/// its figures are measured above.
+fn baselines(
+    rt: &tokio::runtime::Runtime,
+    cp: &ControlPlane,
+    settings: &Settings,
+    informerd_bin: &Path,
+) -> Result<BTreeMap<&'static str, Baseline>> {
+    let mut baselines = BTreeMap::new();
+    let profiles: Vec<&System> = settings
+        .systems
+        .iter()
+        .copied()
+        .filter(|s| s.runner == Runner::Informerd)
+        .collect();
+    if profiles.is_empty() {
+        return Ok(baselines);
+    }
+    let empty_prefix = format!("{}-empty", settings.prefix);
+    seed(cp, &empty_prefix, 0, settings.namespaces, 1)?;
+    let empty = settings.namespaces_of(&empty_prefix);
+    for s in profiles {
+        let b = run_informerd(
+            rt,
+            cp,
+            informerd_bin,
+            s.profile,
+            &empty,
+            settings.hold,
+            None,
+        )
+        .with_context(|| format!("{} over empty namespaces (the baseline)", s.id))?;
+        eprintln!(
+            "compare: baseline {}: {:.1} MiB allocated, {:.1} MiB RSS, {} objects",
+            s.id,
+            b.heap_bytes as f64 / MIB,
+            b.steady_rss as f64 / MIB,
+            b.objects
+        );
+        baselines.insert(
+            s.profile,
+            Baseline {
+                allocated: b.heap_bytes as u64,
+                rss: b.steady_rss,
+            },
+        );
+    }
+    Ok(baselines)
+}
+
+/// Why the system `s` is not run at `n` pods, if it is not: its estimated peak, with a margin,
+/// does not fit in the memory available less `reserve`.
+fn does_not_fit(s: &System, n: usize, records: &[Record], reserve: u64) -> Option<String> {
+    let needed = estimate_peak(s, n, records) as f64 * 1.2 + reserve as f64;
+    let available = meminfo_bytes("MemAvailable");
+    ((available as f64) < needed).then(|| {
+        format!(
+            "needs ~{:.1} GB, {:.1} GB available",
+            needed / 1e9,
+            available as f64 / 1e9
+        )
+    })
 }
 
 fn fill(r: &mut Record, m: &Measured) {
@@ -571,21 +606,6 @@ fn estimate_peak(s: &System, n: usize, records: &[Record]) -> u64 {
 
 // --- the pods ------------------------------------------------------------------------------
 
-/// Pods in the namespaces, counted without listing them: one item and the count of the rest.
-async fn count_pods(cp: &ControlPlane, namespaces: &[String]) -> Result<usize> {
-    let client = cp.client().await?;
-    let mut n = 0;
-    for ns in namespaces {
-        let api: Api<Pod> = Api::namespaced(client.clone(), ns);
-        let page = api
-            .list_metadata(&ListParams::default().limit(1))
-            .await
-            .with_context(|| format!("count the pods of {ns}"))?;
-        n += page.items.len() + page.metadata.remaining_item_count.unwrap_or(0) as usize;
-    }
-    Ok(n)
-}
-
 /// Brings the pods of the namespaces to `n` (see the module documentation).
 fn top_up(
     rt: &tokio::runtime::Runtime,
@@ -594,7 +614,8 @@ fn top_up(
     namespaces: &[String],
     n: usize,
 ) -> Result<()> {
-    let mut present = rt.block_on(count_pods(cp, namespaces))?;
+    let client = rt.block_on(cp.client())?;
+    let mut present = rt.block_on(count_pods(&client, namespaces))?;
     if present > n {
         if !settings.own_prefix {
             bail!(
@@ -608,15 +629,8 @@ fn top_up(
             "compare: {}-* hold {present} pods, more than {n}: cleaning them",
             settings.prefix
         );
-        run_logged(
-            Command::new(cp.bin("seed"))
-                .arg("clean")
-                .arg("--kubeconfig")
-                .arg(cp.kubeconfig())
-                .arg("--prefix")
-                .arg(&settings.prefix),
-        )?;
-        present = rt.block_on(count_pods(cp, namespaces))?;
+        run_logged(&mut seeder(cp, "clean", &settings.prefix))?;
+        present = rt.block_on(count_pods(&client, namespaces))?;
     }
     for round in 0..8 {
         if present >= n {
@@ -636,7 +650,7 @@ fn top_up(
             settings.namespaces,
             generator,
         )?;
-        let now = rt.block_on(count_pods(cp, namespaces))?;
+        let now = rt.block_on(count_pods(&client, namespaces))?;
         if now <= present {
             bail!(
                 "seeding {missing} pods into {}-* added none",
@@ -662,12 +676,7 @@ fn seed(
     generator: u64,
 ) -> Result<()> {
     let line = run_logged(
-        Command::new(cp.bin("seed"))
-            .arg("pods")
-            .arg("--kubeconfig")
-            .arg(cp.kubeconfig())
-            .arg("--prefix")
-            .arg(prefix)
+        seeder(cp, "pods", prefix)
             .arg("--pods")
             .arg(pods.to_string())
             .arg("--namespaces")
@@ -679,6 +688,19 @@ fn seed(
     Ok(())
 }
 
+/// `seed SUBCOMMAND --kubeconfig .. --prefix PREFIX`: the seeder run here rather than through
+/// the testkit's `ControlPlane::seed`, which can pass neither a generator seed nor the
+/// seeder's progress through.
+fn seeder(cp: &ControlPlane, subcommand: &str, prefix: &str) -> Command {
+    let mut cmd = Command::new(cp.bin("seed"));
+    cmd.arg(subcommand)
+        .arg("--kubeconfig")
+        .arg(cp.kubeconfig())
+        .arg("--prefix")
+        .arg(prefix);
+    cmd
+}
+
 // --- the systems ---------------------------------------------------------------------------
 
 fn informerd_resources(profile: &str, namespaces: &[String]) -> String {
@@ -688,16 +710,7 @@ fn informerd_resources(profile: &str, namespaces: &[String]) -> String {
         "metadata" => (&["metadata"], &["metadata.managedFields"]),
         other => unreachable!("informerd profile {other}"),
     };
-    let list = |l: &[&str]| serde_json::to_string(l).expect("strings serialize");
-    let mut yaml = format!(
-        "- name: pods\n  apiVersion: v1\n  kind: Pod\n  namespaces: {}\n  transform:\n",
-        serde_json::to_string(namespaces).expect("strings serialize")
-    );
-    if !keep.is_empty() {
-        let _ = writeln!(yaml, "    keep: {}", list(keep));
-    }
-    let _ = writeln!(yaml, "    drop: {}", list(drop));
-    yaml
+    pods_resource(namespaces, keep, drop)
 }
 
 /// Runs `informerd serve` over the namespaces until synced, holds, and measures. Without a
@@ -725,9 +738,9 @@ fn run_informerd(
         let (sync_seconds, cpu_seconds) = loop {
             let status = api.status(StatusRequest::default()).await?.into_inner();
             if status.synced {
-                break (started.elapsed().as_secs_f64(), proc_cpu_seconds(pid)?);
+                break (started.elapsed().as_secs_f64(), cpu_seconds(pid)?);
             }
-            if proc_exited(pid) {
+            if exited(pid) {
                 bail!("informerd exited before it synced");
             }
             if Instant::now() > deadline {
@@ -873,36 +886,13 @@ fn peer_kube_bin(repo: &Path, informerd: &Path) -> Result<PathBuf> {
 // --- the process and the machine -----------------------------------------------------------
 
 fn proc_status_bytes(pid: u32, field: &str) -> Result<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .with_context(|| format!("read the status of process {pid}"))?;
-    text.lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-        .map(|kib| kib * 1024)
-        .ok_or_else(|| anyhow!("no {field} in the status of process {pid}"))
+    status_bytes(pid, field).ok_or_else(|| anyhow!("no {field} in /proc/{pid}/status"))
 }
 
-/// The fields of /proc/PID/stat after the command name (the process state first).
-fn proc_stat(pid: u32) -> Option<Vec<String>> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &text[text.rfind(')')? + 1..];
-    Some(rest.split_whitespace().map(String::from).collect())
-}
-
-fn proc_exited(pid: u32) -> bool {
-    proc_stat(pid).is_none_or(|f| f.first().is_none_or(|s| s == "Z" || s == "X"))
-}
-
-/// User + system CPU seconds of a process so far (utime + stime, in clock ticks).
-fn proc_cpu_seconds(pid: u32) -> Result<f64> {
-    let f = proc_stat(pid).ok_or_else(|| anyhow!("read /proc/{pid}/stat"))?;
-    // Fields 14 and 15 of stat(5); field 3, the state, is the first after the name.
-    let tick = |i: usize| -> Result<u64> {
-        f.get(i)
-            .and_then(|v| v.parse().ok())
-            .ok_or_else(|| anyhow!("/proc/{pid}/stat: field {}", i + 3))
-    };
-    Ok((tick(11)? + tick(12)?) as f64 / clock_ticks() as f64)
+/// User + system CPU seconds of a process so far.
+fn cpu_seconds(pid: u32) -> Result<f64> {
+    let ticks = cpu_ticks(pid).ok_or_else(|| anyhow!("no CPU times in /proc/{pid}/stat"))?;
+    Ok(ticks as f64 / clock_ticks() as f64)
 }
 
 fn clock_ticks() -> u64 {
@@ -917,28 +907,6 @@ fn clock_ticks() -> u64 {
             .filter(|&t| t > 0)
             .unwrap_or(100)
     })
-}
-
-fn mem_available() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("MemAvailable:"))
-                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-        })
-        .map_or(0, |kib| kib * 1024)
-}
-
-fn mem_total() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("MemTotal:"))
-                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-        })
-        .map_or(0, |kib| kib * 1024)
 }
 
 /// Runs a command, its stderr passed through (progress), and returns its last stdout line.
@@ -970,31 +938,12 @@ fn run_quiet(cmd: &mut Command) -> Result<()> {
 
 // --- the outputs ---------------------------------------------------------------------------
 
-/// `YYYY-MM-DD HH:MM UTC` (days to a civil date: H. Hinnant's algorithm).
+/// `YYYY-MM-DD HH:MM UTC`.
 fn utc(t: SystemTime) -> String {
-    let secs = t
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs()) as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60
-    )
-}
-
-fn round(v: f64, digits: i32) -> f64 {
-    let p = 10f64.powi(digits);
-    (v * p).round() / p
+    Timestamp::try_from(t)
+        .unwrap_or(Timestamp::UNIX_EPOCH)
+        .strftime("%Y-%m-%d %H:%M UTC")
+        .to_string()
 }
 
 fn thousands(n: u64) -> String {
@@ -1036,17 +985,10 @@ fn pods_label(n: usize) -> String {
     }
 }
 
-fn write_outputs(
-    dir: &Path,
-    settings: &Settings,
-    records: &[Record],
-    started: SystemTime,
-) -> Result<()> {
+fn write_outputs(settings: &Settings, records: &[Record], started: SystemTime) -> Result<()> {
+    let dir = results::dir()?;
     std::fs::write(dir.join("compare.md"), markdown(settings, records, started))?;
-    std::fs::write(
-        dir.join("compare.json"),
-        serde_json::to_string_pretty(records)? + "\n",
-    )?;
+    results::write_json("compare.json", &records)?;
     std::fs::write(dir.join("compare.svg"), svg(settings, records))?;
     Ok(())
 }
@@ -1083,8 +1025,8 @@ fn markdown(settings: &Settings, records: &[Record], started: SystemTime) -> Str
          targets are goals.\n",
         settings.command(),
         settings.namespaces,
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
-        mem_total() as f64 / GIB,
+        cpus(),
+        meminfo_bytes("MemTotal") as f64 / GIB,
         settings.hold.as_secs_f64()
     );
     let _ = writeln!(

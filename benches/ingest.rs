@@ -40,14 +40,19 @@
 //! Not measured, as it is the same for both clients: reading the HTTP body, splitting it into
 //! lines and checking that they are UTF-8 (kube-rs's `LinesCodec`). MB is 10^6 bytes of input.
 
+mod common;
+
 use std::{
-    fmt::{self, Write as _},
+    fmt,
     hint::black_box,
     path::{Path, PathBuf},
     time::{Duration, Instant},
 };
 
 use anyhow::{anyhow, bail, ensure, Context, Result};
+use common::cluster::{count_pods, pods_resource};
+use common::stats::round;
+use common::{env_or, results};
 use informerd::{
     config::{self, Config},
     fleet::{Decoding, Pipeline, Projected, ScopeIngest},
@@ -57,12 +62,15 @@ use informerd::{
 use informerd_testkit::ControlPlane;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{
-    api::{Api, DynamicObject, ListParams},
+    api::{DynamicObject, ListParams},
     core::{ObjectList, WatchEvent},
     runtime::{reflector::store::Writer, watcher},
     ResourceExt,
 };
-use serde::{de::IgnoredAny, Deserialize};
+use serde::{
+    de::{DeserializeOwned, IgnoredAny},
+    Deserialize,
+};
 use serde_json::{json, value::RawValue, Value};
 
 #[global_allocator]
@@ -75,19 +83,9 @@ const MAX_SEEDED: usize = 10_000;
 /// The label each MODIFIED line adds.
 const SEQ_LABEL: &str = "informerd.io/bench-seq";
 
-fn env_or(name: &str, default: usize) -> Result<usize> {
-    match std::env::var(name) {
-        Err(_) => Ok(default),
-        Ok(v) => v
-            .trim()
-            .parse()
-            .with_context(|| format!("{name}={v}: expected a whole number")),
-    }
-}
-
 fn main() -> Result<()> {
-    let wanted = env_or("INGEST_PODS", 10_000)?;
-    let iterations = env_or("INGEST_ITERATIONS", 5)?.max(1);
+    let wanted: usize = env_or("INGEST_PODS", 10_000)?;
+    let iterations = env_or("INGEST_ITERATIONS", 5usize)?.max(1);
     ensure!(
         wanted >= NAMESPACES,
         "INGEST_PODS must be at least {NAMESPACES}"
@@ -158,13 +156,8 @@ fn main() -> Result<()> {
         breakdown,
     };
     print!("{report}");
-    let json_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/results/ingest.json");
-    std::fs::write(
-        &json_path,
-        serde_json::to_string_pretty(&report.json())? + "\n",
-    )
-    .with_context(|| format!("writing {}", json_path.display()))?;
-    eprintln!("wrote benches/results/ingest.json");
+    let written = results::write_json("ingest.json", &report.json())?;
+    eprintln!("wrote {written}");
     Ok(())
 }
 
@@ -181,7 +174,7 @@ struct Recording {
 }
 
 fn namespaces() -> Vec<String> {
-    (0..NAMESPACES).map(|i| format!("{PREFIX}-{i}")).collect()
+    common::cluster::namespaces(PREFIX, NAMESPACES)
 }
 
 fn cache_dir(pods: usize) -> PathBuf {
@@ -199,16 +192,7 @@ fn recording(wanted: usize) -> Result<Recording> {
         .enable_all()
         .build()?;
     let client = rt.block_on(cp.client())?;
-    let present = rt.block_on(async {
-        let mut n = 0;
-        for ns in namespaces() {
-            // One item and the count of the rest.
-            let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
-            let page = api.list_metadata(&ListParams::default().limit(1)).await?;
-            n += page.items.len() + page.metadata.remaining_item_count.unwrap_or(0) as usize;
-        }
-        Ok::<_, kube::Error>(n)
-    })?;
+    let present = rt.block_on(count_pods(&client, &namespaces()))?;
     let mut wanted = wanted;
     if present < wanted {
         if wanted > present + MAX_SEEDED {
@@ -537,49 +521,68 @@ fn kube_typed(bodies: &Bodies, input: Input, strip: bool) -> Result<(usize, Vec<
         }
         pod
     };
+    let events = feed(bodies, input, |ns, event: watcher::Event<Pod>| {
+        let event = match event {
+            watcher::Event::InitApply(pod) => watcher::Event::InitApply(modify(pod)),
+            watcher::Event::Apply(pod) => watcher::Event::Apply(modify(pod)),
+            other => other,
+        };
+        writers[ns].apply_watcher_event(&event);
+        black_box(&event);
+    })?;
+    Ok((events, writers))
+}
+
+/// Hands the bodies to `handle` as a watcher of each namespace (by index) would, each object
+/// decoded as `T`: for the watch input `Init`, an `InitApply` per ADDED line, `InitDone`, then
+/// an `Apply` per MODIFIED line; for the list input, the body decoded, then `Init`, an
+/// `InitApply` per item, `InitDone`. Returns the objects handed over.
+fn feed<T: DeserializeOwned + Clone>(
+    bodies: &Bodies,
+    input: Input,
+    mut handle: impl FnMut(usize, watcher::Event<T>),
+) -> Result<usize> {
     let mut events = 0;
     match input {
         Input::Watch => {
-            for (writer, lines) in writers.iter_mut().zip(&bodies.added) {
-                writer.apply_watcher_event(&watcher::Event::Init);
+            for (ns, lines) in bodies.added.iter().enumerate() {
+                handle(ns, watcher::Event::Init);
                 for line in lines {
-                    let WatchEvent::Added(pod) = serde_json::from_slice(black_box(line))? else {
-                        bail!("an ADDED line decoded as another event");
-                    };
-                    let event = watcher::Event::InitApply(modify(pod));
-                    writer.apply_watcher_event(&event);
-                    black_box(&event);
+                    handle(ns, watcher::Event::InitApply(decode_event(line, true)?));
                     events += 1;
                 }
-                writer.apply_watcher_event(&watcher::Event::InitDone);
+                handle(ns, watcher::Event::InitDone);
             }
-            for (writer, lines) in writers.iter_mut().zip(&bodies.modified) {
+            for (ns, lines) in bodies.modified.iter().enumerate() {
                 for line in lines {
-                    let WatchEvent::Modified(pod) = serde_json::from_slice(black_box(line))? else {
-                        bail!("a MODIFIED line decoded as another event");
-                    };
-                    let event = watcher::Event::Apply(modify(pod));
-                    writer.apply_watcher_event(&event);
-                    black_box(&event);
+                    handle(ns, watcher::Event::Apply(decode_event(line, false)?));
                     events += 1;
                 }
             }
         }
         Input::List => {
-            for (writer, body) in writers.iter_mut().zip(&bodies.lists) {
-                let list: ObjectList<Pod> = serde_json::from_slice(black_box(body))?;
-                writer.apply_watcher_event(&watcher::Event::Init);
-                for pod in list.items {
-                    let event = watcher::Event::InitApply(modify(pod));
-                    writer.apply_watcher_event(&event);
-                    black_box(&event);
+            for (ns, body) in bodies.lists.iter().enumerate() {
+                let list: ObjectList<T> = serde_json::from_slice(black_box(body))?;
+                handle(ns, watcher::Event::Init);
+                for obj in list.items {
+                    handle(ns, watcher::Event::InitApply(obj));
                     events += 1;
                 }
-                writer.apply_watcher_event(&watcher::Event::InitDone);
+                handle(ns, watcher::Event::InitDone);
             }
         }
     }
-    Ok((events, writers))
+    Ok(events)
+}
+
+/// The object of a watch line that must be an ADDED event (`added`) or a MODIFIED one.
+fn decode_event<T: DeserializeOwned>(line: &[u8], added: bool) -> Result<T> {
+    match serde_json::from_slice(black_box(line))? {
+        WatchEvent::Added(obj) if added => Ok(obj),
+        WatchEvent::Modified(obj) if !added => Ok(obj),
+        _ if added => bail!("an ADDED line decoded as another event"),
+        _ => bail!("a MODIFIED line decoded as another event"),
+    }
 }
 
 fn check_kube(bodies: &Bodies, input: Input, strip: bool, writers: &[Writer<Pod>]) -> Result<()> {
@@ -613,21 +616,16 @@ fn check_kube(bodies: &Bodies, input: Input, strip: bool, writers: &[Writer<Pod>
 }
 
 fn informerd_config(namespaces: &[String], keep: &[&str], drop: &[&str]) -> Result<Config> {
-    let mut yaml = format!(
-        "apiVersion: informerd.io/v1alpha1\nkind: Config\nresources:\n- name: pods\n  \
-         apiVersion: v1\n  kind: Pod\n  namespaces: {namespaces:?}\n  transform:\n"
+    let yaml = format!(
+        "apiVersion: informerd.io/v1alpha1\nkind: Config\nresources:\n{}",
+        pods_resource(namespaces, keep, drop)
     );
-    if !keep.is_empty() {
-        let _ = writeln!(yaml, "    keep: {keep:?}");
-    }
-    if !drop.is_empty() {
-        let _ = writeln!(yaml, "    drop: {drop:?}");
-    }
     config::parse("ingest-bench.yaml", &yaml).map_err(|e| anyhow!("{e}"))
 }
 
 /// The fleet's path: kube-rs's decoding into `Projected` (the transform applied while
-/// decoding), then `ScopeIngest` (one per namespace, as the fleet runs them) into one store. Returns events and changes made.
+/// decoding), then `ScopeIngest` (one per namespace, as the fleet runs them) into one store.
+/// Returns events and changes made.
 fn informerd_pass(bodies: &Bodies, input: Input, pipeline: &Pipeline) -> Result<(usize, u64)> {
     let mut scopes: Vec<ScopeIngest> = bodies
         .namespaces
@@ -636,42 +634,9 @@ fn informerd_pass(bodies: &Bodies, input: Input, pipeline: &Pipeline) -> Result<
         .collect();
     // As the fleet's streams decode: the transform applied while decoding (no filter here).
     let _decoding = Decoding::enter(pipeline.decoding());
-    let mut events = 0;
-    match input {
-        Input::Watch => {
-            for (scope, lines) in scopes.iter_mut().zip(&bodies.added) {
-                scope.handle(watcher::Event::Init);
-                for line in lines {
-                    let WatchEvent::Added(obj) = serde_json::from_slice(black_box(line))? else {
-                        bail!("an ADDED line decoded as another event");
-                    };
-                    black_box(scope.handle(watcher::Event::InitApply(obj)));
-                    events += 1;
-                }
-                scope.handle(watcher::Event::InitDone);
-            }
-            for (scope, lines) in scopes.iter_mut().zip(&bodies.modified) {
-                for line in lines {
-                    let WatchEvent::Modified(obj) = serde_json::from_slice(black_box(line))? else {
-                        bail!("a MODIFIED line decoded as another event");
-                    };
-                    black_box(scope.handle(watcher::Event::Apply(obj)));
-                    events += 1;
-                }
-            }
-        }
-        Input::List => {
-            for (scope, body) in scopes.iter_mut().zip(&bodies.lists) {
-                let list: ObjectList<Projected> = serde_json::from_slice(black_box(body))?;
-                scope.handle(watcher::Event::Init);
-                for obj in list.items {
-                    black_box(scope.handle(watcher::Event::InitApply(obj)));
-                    events += 1;
-                }
-                scope.handle(watcher::Event::InitDone);
-            }
-        }
-    }
+    let events = feed(bodies, input, |ns, event: watcher::Event<Projected>| {
+        black_box(scopes[ns].handle(event));
+    })?;
     let mut changes = 0;
     for scope in &scopes {
         let c = scope.counters;
@@ -741,6 +706,22 @@ struct Stage {
     secs: f64,
 }
 
+impl Stage {
+    fn micros_per_event(&self, events: usize) -> f64 {
+        self.secs * 1e6 / events as f64
+    }
+
+    /// The cells every table of stages starts with: `| label | seconds | µs/event |`.
+    fn cells(&self, events: usize) -> String {
+        format!(
+            "| {} | {:.3} | {:.1} |",
+            self.label,
+            self.secs,
+            self.micros_per_event(events)
+        )
+    }
+}
+
 /// The breakdown's stages, in the order of its timings.
 const STAGES: [&str; 3] = [
     "decode WatchEvent<Projected> (controller profile applied while decoding)",
@@ -767,7 +748,7 @@ fn stages(labels: &[&'static str], times: &[Duration]) -> Vec<Stage> {
 }
 
 /// The time to decode every line as `T`, and nothing else.
-fn decode_all<'a, T: serde::de::DeserializeOwned>(
+fn decode_all<'a, T: DeserializeOwned>(
     lines: impl Iterator<Item = &'a Box<[u8]>>,
 ) -> Result<Duration> {
     let start = Instant::now();
@@ -946,9 +927,9 @@ impl Report {
                     "medianSeconds": r.median(),
                     "iterationSeconds": r.times,
                     "eventsPerSecond": r.events_per_sec().round(),
-                    "megabytesPerSecond": (r.mb_per_sec() * 10.0).round() / 10.0,
-                    "timesKubeTyped": (vs_kube * 100.0).round() / 100.0,
-                    "floorTimesThis": (floor_over * 100.0).round() / 100.0,
+                    "megabytesPerSecond": round(r.mb_per_sec(), 1),
+                    "timesKubeTyped": round(vs_kube, 2),
+                    "floorTimesThis": round(floor_over, 2),
                 })
             })
             .collect();
@@ -960,7 +941,7 @@ impl Report {
                     json!({
                         "stage": s.label,
                         "bestSeconds": s.secs,
-                        "microsecondsPerEvent": (s.secs * 1e6 / b.events as f64 * 10.0).round() / 10.0,
+                        "microsecondsPerEvent": round(s.micros_per_event(b.events), 1),
                     })
                 })
                 .collect()
@@ -974,7 +955,7 @@ impl Report {
             "namespaces": self.namespaces,
             "iterations": self.iterations,
             "target": "informerd (controller profile, watch) at least 5 times the kube-rs typed reflector's events per second",
-            "informerdTimesKubeTyped": (self.ratios(headline).0 * 100.0).round() / 100.0,
+            "informerdTimesKubeTyped": round(self.ratios(headline).0, 2),
             "rows": rows,
             "breakdown": {
                 "what": "informerd's path on the watch lines, controller profile, stage by stage with the clock read between stages (best of the iterations per stage); alternatives: the same lines decoded other ways, each in a pass of its own",
@@ -1050,14 +1031,7 @@ impl fmt::Display for Report {
         writeln!(f, "| stage | seconds | µs/event | share |")?;
         writeln!(f, "| --- | ---: | ---: | ---: |")?;
         for s in &b.stages {
-            writeln!(
-                f,
-                "| {} | {:.3} | {:.1} | {:.0}% |",
-                s.label,
-                s.secs,
-                s.secs * 1e6 / b.events as f64,
-                100.0 * s.secs / sum
-            )?;
+            writeln!(f, "{} {:.0}% |", s.cells(b.events), 100.0 * s.secs / sum)?;
         }
         writeln!(
             f,
@@ -1078,13 +1052,7 @@ impl fmt::Display for Report {
         writeln!(f, "| alternative | seconds | µs/event |")?;
         writeln!(f, "| --- | ---: | ---: |")?;
         for s in &b.alternatives {
-            writeln!(
-                f,
-                "| {} | {:.3} | {:.1} |",
-                s.label,
-                s.secs,
-                s.secs * 1e6 / b.events as f64
-            )?;
+            writeln!(f, "{}", s.cells(b.events))?;
         }
         Ok(())
     }

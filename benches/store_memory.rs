@@ -11,17 +11,21 @@
 //! `stats::allocated` after the inserts minus before, divided by the pod count. Figures are
 //! printed, never asserted (targets: at most 300 bytes/pod for the controller profile).
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+use common::env_or;
 use informerd::store::{Indexer, StoreOptions, Writer};
 use informerd::transform::Transform;
+use informerd::vocab::memory::allocated_bytes;
+use k8s_openapi::jiff::Timestamp;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Map, Value};
-use tikv_jemalloc_ctl::{epoch, stats};
 
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
@@ -35,11 +39,6 @@ const DAEMONSETS: usize = 10;
 const JOB_PODS_PER_MILLE: u32 = 20;
 const LOG_MAX_EVENTS: usize = 10_000;
 const LOG_MAX_BYTES: usize = 16 << 20;
-
-fn allocated() -> usize {
-    epoch::advance().expect("jemalloc epoch");
-    stats::allocated::read().expect("jemalloc stats")
-}
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures
@@ -81,38 +80,21 @@ fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
     path.iter().try_fold(v, |v, k| v.get(k))?.as_str()
 }
 
+/// Seconds since the epoch of a timestamp in whole seconds (`2026-01-01T00:00:00Z`, the form
+/// of `metav1.Time`); `None` for anything else, fractions of a second included.
 fn timestamp_secs(s: &str) -> Option<i64> {
     let b = s.as_bytes();
     if b.len() != 20 || b[10] != b'T' || b[19] != b'Z' {
         return None;
     }
-    let n = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
-    let (y, m, d) = (n(0..4)?, n(5..7)?, n(8..10)?);
-    let (y, m) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + (153 * m + 2) / 5 + d - 1;
-    let days = era * 146_097 + doe - 719_468;
-    Some(days * 86_400 + n(11..13)? * 3600 + n(14..16)? * 60 + n(17..19)?)
+    Some(s.parse::<Timestamp>().ok()?.as_second())
 }
 
+/// `secs` since the epoch in the form [`timestamp_secs`] reads.
 fn format_timestamp(secs: i64) -> String {
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    Timestamp::from_second(secs)
+        .expect("generated timestamps are in range")
+        .to_string()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -552,7 +534,7 @@ fn measure_store(fixtures: &[Value], profile: Profile, pods: usize) -> (f64, Str
         indexes: vec![("node".to_owned(), Arc::new(NodeIndex) as Arc<dyn Indexer>)],
     };
     let transform = profile.transform();
-    let before = allocated();
+    let before = allocated_bytes();
     let store = Writer::new(options);
     let start = Instant::now();
     for _ in 0..pods {
@@ -561,7 +543,7 @@ fn measure_store(fixtures: &[Value], profile: Profile, pods: usize) -> (f64, Str
         store.apply(object).expect("generated pods are valid");
     }
     let elapsed = start.elapsed();
-    let held = allocated() - before;
+    let held = allocated_bytes() - before;
     let s = store.stats();
     let detail = format!(
         "encoded {:.0} B/pod, {} atoms ({:.0} KiB), log {} entries, {:.2} µs/apply incl. generation",
@@ -579,7 +561,7 @@ fn measure_store(fixtures: &[Value], profile: Profile, pods: usize) -> (f64, Str
 fn measure_value_map(fixtures: &[Value], profile: Profile, pods: usize) -> f64 {
     let mut generator = Generator::new(fixtures);
     let transform = profile.transform();
-    let before = allocated();
+    let before = allocated_bytes();
     let mut map: HashMap<String, Value> = HashMap::new();
     for _ in 0..pods {
         let mut object = generator.pod();
@@ -591,16 +573,13 @@ fn measure_value_map(fixtures: &[Value], profile: Profile, pods: usize) -> f64 {
         );
         map.insert(key, object);
     }
-    let held = allocated() - before;
+    let held = allocated_bytes() - before;
     drop(map);
     held as f64 / pods as f64
 }
 
-fn main() {
-    let pods: usize = std::env::var("INFORMERD_BENCH_PODS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100_000);
+fn main() -> anyhow::Result<()> {
+    let pods: usize = env_or("INFORMERD_BENCH_PODS", 100_000)?;
     let fixtures = fixture_pods();
     println!(
         "store memory: {pods} generated pods ({NAMESPACES} namespaces, {NODES} nodes, one index on \
@@ -624,4 +603,5 @@ fn main() {
         );
         println!("    {detail}");
     }
+    Ok(())
 }

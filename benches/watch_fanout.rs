@@ -23,33 +23,38 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
-use common::watch::{follow, status, Delivery, End, SEQ_LABEL};
-use common::{cpus, env_or, micros, ms, print_log_tail, profile, Stats};
+use common::cluster::pods_resource;
+use common::process::status_bytes;
+use common::sidecar::{list_namespace, status};
+use common::stats::{micros, ms, round, Stats};
+use common::watch::{
+    discrepancies, join_followers, spawn_followers, wait_watchers, Delivery, End, SEQ_LABEL,
+};
+use common::writes::{revision_after, write_labels, writes_in, Churn, Write, Written};
+use common::{cpus, env_or, join_sections, print_log_tail, profile, results, InNamespace};
 use futures::{StreamExt, TryStreamExt};
 use informerd::api::WATCHER_BUFFER;
 use informerd::client;
 use informerd::proto::{
-    cache_client::CacheClient, watch_request::Start, EventType, GetRequest, ListRequest,
-    ResumeToken, WatchEvent, WatchRequest,
+    cache_client::CacheClient, watch_request::Start, EventType, ResumeToken, WatchEvent,
+    WatchRequest,
 };
-use informerd_testkit::{ControlPlane, Sidecar};
-use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchParams};
+use informerd_testkit::Sidecar;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams, PostParams, WatchParams};
 use serde_json::{json, Value};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
 use tonic::transport::Channel;
 use tonic::{Code, Streaming};
 
 const BIN: &str = env!("CARGO_BIN_EXE_informerd");
 const RESOURCE: &str = "pods";
-/// The label each write sets: the write's sequence number.
 /// How long the watchers may take to reach the last write once churn has ended.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(180);
 /// How long to wait for the next message of the never-reading watcher when draining it.
@@ -82,8 +87,13 @@ impl Settings {
         Ok(s)
     }
 
-    fn writes(&self) -> u64 {
-        (self.rate * self.seconds).round().max(1.0) as u64
+    fn churn(&self) -> Churn {
+        Churn {
+            writes: writes_in(self.rate, self.seconds),
+            rate: self.rate,
+            in_flight: self.concurrency,
+            base: 0,
+        }
     }
 }
 
@@ -179,18 +189,6 @@ impl Sample {
     }
 }
 
-fn vmrss_bytes(pid: Option<u32>) -> u64 {
-    let Some(pid) = pid else { return 0 };
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
-}
-
 async fn sample(
     api: &mut CacheClient<Channel>,
     pid: Option<u32>,
@@ -208,13 +206,69 @@ async fn sample(
         phase,
         allocated: s.allocated_bytes,
         resident: s.resident_bytes,
-        vmrss: vmrss_bytes(pid),
+        vmrss: pid.and_then(|pid| status_bytes(pid, "VmRSS")).unwrap_or(0),
         watchers: r.watchers,
         dropped: r.dropped_watches,
         revision: r.revision,
         log_entries: r.log_entries,
         log_bytes: r.log_bytes,
     })
+}
+
+/// Samples of the sidecar's memory every second, taken by a task of its own on a connection of
+/// its own, each with the phase the benchmark is in.
+struct Sampler {
+    phase: Arc<AtomicU8>,
+    samples: Arc<Mutex<Vec<Sample>>>,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Sampler {
+    /// Starts sampling, in the phase [`Phase::Idle`].
+    async fn start(socket: &str, pid: Option<u32>) -> anyhow::Result<Sampler> {
+        let phase = Arc::new(AtomicU8::new(Phase::Idle as u8));
+        let samples = Arc::new(Mutex::new(Vec::<Sample>::new()));
+        let (stop, mut stopped) = watch::channel(false);
+        let task = {
+            let (phase, samples) = (phase.clone(), samples.clone());
+            let mut api = client::connect(socket).await?;
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(Duration::from_secs(1));
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+                loop {
+                    tokio::select! {
+                        _ = tick.tick() => {}
+                        _ = stopped.changed() => return,
+                    }
+                    let p = Phase::from_u8(phase.load(Ordering::Relaxed));
+                    match sample(&mut api, pid, p).await {
+                        Ok(x) => samples.lock().expect("samples").push(x),
+                        Err(e) => eprintln!("watch_fanout: memory sample failed: {e:#}"),
+                    }
+                }
+            })
+        };
+        Ok(Sampler {
+            phase,
+            samples,
+            stop,
+            task,
+        })
+    }
+
+    /// The phase the next samples are taken in.
+    fn enter(&self, phase: Phase) {
+        self.phase.store(phase as u8, Ordering::Relaxed);
+    }
+
+    /// Stops sampling; returns the samples taken.
+    async fn stop(self) -> anyhow::Result<Vec<Sample>> {
+        self.stop.send_replace(true);
+        self.task.await.context("the sampler panicked")?;
+        let samples = self.samples.lock().expect("samples").clone();
+        Ok(samples)
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -290,60 +344,29 @@ async fn baseline(pods: Api<Pod>, mut rv: String, mut target: watch::Receiver<u6
 }
 
 // ---------------------------------------------------------------------------------------------
-// Churn
-
-struct Write {
-    seq: u64,
-    pod: usize,
-    sent: Instant,
-    acked: Instant,
-    /// The resourceVersion the apiserver returned, or why the write failed.
-    rv: Result<u64, String>,
-}
-
-async fn churn(pods: &Api<Pod>, s: &Settings, start: Instant) -> Vec<Write> {
-    let total = s.writes();
-    let permits = Arc::new(Semaphore::new(s.concurrency));
-    let mut tasks = tokio::task::JoinSet::new();
-    for seq in 0..total {
-        tokio::time::sleep_until((start + Duration::from_secs_f64(seq as f64 / s.rate)).into())
-            .await;
-        let permit = permits.clone().acquire_owned().await.expect("semaphore");
-        let pods = pods.clone();
-        let pod = (seq % s.pods as u64) as usize;
-        tasks.spawn(async move {
-            let patch = json!({"metadata": {"labels": {SEQ_LABEL: seq.to_string()}}});
-            let sent = Instant::now();
-            let result = pods
-                .patch(
-                    &pod_name(pod),
-                    &PatchParams::default(),
-                    &Patch::Merge(patch),
-                )
-                .await;
-            let acked = Instant::now();
-            drop(permit);
-            let rv = result.map_err(|e| e.to_string()).and_then(|p| {
-                let rv = p.metadata.resource_version.unwrap_or_default();
-                rv.parse::<u64>()
-                    .map_err(|_| format!("resourceVersion {rv:?} is not a number"))
-            });
-            Write {
-                seq,
-                pod,
-                sent,
-                acked,
-                rv,
-            }
-        });
-    }
-    let mut writes: Vec<Write> = tasks.join_all().await;
-    writes.sort_by_key(|w| w.seq);
-    writes
-}
+// The pods
 
 fn pod_name(i: usize) -> String {
     format!("p{i}")
+}
+
+async fn create_pods(pods: &Api<Pod>, n: usize) -> anyhow::Result<()> {
+    futures::stream::iter(0..n)
+        .map(|i| async move {
+            // No nodeName: nothing schedules or garbage-collects these pods, so the benchmark's
+            // writes are the only changes.
+            let pod: Pod = serde_json::from_value(json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": pod_name(i), "labels": {"app": "fanout", SEQ_LABEL: "none"}},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]}
+            }))?;
+            pods.create(&PostParams::default(), &pod).await?;
+            Ok::<_, anyhow::Error>(())
+        })
+        .buffer_unordered(16)
+        .try_collect::<Vec<_>>()
+        .await?;
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -379,25 +402,15 @@ fn check_watcher(
     target: u64,
     writes: &[Write],
 ) -> Check {
+    let last = deliveries.last().map_or(start, |d| d.revision);
     let mut c = Check {
         events: deliveries.len(),
+        problems: end
+            .problem(target, last, DRAIN_TIMEOUT)
+            .into_iter()
+            .collect(),
         ..Default::default()
     };
-    match end {
-        End::Reached => {}
-        End::Closed => c.problems.push("the stream closed early".into()),
-        End::Failed(s) => c.problems.push(format!(
-            "the stream ended with {:?} ({}): {}",
-            s.code(),
-            client::reason(s).unwrap_or("-"),
-            s.message()
-        )),
-        End::GaveUp => c.problems.push(format!(
-            "did not reach revision {target} within {} s of the last write (at {})",
-            DRAIN_TIMEOUT.as_secs(),
-            deliveries.last().map_or(start, |d| d.revision)
-        )),
-    }
     let mut expected = start + 1;
     let mut first_revision_problem = None;
     let mut seen = vec![0u32; writes.len()];
@@ -485,36 +498,6 @@ fn mib(bytes: u64) -> String {
 
 // ---------------------------------------------------------------------------------------------
 // The benchmark
-
-async fn wait_default_service_account(kube: &kube::Client, ns: &str) -> anyhow::Result<()> {
-    let sas: Api<ServiceAccount> = Api::namespaced(kube.clone(), ns);
-    for _ in 0..600 {
-        if sas.get_opt("default").await?.is_some() {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    bail!("no default ServiceAccount in {ns} after 60 s")
-}
-
-async fn create_pods(pods: &Api<Pod>, n: usize) -> anyhow::Result<()> {
-    futures::stream::iter(0..n)
-        .map(|i| async move {
-            // No nodeName: nothing schedules or garbage-collects these pods, so the benchmark's
-            // writes are the only changes.
-            let pod: Pod = serde_json::from_value(json!({
-                "apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": pod_name(i), "labels": {"app": "fanout", SEQ_LABEL: "none"}},
-                "spec": {"containers": [{"name": "c", "image": "busybox"}]}
-            }))?;
-            pods.create(&PostParams::default(), &pod).await?;
-            Ok::<_, anyhow::Error>(())
-        })
-        .buffer_unordered(16)
-        .try_collect::<Vec<_>>()
-        .await?;
-    Ok(())
-}
 
 struct StalledOutcome {
     /// Whether it was ended with RESOURCE_EXHAUSTED / FellBehind.
@@ -611,55 +594,36 @@ struct Measured {
     relists: u64,
 }
 
-async fn bench(
-    cluster: &ControlPlane,
-    kube: &kube::Client,
-    ns: &str,
-    s: &Settings,
-) -> anyhow::Result<bool> {
-    let pods: Api<Pod> = Api::namespaced(kube.clone(), ns);
-    wait_default_service_account(kube, ns).await?;
-    create_pods(&pods, s.pods).await.context("create pods")?;
+async fn bench(at: &InNamespace<'_>, s: &Settings) -> anyhow::Result<bool> {
+    let (pods, ns) = (at.pods, at.ns);
+    create_pods(pods, s.pods).await.context("create pods")?;
     eprintln!("watch_fanout: {} pods in namespace {ns}", s.pods);
 
-    let resources = format!(
-        "- name: {RESOURCE}\n  apiVersion: v1\n  kind: Pod\n  namespaces: [{ns}]\n  transform:\n    drop: [metadata.managedFields]\n"
-    );
-    let sidecar = Sidecar::start(BIN.as_ref(), cluster, &resources)?;
-    let measured = measure(&sidecar, &pods, ns, s).await;
-    let measured = match measured {
-        Ok(m) => m,
-        Err(e) => {
-            print_log_tail(&sidecar);
-            return Err(e);
-        }
-    };
+    let resources = pods_resource(&[ns.into()], &[], &["metadata.managedFields"]);
+    let sidecar = Sidecar::start(BIN.as_ref(), at.cluster, &resources)?;
+    let measured = measure(&sidecar, pods, ns, s)
+        .await
+        .inspect_err(|_| print_log_tail(&sidecar))?;
     let report = Report::new(&measured);
     println!("{}", report.markdown(s, &measured));
     if !report.ok {
         print_log_tail(&sidecar);
     }
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/results/watch_fanout.json");
-    std::fs::create_dir_all(path.parent().expect("a parent"))?;
-    let json = report.json(s, &measured);
-    std::fs::write(&path, serde_json::to_string_pretty(&json)? + "\n")
-        .with_context(|| format!("write {}", path.display()))?;
-    eprintln!("watch_fanout: wrote benches/results/watch_fanout.json");
+    let written = results::write_json("watch_fanout.json", &report.json(s, &measured))?;
+    eprintln!("watch_fanout: wrote {written}");
     Ok(report.ok)
 }
 
-async fn measure(
-    sidecar: &Sidecar,
-    pods: &Api<Pod>,
+/// Waits (120 s at most) for the sidecar to sync, then lists the namespace, which must hold
+/// `pods`: the sidecar's version, and the List's token, which every watcher starts from.
+async fn synced_token(
+    api: &mut CacheClient<Channel>,
     ns: &str,
-    s: &Settings,
-) -> anyhow::Result<Measured> {
-    let socket = sidecar.socket().display().to_string();
-    let pid = sidecar.pid();
-    let mut api = client::connect(&socket).await?;
+    pods: usize,
+) -> anyhow::Result<(String, ResumeToken)> {
     let synced = async {
         loop {
-            if let Ok(st) = status(&mut api, RESOURCE).await {
+            if let Ok(st) = status(api, RESOURCE).await {
                 if st.synced {
                     return st;
                 }
@@ -671,30 +635,50 @@ async fn measure(
         .await
         .map_err(|_| anyhow!("the sidecar did not sync within 120 s"))?
         .version;
-
-    // The token every watcher starts from.
-    let chunks: Vec<_> = api
-        .list(ListRequest {
-            resource: RESOURCE.into(),
-            namespace: ns.into(),
-            ..Default::default()
-        })
-        .await?
-        .into_inner()
-        .try_collect()
-        .await?;
+    let chunks = list_namespace(api, RESOURCE, ns).await?;
     let listed: usize = chunks.iter().map(|c| c.objects.len()).sum();
     let last = chunks.last().ok_or_else(|| anyhow!("an empty List"))?;
-    if listed != s.pods {
-        bail!(
-            "the sidecar lists {listed} pods, the namespace has {}",
-            s.pods
-        );
+    if listed != pods {
+        bail!("the sidecar lists {listed} pods, the namespace has {pods}");
     }
     let token = ResumeToken {
         epoch: last.epoch,
         revision: last.revision,
     };
+    Ok((version, token))
+}
+
+/// The revision of the first event (bookmarks aside) of a new watch, waiting 30 s at most.
+async fn first_revision(
+    api: &mut CacheClient<Channel>,
+    request: WatchRequest,
+) -> anyhow::Result<Option<u64>> {
+    let mut resumed = api.watch(request).await?.into_inner();
+    let first = async {
+        loop {
+            match resumed.message().await {
+                Ok(Some(e)) if e.r#type == EventType::Bookmark as i32 => continue,
+                Ok(Some(e)) => return Some(e.revision),
+                _ => return None,
+            }
+        }
+    };
+    Ok(tokio::time::timeout(Duration::from_secs(30), first)
+        .await
+        .ok()
+        .flatten())
+}
+
+async fn measure(
+    sidecar: &Sidecar,
+    pods: &Api<Pod>,
+    ns: &str,
+    s: &Settings,
+) -> anyhow::Result<Measured> {
+    let socket = sidecar.socket().display().to_string();
+    let pid = sidecar.pid();
+    let mut api = client::connect(&socket).await?;
+    let (version, token) = synced_token(&mut api, ns, s.pods).await?;
     let start = token.revision;
     let kube_rv = pods
         .list_metadata(&ListParams::default())
@@ -706,28 +690,7 @@ async fn measure(
     // Memory before any watcher, then a sample every second.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let before = sample(&mut api, pid, Phase::Setup).await?;
-    let phase = Arc::new(AtomicU8::new(Phase::Idle as u8));
-    let samples = Arc::new(Mutex::new(Vec::<Sample>::new()));
-    let (stop_sampling, mut sampling_stopped) = watch::channel(false);
-    let sampler = {
-        let (phase, samples) = (phase.clone(), samples.clone());
-        let mut api = client::connect(&socket).await?;
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(1));
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-            loop {
-                tokio::select! {
-                    _ = tick.tick() => {}
-                    _ = sampling_stopped.changed() => return,
-                }
-                let p = Phase::from_u8(phase.load(Ordering::Relaxed));
-                match sample(&mut api, pid, p).await {
-                    Ok(x) => samples.lock().expect("samples").push(x),
-                    Err(e) => eprintln!("watch_fanout: memory sample failed: {e:#}"),
-                }
-            }
-        })
-    };
+    let sampler = Sampler::start(&socket, pid).await?;
 
     let watch_req = |since: ResumeToken| WatchRequest {
         resource: RESOURCE.into(),
@@ -740,92 +703,46 @@ async fn measure(
     let stalled = stalled_api.watch(watch_req(token)).await?.into_inner();
 
     let (target_tx, target_rx) = watch::channel(u64::MAX);
-    let capacity = s.writes() as usize + 16;
-    let mut readers = Vec::with_capacity(s.watchers);
-    for _ in 0..s.watchers {
-        let mut api = client::connect(&socket).await?;
-        let stream = api.watch(watch_req(token)).await?.into_inner();
-        let target = target_rx.clone();
-        readers.push(tokio::spawn(async move {
-            let followed = follow(stream, target, capacity).await;
-            (followed, api)
-        }));
-    }
+    let churn = s.churn();
+    let readers = spawn_followers(
+        &socket,
+        s.watchers,
+        &watch_req(token),
+        &target_rx,
+        churn.writes,
+    )
+    .await?;
     let (base_target_tx, base_target_rx) = watch::channel(u64::MAX);
     let base = tokio::spawn(baseline(pods.clone(), kube_rv, base_target_rx));
 
     // Every watch open on the server (the readers and the one that never reads) before the
     // first write.
-    let open = async {
-        loop {
-            let st = status(&mut api, RESOURCE).await?;
-            if st.resources.first().map_or(0, |r| r.watchers) > s.watchers as u64 {
-                return Ok::<_, anyhow::Error>(());
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(60), open)
-        .await
-        .map_err(|_| anyhow!("the watches did not all open within 60 s"))??;
+    wait_watchers(&mut api, RESOURCE, s.watchers as u64 + 1).await?;
     // Give the baseline watch a moment to be established at the apiserver.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let idle = sample(&mut api, pid, Phase::Idle).await?;
 
     eprintln!(
         "watch_fanout: {} watchers + 1 that never reads open; {} writes at {}/s",
-        s.watchers,
-        s.writes(),
-        s.rate
+        s.watchers, churn.writes, churn.rate
     );
+    let names = Arc::new((0..s.pods).map(pod_name).collect::<Vec<_>>());
     let churn_start = Instant::now();
-    phase.store(Phase::Churn as u8, Ordering::Relaxed);
-    let writes = churn(pods, s, churn_start).await;
+    sampler.enter(Phase::Churn);
+    let writes = write_labels(pods, &names, churn, churn_start).await;
     let churn_end = Instant::now();
-    phase.store(Phase::Drain as u8, Ordering::Relaxed);
+    sampler.enter(Phase::Drain);
 
-    let last_write = writes
-        .iter()
-        .filter_map(|w| w.rv.as_ref().ok().map(|rv| (*rv, w.pod)))
-        .max()
-        .ok_or_else(|| anyhow!("no write succeeded: {:?}", writes.first().map(|w| &w.rv)))?;
-    // The sidecar has every write once it holds the last one; its revision then is the target.
-    let mut get = tonic::Request::new(GetRequest {
-        resource: RESOURCE.into(),
-        namespace: ns.into(),
-        name: pod_name(last_write.1),
-        min_resource_version: last_write.0.to_string(),
-        ..Default::default()
-    });
-    get.set_timeout(Duration::from_secs(120));
-    api.get(get).await.context("Get of the last write")?;
-    let target = status(&mut api, RESOURCE)
-        .await?
-        .resources
-        .first()
-        .map_or(0, |r| r.revision);
+    let (target, last_rv) = revision_after(&mut api, (RESOURCE, ns), &names, &writes).await?;
     target_tx.send_replace(target);
-    base_target_tx.send_replace(last_write.0);
+    base_target_tx.send_replace(last_rv);
 
-    let mut all = futures::future::join_all(readers);
-    let joined = tokio::select! {
-        r = &mut all => r,
-        _ = tokio::time::sleep(DRAIN_TIMEOUT) => {
-            // The watchers that have not reached the target end with GaveUp.
-            drop(target_tx);
-            all.await
-        }
-    };
-    let drained = Instant::now();
-    let mut followed = Vec::with_capacity(joined.len());
-    for j in joined {
-        followed.push(j.context("a watcher task panicked")?);
-    }
+    let (followed, drained) = join_followers(readers, target_tx, DRAIN_TIMEOUT).await?;
     let baseline = tokio::time::timeout(Duration::from_secs(60), base)
         .await
         .map_err(|_| anyhow!("the baseline watch did not reach the last write within 60 s"))?
         .context("the baseline task panicked")?;
-    phase.store(Phase::After as u8, Ordering::Relaxed);
+    sampler.enter(Phase::After);
 
     // Memory after churn with every reader still open; then the watcher that never read.
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -836,20 +753,7 @@ async fn measure(
             epoch: token.epoch,
             revision: stalled.last_revision,
         };
-        let mut resumed = api.watch(watch_req(since)).await?.into_inner();
-        let first = async {
-            loop {
-                match resumed.message().await {
-                    Ok(Some(e)) if e.r#type == EventType::Bookmark as i32 => continue,
-                    Ok(Some(e)) => return Some(e.revision),
-                    _ => return None,
-                }
-            }
-        };
-        stalled.resumed_at = tokio::time::timeout(Duration::from_secs(30), first)
-            .await
-            .ok()
-            .flatten();
+        stalled.resumed_at = first_revision(&mut api, watch_req(since)).await?;
     }
     drop(stalled_api);
     // Close every reader, then the memory once more.
@@ -860,9 +764,7 @@ async fn measure(
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     let closed = sample(&mut api, pid, Phase::After).await?;
-    stop_sampling.send_replace(true);
-    sampler.await.context("the sampler panicked")?;
-    let samples = samples.lock().expect("samples").clone();
+    let samples = sampler.stop().await?;
     let final_status = status(&mut api, RESOURCE).await?;
     let resource = final_status
         .resources
@@ -895,10 +797,7 @@ async fn measure(
 /// The figures of a run.
 struct Report {
     ok: bool,
-    writes_ok: usize,
-    writes_failed: usize,
-    first_write_error: Option<String>,
-    achieved_rate: f64,
+    written: Written,
     churn_secs: f64,
     changes: u64,
     checks: Vec<Check>,
@@ -907,7 +806,6 @@ struct Report {
     delivered: usize,
     events_per_sec: f64,
     drain_ms: f64,
-    ack: Stats,
     baseline: Stats,
     informerd: Stats,
     added: Stats,
@@ -940,10 +838,10 @@ impl Report {
                 }
             }
         }
-        let ok_writes: Vec<&Write> = m.writes.iter().filter(|w| w.rv.is_ok()).collect();
-        let baseline_missing = ok_writes
+        let baseline_missing = m
+            .writes
             .iter()
-            .filter(|w| base_at[w.seq as usize].is_none())
+            .filter(|w| w.rv.is_ok() && base_at[w.seq as usize].is_none())
             .count();
 
         let mut informerd = Vec::new();
@@ -982,10 +880,7 @@ impl Report {
         let churn_secs = (m.churn_end - m.churn_start).as_secs_f64();
         Report {
             ok,
-            writes_ok: ok_writes.len(),
-            writes_failed: m.writes.len() - ok_writes.len(),
-            first_write_error: m.writes.iter().find_map(|w| w.rv.as_ref().err().cloned()),
-            achieved_rate: m.writes.len() as f64 / churn_secs.max(1e-9),
+            written: Written::of(&m.writes, churn_secs),
             churn_secs,
             changes: m.target.saturating_sub(m.start),
             events_min: events.iter().copied().min().unwrap_or(0),
@@ -995,7 +890,6 @@ impl Report {
             events_per_sec: delivered as f64
                 / (last_receipt - m.churn_start).as_secs_f64().max(1e-9),
             drain_ms: (m.drained - m.churn_end).as_secs_f64() * 1000.0,
-            ack: Stats::of(ok_writes.iter().map(|w| micros(w.acked, w.sent)).collect()),
             baseline: Stats::of(
                 m.writes
                     .iter()
@@ -1024,7 +918,16 @@ impl Report {
         self.checks.iter().filter(|c| c.ok()).count()
     }
 
+    /// The report: deliveries and their latency, the sidecar's memory, then notes.
     fn markdown(&self, s: &Settings, m: &Measured) -> String {
+        join_sections([
+            self.delivery_markdown(s, m),
+            self.memory_markdown(m),
+            self.notes_markdown(m),
+        ])
+    }
+
+    fn delivery_markdown(&self, s: &Settings, m: &Measured) -> Vec<String> {
         let mut out = Vec::<String>::new();
         out.push(format!(
             "### Watch fan-out: {} watchers + 1 that never reads, {} pods, {} writes/s for {} s",
@@ -1050,14 +953,9 @@ impl Report {
         );
         out.push("|---:|---:|---:|---:|:--|---:|---:|".into());
         out.push(format!(
-            "| {}{} | {:.1}/s | {} | {} | {} ({}/{} watchers) | {:.0} events/s | {:.0} ms |",
-            self.writes_ok,
-            if self.writes_failed == 0 {
-                String::new()
-            } else {
-                format!(" (+{} failed)", self.writes_failed)
-            },
-            self.achieved_rate,
+            "| {} | {:.1}/s | {} | {} | {} ({}/{} watchers) | {:.0} events/s | {:.0} ms |",
+            self.written.cell(),
+            self.written.achieved_rate,
             self.changes,
             if self.events_min == self.events_max {
                 self.events_min.to_string()
@@ -1075,9 +973,8 @@ impl Report {
             self.drain_ms
         ));
         out.push(String::new());
-        out.push("| latency from the write's send (ms) | p50 | p90 | p99 | max | n |".into());
-        out.push("|:--|---:|---:|---:|---:|---:|".into());
-        out.push(self.ack.row("write acknowledged by the apiserver"));
+        out.extend(Stats::header("latency from the write's send (ms)"));
+        out.push(self.written.ack.row("write acknowledged by the apiserver"));
         out.push(
             self.baseline
                 .row("kube-rs watch on the apiserver (baseline)"),
@@ -1097,7 +994,12 @@ impl Report {
             ms(self.per_watcher_p99.max),
             ms(self.per_watcher_p99.p50)
         ));
-        out.push(String::new());
+        out
+    }
+
+    /// The sidecar's memory at each step of the run, and its peak during churn.
+    fn memory_markdown(&self, m: &Measured) -> Vec<String> {
+        let mut out = Vec::<String>::new();
         out.push(
             "| sidecar memory (MiB) | before watchers | watchers open, idle | peak during churn \
              | after churn | watchers closed |"
@@ -1120,7 +1022,12 @@ impl Report {
                 mib(f(&m.closed))
             ));
         }
-        out.push(String::new());
+        out
+    }
+
+    /// The change log, the never-reading watcher, and what went wrong if anything did.
+    fn notes_markdown(&self, m: &Measured) -> Vec<String> {
+        let mut out = Vec::<String>::new();
         out.push(format!(
             "Change log after churn: {} entries, {} MiB.",
             m.after.log_entries,
@@ -1181,54 +1088,41 @@ impl Report {
                 }
             ));
         }
-        if m.relists > 0 || self.changes != self.writes_ok as u64 {
+        if m.relists > 0 || self.changes != self.written.ok as u64 {
             out.push(format!(
                 "Note: the sidecar made {} changes for {} successful writes; {} relists.",
-                self.changes, self.writes_ok, m.relists
+                self.changes, self.written.ok, m.relists
             ));
         }
-        if let Some(e) = &self.first_write_error {
+        if let Some(e) = &self.written.first_error {
             out.push(format!(
                 "Failed writes: {} (first: {e}).",
-                self.writes_failed
+                self.written.failed
             ));
         }
-        let bad: Vec<(usize, &Check)> = self
+        let bad: Vec<(usize, String)> = self
             .checks
             .iter()
             .enumerate()
             .filter(|(_, c)| !c.ok())
+            .map(|(i, c)| (i, format!("{} events; {}", c.events, c.problems.join("; "))))
             .collect();
-        if !bad.is_empty() {
-            out.push(String::new());
-            out.push(format!(
+        out.extend(discrepancies(
+            &format!(
                 "**DISCREPANCIES** in {} of {} watchers (expected revisions {}..={}, {} writes \
                  each):",
                 bad.len(),
                 self.checks.len(),
                 m.start + 1,
                 m.target,
-                self.writes_ok
-            ));
-            for (i, c) in bad.iter().take(10) {
-                out.push(format!(
-                    "- watcher {i}: {} events; {}",
-                    c.events,
-                    c.problems.join("; ")
-                ));
-            }
-            if bad.len() > 10 {
-                out.push(format!("- ... and {} more", bad.len() - 10));
-            }
-        }
-        out.join("\n")
+                self.written.ok
+            ),
+            &bad,
+        ));
+        out
     }
 
     fn json(&self, s: &Settings, m: &Measured) -> Value {
-        let round = |x: f64, digits: i32| {
-            let f = 10f64.powi(digits);
-            (x * f).round() / f
-        };
         json!({
             "benchmark": "watch_fanout",
             "ok": self.ok,
@@ -1245,9 +1139,9 @@ impl Report {
                 "cpus": cpus(),
             },
             "writes": {
-                "succeeded": self.writes_ok,
-                "failed": self.writes_failed,
-                "achieved_rate_per_s": round(self.achieved_rate, 1),
+                "succeeded": self.written.ok,
+                "failed": self.written.failed,
+                "achieved_rate_per_s": round(self.written.achieved_rate, 1),
                 "churn_seconds": round(self.churn_secs, 2),
             },
             "delivery": {
@@ -1271,7 +1165,7 @@ impl Report {
                     .collect::<Vec<_>>(),
             },
             "latency": {
-                "write_ack": self.ack.json(),
+                "write_ack": self.written.ack.json(),
                 "baseline_kube_watch": self.baseline.json(),
                 "informerd_watchers": self.informerd.json(),
                 "added_by_informerd": self.added.json(),

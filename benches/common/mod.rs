@@ -1,27 +1,50 @@
-//! Helpers shared by the benchmarks that run the real sidecar (`watch_fanout`, `serving`):
-//! settings from the environment, percentiles, and what a report says about the run.
+//! Helpers shared by the benchmarks, so that each benchmark file holds what it measures and
+//! how it reports it: here, a benchmark's `main` in a namespace of its own, settings from the
+//! environment, and what a report says about the run; beside it, one file per concern
+//! (percentiles, the control plane's pods, `/proc`, the results folder, calls to the sidecar,
+//! watches, writes).
 //!
-//! Each benchmark includes this file with `mod common;` and uses only part of it.
+//! Each benchmark includes this folder with `mod common;` and uses only part of it. Nothing
+//! here measures or prints a figure of its own: what is measured, and how it is printed, is
+//! each benchmark's to say.
 #![allow(dead_code)]
 
+pub mod cluster;
+pub mod process;
+pub mod results;
+pub mod sidecar;
+pub mod stats;
 pub mod watch;
+pub mod writes;
 
 use std::process::ExitCode;
-use std::time::Instant;
 
-use informerd_testkit::{delete_namespace, unique_namespace, ControlPlane, Sidecar};
-use serde_json::{json, Value};
+use informerd_testkit::{
+    delete_namespace, unique_namespace, wait_default_service_account, ControlPlane, Sidecar,
+};
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+
+/// Where a benchmark of [`main_in_namespace`] runs: the local control plane, and a namespace
+/// of its own.
+pub struct InNamespace<'a> {
+    pub cluster: &'a ControlPlane,
+    /// The namespace's name.
+    pub ns: &'a str,
+    /// The namespace's pods.
+    pub pods: &'a Api<Pod>,
+}
 
 /// A benchmark's `main`: reads its settings, runs `bench` in a namespace of its own (named
-/// after `prefix`) on the local control plane, deletes the namespace, and exits non-zero when
-/// `bench` fails or reports a failed correctness check (`Ok(false)`, described by `failed`).
-/// `name` starts the messages.
+/// after `prefix`) on the local control plane once pods can be made there, deletes the
+/// namespace, and exits non-zero when `bench` fails or reports a failed correctness check
+/// (`Ok(false)`, described by `failed`). `name` starts the messages.
 pub fn main_in_namespace<S>(
     name: &str,
     prefix: &str,
     failed: &str,
     settings: fn() -> anyhow::Result<S>,
-    bench: impl AsyncFnOnce(&ControlPlane, &kube::Client, &str, &S) -> anyhow::Result<bool>,
+    bench: impl AsyncFnOnce(&InNamespace<'_>, &S) -> anyhow::Result<bool>,
 ) -> ExitCode {
     let run = || -> anyhow::Result<bool> {
         let settings = settings()?;
@@ -32,7 +55,17 @@ pub fn main_in_namespace<S>(
         rt.block_on(async {
             let kube = cluster.client().await?;
             let ns = unique_namespace(&kube, prefix).await?;
-            let outcome = bench(cluster, &kube, &ns, &settings).await;
+            let pods = Api::namespaced(kube.clone(), &ns);
+            let at = InNamespace {
+                cluster,
+                ns: &ns,
+                pods: &pods,
+            };
+            let outcome = async {
+                wait_default_service_account(&kube, &ns).await?;
+                bench(&at, &settings).await
+            }
+            .await;
             if let Err(e) = delete_namespace(&kube, &ns).await {
                 eprintln!("warning: could not delete namespace {ns}: {e}");
             }
@@ -66,72 +99,6 @@ where
     }
 }
 
-/// Percentiles of a sample (nearest rank). `row` and `json` read the values as microseconds;
-/// other units are fine for `of` alone. Signed: "added" latencies can be negative.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Stats {
-    pub n: usize,
-    pub p50: i64,
-    pub p90: i64,
-    pub p99: i64,
-    pub max: i64,
-}
-
-impl Stats {
-    pub fn of(mut v: Vec<i64>) -> Stats {
-        if v.is_empty() {
-            return Stats::default();
-        }
-        v.sort_unstable();
-        let at = |p: f64| v[((p * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
-        Stats {
-            n: v.len(),
-            p50: at(0.50),
-            p90: at(0.90),
-            p99: at(0.99),
-            max: v[v.len() - 1],
-        }
-    }
-
-    /// A Markdown row in milliseconds: label, p50, p90, p99, max, n.
-    pub fn row(&self, label: &str) -> String {
-        format!(
-            "| {label} | {} | {} | {} | {} | {} |",
-            ms(self.p50),
-            ms(self.p90),
-            ms(self.p99),
-            ms(self.max),
-            self.n
-        )
-    }
-
-    /// In milliseconds, two decimals.
-    pub fn json(&self) -> Value {
-        let ms = |us: i64| (us as f64 / 10.0).round() / 100.0;
-        json!({
-            "n": self.n,
-            "p50_ms": ms(self.p50),
-            "p90_ms": ms(self.p90),
-            "p99_ms": ms(self.p99),
-            "max_ms": ms(self.max),
-        })
-    }
-}
-
-/// Microseconds as milliseconds, one decimal.
-pub fn ms(us: i64) -> String {
-    format!("{:.1}", us as f64 / 1000.0)
-}
-
-/// `later - earlier` in microseconds, negative when `later` is earlier.
-pub fn micros(later: Instant, earlier: Instant) -> i64 {
-    if later >= earlier {
-        (later - earlier).as_micros() as i64
-    } else {
-        -((earlier - later).as_micros() as i64)
-    }
-}
-
 /// The build profile of this benchmark (and so of the sidecar binary cargo built with it).
 pub fn profile() -> &'static str {
     if cfg!(debug_assertions) {
@@ -143,6 +110,12 @@ pub fn profile() -> &'static str {
 
 pub fn cpus() -> usize {
     std::thread::available_parallelism().map_or(0, |n| n.get())
+}
+
+/// A Markdown report made of `sections` (each its lines), a blank line between two sections.
+pub fn join_sections(sections: impl IntoIterator<Item = Vec<String>>) -> String {
+    let sections: Vec<String> = sections.into_iter().map(|lines| lines.join("\n")).collect();
+    sections.join("\n\n")
 }
 
 /// The last 20 lines of the sidecar's log, to standard error.

@@ -1,0 +1,46 @@
+//! The pods a benchmark finds in the control plane: the seeder's numbered namespaces, how
+//! many pods they hold, and the sidecar's `resources:` entry that caches them.
+
+use std::fmt::Write as _;
+
+use anyhow::Context;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams};
+
+/// `{prefix}-0` .. `{prefix}-{n - 1}`: the namespaces the seeder (`seed pods --prefix`) fills.
+pub fn namespaces(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}-{i}")).collect()
+}
+
+/// Pods in the namespaces, counted without listing them: one item and the count of the rest
+/// (a benchmark must not hold the pods it measures).
+pub async fn count_pods(client: &kube::Client, namespaces: &[String]) -> anyhow::Result<usize> {
+    let mut n = 0;
+    for ns in namespaces {
+        let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+        let page = api
+            .list_metadata(&ListParams::default().limit(1))
+            .await
+            .with_context(|| format!("count the pods of {ns}"))?;
+        n += page.items.len() + page.metadata.remaining_item_count.unwrap_or(0) as usize;
+    }
+    Ok(n)
+}
+
+/// The `resources:` entry `pods` of a sidecar configuration: the Pods of `namespaces`, with
+/// the transform's `keep` and `drop` paths (each left out when empty). A benchmark appends
+/// what else the entry needs (`indexes:`).
+pub fn pods_resource(namespaces: &[String], keep: &[&str], drop: &[&str]) -> String {
+    let list = |l: &[&str]| serde_json::to_string(l).expect("strings serialize");
+    let mut yaml = format!(
+        "- name: pods\n  apiVersion: v1\n  kind: Pod\n  namespaces: {}\n  transform:\n",
+        serde_json::to_string(namespaces).expect("strings serialize")
+    );
+    if !keep.is_empty() {
+        let _ = writeln!(yaml, "    keep: {}", list(keep));
+    }
+    if !drop.is_empty() {
+        let _ = writeln!(yaml, "    drop: {}", list(drop));
+    }
+    yaml
+}
