@@ -28,7 +28,7 @@ impl Cache for Api {
         if req.name.is_empty() {
             return Err(invalid("name", "is required"));
         }
-        let namespace = namespace_of(&resource, &req.namespace, true)?;
+        let namespace = namespace_of(&resource, &req.namespace)?;
         let mask = Mask::parse(&req.fields)?;
         if req.wait_for_sync {
             resource.wait_synced(until).await?;
@@ -155,13 +155,9 @@ impl Api {
 
 /// The namespace of a request for one object: required for namespaced resources, refused for
 /// cluster-scoped ones.
-fn namespace_of<'a>(
-    resource: &Resource,
-    namespace: &'a str,
-    required: bool,
-) -> Result<Option<&'a str>, Status> {
+fn namespace_of<'a>(resource: &Resource, namespace: &'a str) -> Result<Option<&'a str>, Status> {
     match (resource.namespaced(), namespace.is_empty()) {
-        (true, true) if required => Err(invalid(
+        (true, true) => Err(invalid(
             "namespace",
             format!("{} are namespaced: give the namespace", resource.name()),
         )),
@@ -172,8 +168,8 @@ fn namespace_of<'a>(
                 resource.name()
             ),
         )),
-        (_, true) => Ok(None),
-        (_, false) => Ok(Some(namespace)),
+        (false, true) => Ok(None),
+        (true, false) => Ok(Some(namespace)),
     }
 }
 

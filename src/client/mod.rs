@@ -372,22 +372,18 @@ mod tests {
 
     #[test]
     fn targets() {
-        assert_eq!(
-            Target::parse("/run/x.sock").unwrap(),
-            Target::Unix("/run/x.sock".into())
-        );
-        assert_eq!(
-            Target::parse("unix:///run/x.sock").unwrap(),
-            Target::Unix("/run/x.sock".into())
-        );
-        assert_eq!(
-            Target::parse("unix:x.sock").unwrap(),
-            Target::Unix("x.sock".into())
-        );
-        assert_eq!(
-            Target::parse("x.sock").unwrap(),
-            Target::Unix("x.sock".into())
-        );
+        for (target, socket) in [
+            ("/run/x.sock", "/run/x.sock"),
+            ("unix:///run/x.sock", "/run/x.sock"),
+            ("unix:x.sock", "x.sock"),
+            ("x.sock", "x.sock"),
+        ] {
+            assert_eq!(
+                Target::parse(target).unwrap(),
+                Target::Unix(socket.into()),
+                "{target}"
+            );
+        }
         assert!(matches!(
             Target::parse("http://127.0.0.1:7070").unwrap(),
             Target::Url { tls: false, .. }
