@@ -189,6 +189,11 @@ fn name(e: &WatchEvent) -> &str {
 #[tokio::test]
 async fn list_streams_chunks_at_one_revision_and_filters() -> anyhow::Result<()> {
     let mut f = Fixture::new("api-list", 12, "").await?;
+    assert_eq!(
+        socket_mode(&f),
+        0o660,
+        "by default only the owner and group may connect, whatever the umask"
+    );
     let want: BTreeMap<String, String> = f
         .pods()
         .list(&Default::default())
@@ -704,7 +709,13 @@ async fn a_watcher_that_never_reads_is_ended_and_the_others_get_everything() -> 
 
 #[tokio::test]
 async fn grpcurl_lists_the_services_and_calls_status() -> anyhow::Result<()> {
-    let f = Fixture::new("api-grpcurl", 1, "").await?;
+    // A socket mode from the config (the default is checked by list_streams_chunks_...).
+    let f = Fixture::new("api-grpcurl", 1, "  socketMode: \"0600\"\n").await?;
+    assert_eq!(
+        socket_mode(&f),
+        0o600,
+        "server.socketMode is applied to the socket"
+    );
     let repo = informerd_testkit::repo_root();
     let made = std::process::Command::new("make")
         .arg("-s")
@@ -876,4 +887,11 @@ async fn bookmarks_carry_the_revision_the_watch_has_reached() -> anyhow::Result<
     }
     f.cleanup().await;
     Ok(())
+}
+
+/// The permission bits of the sidecar's socket file.
+fn socket_mode(f: &Fixture) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(f.sidecar.socket()).expect("the socket exists");
+    meta.permissions().mode() & 0o777
 }

@@ -30,7 +30,7 @@ pub async fn listen(
     routes: Routes,
     stop: &signal::Sender<bool>,
 ) -> Result<impl Future<Output = Serving>, ApiError> {
-    let unix = bind_socket(&server.socket)?;
+    let unix = bind_socket(&server.socket, server.socket_mode)?;
     let uds = Server::builder()
         .add_routes(routes.clone())
         .serve_with_incoming_shutdown(
@@ -111,8 +111,9 @@ pub async fn until_shutdown(
 }
 
 /// Binds the Unix socket: creates its directory, and replaces a stale socket file that no
-/// process listens on; refuses to take over a socket another server is using.
-fn bind_socket(path: &Path) -> Result<tokio::net::UnixListener, ApiError> {
+/// process listens on; refuses to take over a socket another server is using. The socket file
+/// gets `mode` (`server.socketMode`), whatever the umask.
+fn bind_socket(path: &Path, mode: u32) -> Result<tokio::net::UnixListener, ApiError> {
     let error = |message: String| ApiError::Socket {
         path: path.to_path_buf(),
         message,
@@ -143,7 +144,17 @@ fn bind_socket(path: &Path) -> Result<tokio::net::UnixListener, ApiError> {
             Err(e) => return Err(error(format!("cannot check the existing socket: {e}"))),
         }
     }
-    tokio::net::UnixListener::bind(path).map_err(|e| error(e.to_string()))
+    let listener = tokio::net::UnixListener::bind(path).map_err(|e| error(e.to_string()))?;
+    // Decision: chmod right after bind. Until then the file has the umask's mode; nothing is
+    // served yet (the server starts after this returns), so a client that connects in between
+    // reaches a backlog that is closed with the listener if the chmod fails.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(|e| {
+        error(format!(
+            "cannot set its mode to {mode:04o} (server.socketMode): {e}"
+        ))
+    })?;
+    Ok(listener)
 }
 
 /// The TLS configuration of the TCP listener: its identity, and the CA that client

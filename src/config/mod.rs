@@ -6,6 +6,7 @@
 //! kind: Config
 //! server:                      # optional
 //!   socket: /run/informerd/informerd.sock   # the default
+//!   socketMode: "0660"        # the default: owner and group may connect; octal, quoted
 //!   listen: 127.0.0.1:7070    # optional TCP; loopback only, unless tls is set
 //!   tls:                       # optional; required for a non-loopback listen address
 //!     certFile: /etc/informerd/tls.crt
@@ -59,7 +60,7 @@ use serde_json::Value;
 pub use diagnostic::{ConfigError, Diagnostic};
 pub use model::{
     ChangeLogConfig, Config, IndexConfig, ResourceConfig, Scope, ServerConfig, TlsConfig,
-    API_VERSION, DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, DEFAULT_SOCKET, KIND,
+    API_VERSION, DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, DEFAULT_SOCKET, DEFAULT_SOCKET_MODE, KIND,
 };
 pub use quantity::parse_bytes;
 pub use yaml::{Place, Pos};

@@ -17,6 +17,11 @@ pub const API_VERSION: &str = "informerd.io/v1alpha1";
 pub const KIND: &str = "Config";
 /// The default Unix socket of the gRPC API.
 pub const DEFAULT_SOCKET: &str = "/run/informerd/informerd.sock";
+/// The default permissions of the socket file: read and write for its owner and group, nothing
+/// for others. Connecting to a Unix socket needs write permission on it, so this lets the
+/// controllers that share the sidecar's user or group (a pod's `fsGroup`) connect, and nobody
+/// else on the node, whatever the process's umask.
+pub const DEFAULT_SOCKET_MODE: u32 = 0o660;
 /// The default bound of the change log, in events. The log exists to resume watches after a
 /// short disconnect (a client that falls further behind relists, as with the apiserver's own
 /// watch cache); every entry costs about 110 bytes of its own even though it shares the
@@ -32,6 +37,8 @@ pub const DEFAULT_MAX_BYTES: usize = 64 << 20;
 pub struct ServerConfig {
     /// The Unix domain socket (default [`DEFAULT_SOCKET`]).
     pub socket: PathBuf,
+    /// The permission bits of the socket file (`socketMode`, default [`DEFAULT_SOCKET_MODE`]).
+    pub socket_mode: u32,
     /// An optional TCP address: loopback, or any address when `tls` is set.
     pub listen: Option<SocketAddr>,
     /// TLS for the TCP address.

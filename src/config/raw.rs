@@ -24,6 +24,8 @@ pub struct RawServer {
     #[serde(default)]
     pub socket: Option<String>,
     #[serde(default)]
+    pub socket_mode: Option<String>,
+    #[serde(default)]
     pub listen: Option<String>,
     #[serde(default)]
     pub tls: Option<RawTls>,

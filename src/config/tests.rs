@@ -70,6 +70,7 @@ fn a_full_example_parses() {
         config.server,
         ServerConfig {
             socket: PathBuf::from("/run/informerd/informerd.sock"),
+            socket_mode: DEFAULT_SOCKET_MODE,
             listen: Some("127.0.0.1:7070".parse().unwrap()),
             tls: None,
         }
@@ -129,6 +130,7 @@ fn defaults() {
     let config = parse("c.yaml", &with_resource("")).unwrap();
     assert_eq!(config.server.socket, PathBuf::from(DEFAULT_SOCKET));
     assert_eq!(config.server.listen, None);
+    assert_eq!(config.server.socket_mode, 0o660);
     assert_eq!(config.change_log.max_events, DEFAULT_MAX_EVENTS);
     assert_eq!(config.change_log.max_bytes, DEFAULT_MAX_BYTES);
     let r = &config.resources[0];
@@ -457,4 +459,23 @@ fn a_non_loopback_address_needs_tls() {
         err.contains("server.tls: TLS applies to the TCP address"),
         "{err}"
     );
+}
+
+#[test]
+fn the_socket_mode_is_octal_digits_in_a_string() {
+    let server = |mode: &str| {
+        format!(
+            "apiVersion: informerd.io/v1alpha1\nkind: Config\nserver:\n  socketMode: {mode}\nresources:\n- apiVersion: v1\n  kind: Pod\n"
+        )
+    };
+    let config = parse("c.yaml", &server("\"0600\"")).unwrap();
+    assert_eq!(config.server.socket_mode, 0o600);
+    for bad in ["\"0669\"", "\"1777\"", "\"\"", "\"rw-rw----\""] {
+        let err = parse("c.yaml", &server(bad)).unwrap_err().to_string();
+        assert!(
+            err.starts_with("c.yaml:4:15: server.socketMode: ")
+                && err.contains("write octal permission bits as a quoted string"),
+            "{bad}: {err}"
+        );
+    }
 }

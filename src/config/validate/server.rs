@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use super::Validator;
-use crate::config::model::{ServerConfig, TlsConfig, DEFAULT_SOCKET};
+use crate::config::model::{ServerConfig, TlsConfig, DEFAULT_SOCKET, DEFAULT_SOCKET_MODE};
 use crate::config::raw::{RawServer, RawTls};
 
 impl Validator {
@@ -24,8 +24,13 @@ impl Validator {
                  never encrypted)",
             );
         }
+        let socket_mode = raw
+            .socket_mode
+            .and_then(|text| self.socket_mode(&text))
+            .unwrap_or(DEFAULT_SOCKET_MODE);
         ServerConfig {
             socket,
+            socket_mode,
             listen,
             tls,
         }
@@ -39,6 +44,29 @@ impl Validator {
                 None
             }
             other => other.map(PathBuf::from),
+        }
+    }
+
+    /// `server.socketMode`: octal permission bits as a quoted string ("0660").
+    ///
+    /// Decision: a string, not a YAML number: `0660` unquoted is octal in YAML 1.1 but decimal
+    /// 660 in YAML 1.2 and JSON, a classic trap with Kubernetes' `defaultMode`; a string
+    /// of octal digits means one thing everywhere.
+    fn socket_mode(&mut self, text: &str) -> Option<u32> {
+        let digits = text.trim();
+        match u32::from_str_radix(digits, 8) {
+            Ok(mode) if !digits.is_empty() && mode <= 0o777 => Some(mode),
+            _ => {
+                self.error(
+                    "server.socketMode",
+                    format!(
+                        "{text:?} is not a file mode: write octal permission bits as a \
+                         quoted string, e.g. \"0660\" (owner and group may connect) or \
+                         \"0600\" (owner only)"
+                    ),
+                );
+                None
+            }
         }
     }
 
