@@ -14,7 +14,6 @@
 mod common;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -44,36 +43,10 @@ const LOG_MAX_BYTES: usize = 16 << 20;
 // Fixtures
 
 fn fixture_pods() -> Vec<Value> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the crate has a parent directory")
-        .join("shared/fixtures/pods");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("reading fixture pods in {}: {e}", dir.display()))
-        .map(|e| e.expect("fixture entry").path())
-        .collect();
-    files.sort();
-    let mut pods = Vec::new();
-    for path in files {
-        let text = std::fs::read_to_string(&path).expect("fixture text");
-        let docs: Vec<Value> = match path.extension().and_then(|e| e.to_str()) {
-            Some("json") => vec![serde_json::from_str(&text).expect("fixture JSON")],
-            Some("jsonl") => text
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(|l| serde_json::from_str::<Value>(l).expect("fixture line")["object"].clone())
-                .collect(),
-            Some("yaml") => vec![serde_yaml::from_str(&text).expect("fixture YAML")],
-            _ => continue,
-        };
-        for doc in docs {
-            match doc.get("items").and_then(Value::as_array) {
-                Some(items) => pods.extend(items.iter().cloned()),
-                None => pods.push(doc),
-            }
-        }
-    }
-    pods
+    informerd_testkit::fixtures::pods()
+        .into_iter()
+        .map(|p| p.object)
+        .collect()
 }
 
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {

@@ -39,43 +39,23 @@ impl Drop for TempDir {
 }
 
 fn fixtures() -> PathBuf {
-    informerd_testkit::repo_root().join("../shared/fixtures/pods")
+    informerd_testkit::fixtures::dir()
 }
 
 /// Every recorded pod of the fixtures, as `kubectl get pods -A -o json` lists them (each with
 /// apiVersion and kind), in file order. The watch recording is left out: its objects are
 /// pods of the recorded PodList.
 fn fixture_pods() -> Vec<Value> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(fixtures())
-        .expect("../shared/fixtures/pods")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    files.sort();
-    let mut pods = Vec::new();
-    for path in files {
-        let text = std::fs::read_to_string(&path).expect("fixture");
-        let value: Value = match path.extension().and_then(|e| e.to_str()) {
-            Some("json") => serde_json::from_str(&text).expect("JSON fixture"),
-            Some("yaml") => serde_yaml::from_str(&text).expect("YAML fixture"),
-            _ => continue,
-        };
-        match value.get("items").and_then(Value::as_array) {
-            Some(items) => {
-                for item in items {
-                    let mut pod = item.clone();
-                    pod["apiVersion"] = json!("v1");
-                    pod["kind"] = json!("Pod");
-                    pods.push(pod);
-                }
-            }
-            None => pods.push(value),
-        }
-    }
-    assert!(
-        pods.len() >= 10,
-        "the fixtures hold a PodList and single pods"
-    );
-    pods
+    informerd_testkit::fixtures::pods()
+        .into_iter()
+        .filter(|p| !p.watched)
+        .map(|p| {
+            let mut pod = p.object;
+            pod["apiVersion"] = json!("v1");
+            pod["kind"] = json!("Pod");
+            pod
+        })
+        .collect()
 }
 
 /// The pods a DaemonSet owns, counted by namespace/name (the last object of a name wins, as

@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod fixtures;
 mod sidecar;
 
 pub use sidecar::Sidecar;

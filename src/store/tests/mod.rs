@@ -7,50 +7,15 @@ mod log;
 mod reader;
 mod writer;
 
-use std::path::PathBuf;
-
 use serde_json::{json, Value};
 
 use super::*;
 
 fn fixture_pods() -> Vec<(String, Value)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/pods");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("fixture pods in {}: {e}", dir.display()))
-        .map(|e| e.expect("fixture entry").path())
-        .collect();
-    files.sort();
-    let mut pods = Vec::new();
-    for path in files {
-        let text = std::fs::read_to_string(&path).expect("fixture text");
-        let file = path.file_name().unwrap().to_string_lossy().into_owned();
-        let docs: Vec<Value> = match path.extension().and_then(|e| e.to_str()) {
-            Some("json") => vec![serde_json::from_str(&text).expect("fixture JSON")],
-            Some("jsonl") => text
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(|l| {
-                    serde_json::from_str::<Value>(l).expect("fixture JSON line")["object"].clone()
-                })
-                .collect(),
-            Some("yaml") | Some("yml") => {
-                vec![serde_yaml::from_str(&text).expect("fixture YAML")]
-            }
-            _ => continue,
-        };
-        for doc in docs {
-            match doc.get("items").and_then(Value::as_array) {
-                Some(items) => pods.extend(items.iter().map(|p| (file.clone(), p.clone()))),
-                None => pods.push((file.clone(), doc)),
-            }
-        }
-    }
-    assert!(
-        pods.len() >= 10,
-        "expected the fixture pods, found {}",
-        pods.len()
-    );
-    pods
+    informerd_testkit::fixtures::pods()
+        .into_iter()
+        .map(|p| (p.file, p.object))
+        .collect()
 }
 
 /// The "controller" profile of the memory benchmark, as the product's transform makes it.
