@@ -1,5 +1,9 @@
 //! The compact encoding of one stored object: the format, and the way in to its parts.
 //!
+//! What it must not do: know about the store around it. It turns one object into bytes and
+//! back, with the atoms it is given; slots, revisions, the change log and indexes are the
+//! store's.
+//!
 //! An encoded object ("blob") is a header and a body:
 //!
 //! * header (`header`): store revision, namespace (string atom), name (inline, or generateName
