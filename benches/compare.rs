@@ -70,9 +70,10 @@ use std::{
 
 use anyhow::{anyhow, bail, Context, Result};
 use common::cluster::{count_pods, namespaces, pods_resource};
-use common::process::{cpu_ticks, exited, meminfo_bytes, status_bytes};
+use common::process::{cpu_ticks, exited, meminfo_bytes};
 use common::stats::round;
 use common::{cpus, results};
+use informerd::vocab::memory::status_bytes;
 use informerd::{
     client,
     proto::StatusRequest,

@@ -30,7 +30,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 use common::cluster::pods_resource;
-use common::process::status_bytes;
 use common::sidecar::{list_namespace, status};
 use common::stats::{micros, ms, round, Stats};
 use common::watch::{
@@ -45,6 +44,7 @@ use informerd::proto::{
     cache_client::CacheClient, watch_request::Start, EventType, ResumeToken, WatchEvent,
     WatchRequest,
 };
+use informerd::vocab::memory::status_bytes;
 use informerd_testkit::Sidecar;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, PostParams, WatchParams};

@@ -1,14 +1,7 @@
-//! What `/proc` says about another process (the sidecar, a peer) and about the machine. This
-//! process's own memory is `informerd::vocab::memory`'s to read, not this file's.
+//! What `/proc` says about another process (the sidecar, a peer) and about the machine. Memory
+//! figures of a process (`/proc/PID/status`) are `informerd::vocab::memory`'s to read.
 
 use std::fmt::Display;
-
-/// A `kB` field of `/proc/PID/status` (`VmRSS`, `VmHWM`, ...) in bytes; `None` when the process
-/// or the field is not there.
-pub fn status_bytes(pid: u32, field: &str) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    kib_field(&text, field).map(|kib| kib * 1024)
-}
 
 /// A `Field: N kB` line of a `/proc` table (`status`, `meminfo`): its N.
 fn kib_field(text: &str, field: &str) -> Option<u64> {

@@ -33,7 +33,13 @@ pub fn allocated_bytes() -> u64 {
 
 /// A `kB` field of `/proc/self/status` (`VmRSS`, `VmHWM`, ...) in bytes.
 pub fn proc_status_bytes(field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status_bytes("self", field)
+}
+
+/// A `kB` field of `/proc/PID/status` in bytes, for another process (the benchmarks read the
+/// sidecar's); `None` when the process or the field is not there.
+pub fn status_bytes(pid: impl std::fmt::Display, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status.lines().find_map(|line| {
         let value = line.strip_prefix(field)?.strip_prefix(':')?;
         let kib: u64 = value.trim().trim_end_matches("kB").trim().parse().ok()?;
