@@ -4,6 +4,7 @@
 //! and stopped) and [`ApiError`]; the children, in the order a request meets them:
 //!
 //! - `server`: the listeners (Unix socket, TCP with keepalive and TLS) and graceful shutdown.
+//!   `tls`: the TCP listener's TLS, reloaded when its files change.
 //!   `health`: health checking that follows readiness, and reflection.
 //! - `service`: the RPCs. `reason`: statuses with the `informerd-reason` trailer. `list`: the
 //!   List stream, in chunks.
@@ -30,6 +31,7 @@ mod resource;
 mod send;
 mod server;
 mod service;
+mod tls;
 mod watch;
 
 use std::future::Future;

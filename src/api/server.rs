@@ -7,10 +7,11 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
+use futures::future::Either;
 use tokio::sync::watch as signal;
 use tonic::service::Routes;
 use tonic::transport::server::TcpIncoming;
-use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
+use tonic::transport::Server;
 
 use super::ApiError;
 use crate::config::{ServerConfig, TlsConfig};
@@ -61,7 +62,8 @@ async fn stopped(mut stop: signal::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
 }
 
-/// Binds `addr` and returns the future that serves `routes` on it, with TLS when `tls` is set.
+/// Binds `addr` and returns the future that serves `routes` on it, with TLS when `tls` is set
+/// (its files are reloaded when they change: see `tls`).
 async fn serve_tcp(
     addr: SocketAddr,
     tls: Option<&TlsConfig>,
@@ -78,14 +80,15 @@ async fn serve_tcp(
         .with_nodelay(Some(true))
         .with_keepalive(Some(KEEPALIVE));
     let mut builder = Server::builder().http2_keepalive_interval(Some(KEEPALIVE));
-    if let Some(tls) = tls {
-        builder = builder
-            .tls_config(tls_config(tls)?)
-            .map_err(|e| ApiError::Tls(e.to_string()))?;
-    }
-    Ok(builder
-        .add_routes(routes)
-        .serve_with_incoming_shutdown(incoming, shutdown))
+    let router = builder.add_routes(routes);
+    Ok(match tls {
+        None => Either::Left(router.serve_with_incoming_shutdown(incoming, shutdown)),
+        Some(tls) => {
+            let incoming =
+                super::tls::incoming(tls, incoming).map_err(|e| ApiError::Tls(e.to_string()))?;
+            Either::Right(router.serve_with_incoming_shutdown(incoming, shutdown))
+        }
+    })
 }
 
 /// Runs `serving` until it ends, or until `shutdown` completes: then calls `stop` (which ends
@@ -155,21 +158,4 @@ fn bind_socket(path: &Path, mode: u32) -> Result<tokio::net::UnixListener, ApiEr
         ))
     })?;
     Ok(listener)
-}
-
-/// The TLS configuration of the TCP listener: its identity, and the CA that client
-/// certificates must be signed by, when one is configured.
-fn tls_config(tls: &TlsConfig) -> Result<ServerTlsConfig, ApiError> {
-    let read = |field: &str, path: &Path| {
-        std::fs::read(path).map_err(|e| ApiError::Tls(format!("{field} {}: {e}", path.display())))
-    };
-    let identity = Identity::from_pem(
-        read("certFile", &tls.cert_file)?,
-        read("keyFile", &tls.key_file)?,
-    );
-    let mut config = ServerTlsConfig::new().identity(identity);
-    if let Some(ca) = &tls.client_ca_file {
-        config = config.client_ca_root(Certificate::from_pem(read("clientCAFile", ca)?));
-    }
-    Ok(config)
 }
