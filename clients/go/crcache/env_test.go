@@ -60,12 +60,16 @@ func setup(t *testing.T) *env {
 	return &env{bin: bin, kubeconfig: kubeconfig, cfg: cfg, kube: kube}
 }
 
+func randSuffix() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
 // namespace creates a namespace with a unique name, deleted when the test ends.
 func (e *env) namespace(t *testing.T, hint string) string {
 	t.Helper()
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	name := fmt.Sprintf("icr-%s-%s", hint, hex.EncodeToString(b))
+	name := fmt.Sprintf("icr-%s-%s", hint, randSuffix())
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"informerd.io/test": "crcache"}}}
 	if err := e.kube.Create(context.Background(), ns); err != nil {
 		t.Fatalf("create namespace %s: %v", name, err)
