@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -240,6 +241,23 @@ func (c *Cache) informerFor(ctx context.Context, sh shape, opts []cache.Informer
 	return inf, nil
 }
 
+// resolve returns the shape of an object or of a list's items, and the informerd resource
+// that serves its kind.
+func (c *Cache) resolve(ctx context.Context, obj runtime.Object) (shape, resource, error) {
+	var sh shape
+	var err error
+	if list, ok := obj.(client.ObjectList); ok && meta.IsListType(obj) {
+		sh, err = shapeOfList(list, c.scheme)
+	} else {
+		sh, err = shapeOf(obj, c.scheme)
+	}
+	if err != nil {
+		return shape{}, resource{}, err
+	}
+	res, err := c.resolver.lookup(ctx, sh.gvk)
+	return sh, res, err
+}
+
 // waitFor polls cond until it holds (true) or ctx ends (false).
 func waitFor(ctx context.Context, cond func() bool) bool {
 	for !cond() {
@@ -255,11 +273,7 @@ func waitFor(ctx context.Context, cond func() bool) bool {
 // RemoveInformer stops the shared watch of obj's resource (for every shape of it) and forgets
 // it; its handlers receive nothing more.
 func (c *Cache) RemoveInformer(ctx context.Context, obj client.Object) error {
-	sh, err := shapeOf(obj, c.scheme)
-	if err != nil {
-		return err
-	}
-	res, err := c.resolver.lookup(ctx, sh.gvk)
+	_, res, err := c.resolve(ctx, obj)
 	if err != nil {
 		return err
 	}

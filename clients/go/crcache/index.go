@@ -34,11 +34,7 @@ const probeValue = "informerd.io/crcache-probe"
 // results depend on it). A field the sidecar does not index is an error naming the
 // configuration to add.
 func (c *Cache) IndexField(ctx context.Context, obj client.Object, field string, _ client.IndexerFunc) error {
-	sh, err := shapeOf(obj, c.scheme)
-	if err != nil {
-		return err
-	}
-	res, err := c.resolver.lookup(ctx, sh.gvk)
+	sh, res, err := c.resolve(ctx, obj)
 	if err != nil {
 		return err
 	}

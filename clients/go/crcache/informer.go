@@ -166,12 +166,9 @@ func (s *sharedInformer) onAdd(obj *rawObject) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.markSyncedLocked()
-	key, entry, err := entryOf(obj.data)
-	if err != nil {
-		s.log.Error(err, "informerd sent an object without metadata; skipped")
+	if !s.rememberLocked(obj) {
 		return
 	}
-	s.view[key] = entry
 	s.dispatchLocked(event{typ: addEvent, obj: obj.data, initial: !s.synced.Load()})
 }
 
@@ -179,13 +176,10 @@ func (s *sharedInformer) onUpdate(old informerd.Meta, obj *rawObject) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.markSyncedLocked()
-	key, entry, err := entryOf(obj.data)
-	if err != nil {
-		s.log.Error(err, "informerd sent an object without metadata; skipped")
+	oldMeta := s.oldLocked(old)
+	if !s.rememberLocked(obj) {
 		return
 	}
-	oldMeta := s.oldLocked(old)
-	s.view[key] = entry
 	s.dispatchLocked(event{typ: updateEvent, old: oldMeta, obj: obj.data})
 }
 
@@ -201,6 +195,17 @@ func (s *sharedInformer) onDelete(old informerd.Meta, obj *rawObject) {
 	}
 	// Learnt by relisting: the final state is unknown, as client-go's tombstones say.
 	s.dispatchLocked(event{typ: deleteEvent, obj: oldMeta, tombstone: old.Key()})
+}
+
+// rememberLocked records an object's metadata as delivered; false (logged) if it has none.
+func (s *sharedInformer) rememberLocked(obj *rawObject) bool {
+	key, entry, err := entryOf(obj.data)
+	if err != nil {
+		s.log.Error(err, "informerd sent an object without metadata; skipped")
+		return false
+	}
+	s.view[key] = entry
+	return true
 }
 
 // oldLocked is the metadata last delivered for an object, or its identity if there is none.

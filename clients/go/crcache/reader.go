@@ -48,11 +48,7 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 	if getOpts.UnsafeDisableDeepCopy != nil && *getOpts.UnsafeDisableDeepCopy {
 		return errUnsafeDisableDeepCopy("client.UnsafeDisableDeepCopy on Get")
 	}
-	sh, err := shapeOf(out, c.scheme)
-	if err != nil {
-		return err
-	}
-	res, err := c.resolver.lookup(ctx, sh.gvk)
+	sh, res, err := c.resolve(ctx, out)
 	if err != nil {
 		return err
 	}
@@ -94,11 +90,7 @@ func (c *Cache) List(ctx context.Context, out client.ObjectList, opts ...client.
 		return fmt.Errorf("continue list option is not supported by the cache: " +
 			"the informerd cache returns every match in one List; list without Continue")
 	}
-	sh, err := shapeOfList(out, c.scheme)
-	if err != nil {
-		return err
-	}
-	res, err := c.resolver.lookup(ctx, sh.gvk)
+	sh, res, err := c.resolve(ctx, out)
 	if err != nil {
 		return err
 	}
