@@ -127,6 +127,14 @@ type sidecar struct {
 // waits until it has synced.
 func (e *env) startSidecar(t *testing.T, mkConfig func(socket string) string) *sidecar {
 	t.Helper()
+	s := e.newSidecar(t, mkConfig)
+	s.start()
+	return s
+}
+
+// newSidecar writes the configuration of a sidecar, which start runs.
+func (e *env) newSidecar(t *testing.T, mkConfig func(socket string) string) *sidecar {
+	t.Helper()
 	dir := t.TempDir()
 	s := &sidecar{t: t, e: e, socket: filepath.Join(dir, "informerd.sock"), log: &lockedBuffer{}}
 	s.config = filepath.Join(dir, "informerd.yaml")
@@ -139,7 +147,6 @@ func (e *env) startSidecar(t *testing.T, mkConfig func(socket string) string) *s
 			t.Logf("informerd log:\n%s", s.log.String())
 		}
 	})
-	s.start()
 	return s
 }
 

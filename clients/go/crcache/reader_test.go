@@ -353,3 +353,25 @@ func mustFieldSelector(t *testing.T, text string) fields.Selector {
 	}
 	return sel
 }
+
+// TestSidecarStartingLater: a read made before the sidecar listens waits for it (the sidecar
+// starts beside the controller, maybe a moment later).
+func TestSidecarStartingLater(t *testing.T) {
+	e := setup(t)
+	ns := e.namespace(t, "late")
+	p := pod(ns, "p", "", nil)
+	e.create(t, p)
+	s := e.newSidecar(t, func(sock string) string { return config(sock, ns) })
+	c, err := crcache.New(crcache.Options{Target: "unix://" + s.socket}, cache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		got <- c.Get(context.Background(), client.ObjectKeyFromObject(p), &corev1.Pod{}, crcache.MinResourceVersion(p.ResourceVersion))
+	}()
+	s.start()
+	if err := <-got; err != nil {
+		t.Fatalf("a Get made before the sidecar listened: %v", err)
+	}
+}

@@ -11,11 +11,15 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	informerd "informerd.io/clients/go"
+	"informerd.io/clients/go/informerdv1"
 )
 
 // resource is one resource of the sidecar's configuration.
@@ -39,10 +43,30 @@ func newResolver(c *informerd.Client, explicit map[schema.GroupVersionKind]strin
 	return &resolver{c: c, explicit: explicit}
 }
 
+// startupWait bounds how long a lookup waits for a sidecar that is not reachable yet (it starts
+// beside the controller, maybe a moment later) when the caller's context has no deadline.
+const startupWait = 30 * time.Second
+
 func (r *resolver) refresh(ctx context.Context) error {
-	st, err := r.c.Status(ctx, "")
-	if err != nil {
-		return fmt.Errorf("crcache: ask informerd which resources it caches (Status): %w", err)
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, startupWait)
+		defer cancel()
+	}
+	var st *informerdv1.StatusResponse
+	for {
+		var err error
+		st, err = r.c.Status(ctx, "")
+		if err == nil {
+			break
+		}
+		if informerd.Code(err) != codes.Unavailable || ctx.Err() != nil {
+			return fmt.Errorf("crcache: ask informerd which resources it caches (Status): %w", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 	byGVK := map[schema.GroupVersionKind][]resource{}
 	for _, res := range st.GetResources() {
