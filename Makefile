@@ -72,7 +72,7 @@ test: tools $(BIN)/grpcurl
 	export INFORMERD_BIN=$(abspath $(CARGO_TARGET))/debug/informerd \
 	  INFORMERD_KUBECONFIG=$(abspath $(TEST_CLUSTER_DIR))/kubeconfig \
 	  INFORMERD_SEED_BIN=$(abspath $(BIN))/seed; \
-	(cd clients/go && go vet ./... && go test -count=1 -v ./...) 2>&1 | tee .cache/go-client-test.log; \
+	(cd clients/go && go vet ./... && go test -count=1 -v ./... && cd crcache && go vet ./... && go test -count=1 -v ./...) 2>&1 | tee .cache/go-client-test.log; \
 	clients/python/run-tests.sh -v 2>&1 | tee .cache/python-client-test.log; \
 	awk '/^test result:/ { p += $$4; f += $$6 } END { printf "tests: cargo %d passed, %d failed; ", p, f }' .cache/cargo-test.log; \
 	awk '/^--- PASS/ { p++ } /^--- FAIL/ { f++ } END { printf "go client %d passed, %d failed; ", p, f }' .cache/go-client-test.log; \
