@@ -18,15 +18,8 @@ func TestTheImageRunsInformerdOnItsOwn(t *testing.T) {
 	if archive == "" {
 		t.Skip("INFORMERD_IMAGE (the OCI archive of `make image`) is not set; `make test` sets it")
 	}
-	c, err := readCrate(cargoToml)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	img, err := imageFromArchive(archive, c.reference(), filepath.Join(dir, "layout"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, img := openImage(t, archive, dir)
 	cf, err := img.ConfigFile()
 	if err != nil {
 		t.Fatal(err)

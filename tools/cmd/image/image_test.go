@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
@@ -34,6 +35,27 @@ func buildFake(t *testing.T, dir string) (oci, docker string) {
 // The repository's Cargo.toml, from tools/cmd/image.
 const cargoToml = "../../../Cargo.toml"
 
+// theCrate is Cargo.toml's [package].
+func theCrate(t *testing.T) crate {
+	t.Helper()
+	c, err := readCrate(cargoToml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// openImage reads the image Cargo.toml names from an OCI archive, unpacking it under dir.
+func openImage(t *testing.T, archive, dir string) (crate, v1.Image) {
+	t.Helper()
+	c := theCrate(t)
+	img, err := imageFromArchive(archive, c.reference(), filepath.Join(dir, "layout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, img
+}
+
 func TestTheSameBinaryGivesTheSameArchives(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
 	ociA, dockerA := buildFake(t, a)
@@ -53,14 +75,7 @@ func TestTheSameBinaryGivesTheSameArchives(t *testing.T) {
 func TestTheOCIArchiveNamesAnImageThatRunsAsNonRoot(t *testing.T) {
 	dir := t.TempDir()
 	oci, _ := buildFake(t, dir)
-	c, err := readCrate(cargoToml)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := imageFromArchive(oci, c.reference(), filepath.Join(dir, "layout"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, img := openImage(t, oci, dir)
 	if err := validate.Image(img); err != nil {
 		t.Fatalf("digests, sizes and diff IDs disagree: %v", err)
 	}
@@ -102,14 +117,7 @@ func TestTheOCIArchiveNamesAnImageThatRunsAsNonRoot(t *testing.T) {
 func TestTheRootFileSystemHoldsTheBinaryAndTheSocketDirectory(t *testing.T) {
 	dir := t.TempDir()
 	oci, _ := buildFake(t, dir)
-	c, err := readCrate(cargoToml)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := imageFromArchive(oci, c.reference(), filepath.Join(dir, "layout"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, img := openImage(t, oci, dir)
 	got := map[string]tar.Header{}
 	tr := tar.NewReader(mutate.Extract(img))
 	for {
@@ -137,10 +145,7 @@ func TestTheRootFileSystemHoldsTheBinaryAndTheSocketDirectory(t *testing.T) {
 
 func TestTheDockerArchiveIsTaggedWithTheImageName(t *testing.T) {
 	_, docker := buildFake(t, t.TempDir())
-	c, err := readCrate(cargoToml)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := theCrate(t)
 	manifest, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(docker) })
 	if err != nil {
 		t.Fatal(err)
@@ -153,11 +158,8 @@ func TestTheDockerArchiveIsTaggedWithTheImageName(t *testing.T) {
 func TestAnUnknownNameIsRefusedNamingWhatTheArchiveHolds(t *testing.T) {
 	dir := t.TempDir()
 	oci, _ := buildFake(t, dir)
-	c, err := readCrate(cargoToml)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = imageFromArchive(oci, "informerd:9.9.9", filepath.Join(dir, "layout"))
+	c := theCrate(t)
+	_, err := imageFromArchive(oci, "informerd:9.9.9", filepath.Join(dir, "layout"))
 	if err == nil || !strings.Contains(err.Error(), c.reference()) {
 		t.Errorf("error %v, want one naming the image the archive holds", err)
 	}
