@@ -2,7 +2,8 @@
 # `make image` writes without a daemon (tools/cmd/image) — the static musl binary at
 # /usr/local/bin/informerd in an empty (scratch) image, run as the numeric non-root user 65532,
 # the socket directory /run/informerd owned by it. `make image` is the tested build; this file
-# cannot be built in the project's CI (no container engine there), so keep the two alike by hand.
+# cannot be built in the project's CI (no container engine there); tools/cmd/image's
+# dockerfile_test.go holds its user, entrypoint, command and socket directory to make image's.
 #
 #   docker build --build-arg VERSION=0.1.0 -t informerd:0.1.0 .
 #   docker run --rm -v "$PWD/examples/informerd.yaml:/etc/informerd/config.yaml:ro" informerd:0.1.0

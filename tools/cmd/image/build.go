@@ -27,6 +27,12 @@ import (
 // oci-archive:FILE:informerd:0.1.0` selects it by this value.
 const refNameAnnotation = "org.opencontainers.image.ref.name"
 
+// imageUser is the image's user, uid:gid.
+var imageUser = strconv.Itoa(uid) + ":" + strconv.Itoa(gid)
+
+// defaultCmd is the entrypoint's default arguments: serve the config mounted at configPath.
+var defaultCmd = []string{"serve", "--config", configPath}
+
 // platform is the musl target's: the Makefile builds x86_64-unknown-linux-musl.
 var platform = v1.Platform{OS: "linux", Architecture: "amd64"}
 
@@ -69,9 +75,9 @@ func image(c crate, l v1.Layer, created time.Time, revision string) (v1.Image, e
 	cf.Created = v1.Time{Time: created}
 	labels := c.labels(created, revision)
 	cf.Config = v1.Config{
-		User:       strconv.Itoa(uid) + ":" + strconv.Itoa(gid),
+		User:       imageUser,
 		Entrypoint: []string{binaryPath},
-		Cmd:        []string{"serve", "--config", configPath},
+		Cmd:        defaultCmd,
 		Env:        []string{"PATH=/usr/local/bin"},
 		WorkingDir: "/",
 		Labels:     labels,
