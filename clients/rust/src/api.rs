@@ -153,8 +153,12 @@ where
         self.decode(&object)
     }
 
-    /// The objects that match `params` (label and field selectors; see [`list_request`] for
-    /// the rest), all at one revision of the cache, once it has synced.
+    /// The objects that match `params`, all at one revision of the cache, once it has synced.
+    /// Label and field selectors are the sidecar's (a field selector works on
+    /// `metadata.name`, `metadata.namespace` and the fields it indexes with a `path` index;
+    /// another is its `Invalid` error, naming the field). Refused, as [`Error::Unsupported`],
+    /// because a shared cache cannot honour them: `limit`/`continue_token` and a
+    /// `resource_version` other than `"0"`.
     pub async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, Error>
     where
         K: Clone,
@@ -269,14 +273,11 @@ where
     }
 }
 
-/// The `List` request for kube-rs's [`ListParams`]: label and field selectors as given (a field
-/// selector works on `metadata.name`, `metadata.namespace` and the fields the sidecar indexes
-/// with a `path` index; another is the sidecar's `Invalid` error, naming the field). Refused,
-/// because a shared cache cannot honour them: `limit`/`continue_token` (the sidecar returns
-/// every match at one revision, in chunks of its own) and a `resource_version` other than
-/// `"0"` (a cache serves its current state, not a chosen one). `timeout` is for the apiserver
-/// and not used.
-pub fn list_request(
+/// The `List` request for kube-rs's [`ListParams`] (see [`Api::list`]): `limit` and
+/// `continue_token` are refused because the sidecar returns every match at one revision, in
+/// chunks of its own; a chosen `resource_version` because a cache serves its current state.
+/// `timeout` is for the apiserver and not used.
+fn list_request(
     resource: &str,
     namespace: &str,
     fields: &[String],
