@@ -13,6 +13,7 @@ pub mod client;
 pub mod config;
 pub mod filter;
 pub mod fleet;
+pub mod metrics;
 pub mod proto;
 pub mod store;
 pub mod transform;

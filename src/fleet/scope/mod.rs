@@ -22,7 +22,7 @@ use super::pipeline::Pipeline;
 pub(super) use run::spawn;
 pub(super) use selector::run_namespace_selector;
 pub(super) use status::StatusBoard;
-pub use status::{ScopeState, ScopeStatus};
+pub use status::{RelistReason, ScopeState, ScopeStatus};
 
 /// Everything needed to start a stream of one resource.
 #[derive(Clone)]

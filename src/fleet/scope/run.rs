@@ -111,7 +111,12 @@ impl Scope {
         let counters = self.ingest.counters;
         self.release_permit(release_permit);
         self.spec.status.update(&self.label, |s| {
+            if counters.received > s.received {
+                s.last_event = Instant::now();
+            }
+            s.received = counters.received;
             s.changes = counters.changes;
+            s.filtered_out = counters.filtered_out;
             s.filter_errors = counters.filter_errors;
             status.apply(s);
         });
