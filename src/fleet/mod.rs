@@ -146,6 +146,7 @@ impl Fleet {
                 pipeline,
                 status: cache.status.clone(),
                 initial_lists: initial_lists.clone(),
+                progress: Arc::new(scope::ResourceProgress::new(std::time::Instant::now())),
             };
             match &rc.scope {
                 Scope::AllNamespaces => tasks.push(scope::spawn(spec, None)),
