@@ -232,19 +232,23 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// Writes `dir/informerd.yaml`: a socket in `dir`, `server.metrics: {metrics}`, and
+/// `resources` (the `resources:` section).
+fn write_config(dir: &Path, metrics: &str, resources: &str) -> PathBuf {
+    let config = dir.join("informerd.yaml");
+    let text = format!(
+        "apiVersion: informerd.io/v1alpha1\nkind: Config\nserver:\n  socket: {}\n  metrics: {metrics}\nresources:\n{resources}",
+        dir.join("informerd.sock").display()
+    );
+    std::fs::write(&config, text).expect("write the config");
+    config
+}
+
 /// Starts `informerd serve` on `config` (a `resources:` section) with `server.metrics` on a
 /// free loopback port, as `kubeconfig`; returns once the metrics port answers.
 async fn serve(kubeconfig: &Path, dir: PathBuf, resources: &str) -> Serving {
     let port = free_port();
-    let config = dir.join("informerd.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "apiVersion: informerd.io/v1alpha1\nkind: Config\nserver:\n  socket: {}\n  metrics: 127.0.0.1:{port}\nresources:\n{resources}",
-            dir.join("informerd.sock").display()
-        ),
-    )
-    .expect("write the config");
+    let config = write_config(&dir, &format!("127.0.0.1:{port}"), resources);
     let log = std::fs::File::create(dir.join("informerd.log")).expect("the log file");
     let child = Command::new(BIN)
         .args(["serve", "--config"])
@@ -530,15 +534,7 @@ fn a_metrics_port_that_is_taken_stops_serve_with_the_field_and_line() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
     let addr = taken.local_addr().expect("bound");
     let dir = temp_dir("taken");
-    let config = dir.join("informerd.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "apiVersion: informerd.io/v1alpha1\nkind: Config\nserver:\n  socket: {}\n  metrics: {addr}\nresources:\n- apiVersion: v1\n  kind: Pod\n",
-            dir.join("informerd.sock").display()
-        ),
-    )
-    .expect("write the config");
+    let config = write_config(&dir, &addr.to_string(), "- apiVersion: v1\n  kind: Pod\n");
     // No kubeconfig is needed: the port is bound before anything else starts.
     let out = Command::new(BIN)
         .args(["serve", "--config"])

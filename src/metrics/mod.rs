@@ -91,22 +91,32 @@ const fn in_seconds(name: &'static str, help: &'static str) -> Descriptor {
     }
 }
 
-/// Writes a gauge family: one sample per label set.
-fn gauges<L, V>(
+/// Writes a family of `metric_type`: one sample per label set.
+fn write_family<L, M>(
     encoder: &mut DescriptorEncoder,
     d: &Descriptor,
-    samples: impl IntoIterator<Item = (L, V)>,
+    metric_type: MetricType,
+    samples: impl IntoIterator<Item = (L, M)>,
 ) -> fmt::Result
 where
     L: EncodeLabelSet,
-    V: EncodeGaugeValue,
+    M: EncodeMetric,
 {
-    let mut metric =
-        encoder.encode_descriptor(d.name, d.help, d.unit.as_ref(), MetricType::Gauge)?;
+    let mut metric = encoder.encode_descriptor(d.name, d.help, d.unit.as_ref(), metric_type)?;
     for (labels, value) in samples {
-        ConstGauge::new(value).encode(metric.encode_family(&labels)?)?;
+        value.encode(metric.encode_family(&labels)?)?;
     }
     Ok(())
+}
+
+/// Writes a gauge family: one sample per label set.
+fn gauges<L: EncodeLabelSet, V: EncodeGaugeValue>(
+    encoder: &mut DescriptorEncoder,
+    d: &Descriptor,
+    samples: impl IntoIterator<Item = (L, V)>,
+) -> fmt::Result {
+    let samples = samples.into_iter().map(|(l, v)| (l, ConstGauge::new(v)));
+    write_family(encoder, d, MetricType::Gauge, samples)
 }
 
 /// Writes a gauge without labels.
@@ -120,21 +130,13 @@ fn gauge(
 }
 
 /// Writes a counter family: one sample per label set (`d.name` without `_total`).
-fn counters<L, V>(
+fn counters<L: EncodeLabelSet, V: EncodeCounterValue>(
     encoder: &mut DescriptorEncoder,
     d: &Descriptor,
     samples: impl IntoIterator<Item = (L, V)>,
-) -> fmt::Result
-where
-    L: EncodeLabelSet,
-    V: EncodeCounterValue,
-{
-    let mut metric =
-        encoder.encode_descriptor(d.name, d.help, d.unit.as_ref(), MetricType::Counter)?;
-    for (labels, value) in samples {
-        ConstCounter::new(value).encode(metric.encode_family(&labels)?)?;
-    }
-    Ok(())
+) -> fmt::Result {
+    let samples = samples.into_iter().map(|(l, v)| (l, ConstCounter::new(v)));
+    write_family(encoder, d, MetricType::Counter, samples)
 }
 
 #[cfg(test)]
