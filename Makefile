@@ -94,8 +94,18 @@ image: static $(BIN)/image
 # Where cargo puts the binary the client tests run as a sidecar.
 CARGO_TARGET := $(or $(CARGO_TARGET_DIR),target)
 
+# The Prometheus project's Python client, whose OpenMetrics parser tests/metrics.rs reads
+# /metrics with (a virtualenv of its own, from PyPI).
+PROMETHEUS_CLIENT_VERSION := 0.26.0
+PROMPARSE := .cache/promparse/bin/python
+$(PROMPARSE):
+	rm -rf .cache/promparse
+	python3 -m venv .cache/promparse
+	.cache/promparse/bin/python -m pip install --quiet --disable-pip-version-check \
+	  prometheus_client==$(PROMETHEUS_CLIENT_VERSION)
+
 .PHONY: test
-test: tools $(BIN)/grpcurl image
+test: tools $(BIN)/grpcurl image $(PROMPARSE)
 	@set -eo pipefail; trap '$(BIN)/cluster down --dir $(TEST_CLUSTER_DIR)' EXIT; \
 	$(BIN)/cluster up --dir $(TEST_CLUSTER_DIR) --bin $(BIN); \
 	(cd tools && go vet ./... && go test ./...); \

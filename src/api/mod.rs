@@ -47,7 +47,7 @@ use crate::config::{Config, ServerConfig};
 use crate::fleet::Fleet;
 use crate::proto;
 pub use reason::{Reason, REASON_TRAILER};
-pub use resource::Resource;
+pub use resource::{Resource, WatchCounts, CLIENT_CLOSED};
 pub use watch::{DEFAULT_BOOKMARK_INTERVAL, WATCHER_BUFFER};
 
 /// What can stop the API from serving.
@@ -152,6 +152,14 @@ impl Api {
             .map(|r| r.name())
             .collect::<Vec<_>>()
             .join(", ")
+    }
+
+    /// What the watchers of each resource did so far, by resource name: for metrics.
+    pub fn watch_counts(&self) -> Vec<(String, WatchCounts)> {
+        self.resources()
+            .iter()
+            .map(|r| (r.name().to_string(), r.watch_counts()))
+            .collect()
     }
 
     /// Ends every watch with `UNAVAILABLE`/`ShuttingDown` and stops the hubs.

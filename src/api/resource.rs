@@ -2,8 +2,9 @@
 //! its watch hub, the stop signal, and its watcher counters. The RPCs, queries and watchers
 //! reach all of these through the methods here, never through the fields.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch as signal;
 use tokio::time::Instant;
@@ -12,7 +13,7 @@ use tonic::Status;
 use super::reason::Reason;
 use super::watch::Hub;
 use crate::config::IndexConfig;
-use crate::fleet::{ResourceCache, ScopeState};
+use crate::fleet::ResourceCache;
 use crate::proto;
 use crate::store::Store;
 
@@ -22,8 +23,28 @@ pub struct Resource {
     indexes: Vec<IndexConfig>,
     hub: Hub,
     watchers: AtomicU64,
-    dropped: AtomicU64,
+    /// Watch events put in the watchers' buffers, by `EventType` number.
+    sent: [AtomicU64; EVENT_TYPES],
+    /// Watchers ended, by why (see [`Resource::count_ended`]).
+    ended: Mutex<BTreeMap<&'static str, u64>>,
     stop: signal::Receiver<bool>,
+}
+
+/// How many `EventType`s the proto has (the numbers 0..EVENT_TYPES).
+const EVENT_TYPES: usize = proto::EventType::Synced as usize + 1;
+
+/// Why a watcher ended when the client left: not a status, so not a proto `Reason`.
+pub const CLIENT_CLOSED: &str = "ClientClosed";
+
+/// What a resource's watchers did: for metrics.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WatchCounts {
+    /// Watchers open now.
+    pub watchers: u64,
+    /// Events sent, by type name (`ADDED`, ..., `BOOKMARK`, `SYNCED`).
+    pub sent: Vec<(&'static str, u64)>,
+    /// Watchers ended, by reason name (the proto's `Reason`, or [`CLIENT_CLOSED`]).
+    pub ended: Vec<(&'static str, u64)>,
 }
 
 impl Resource {
@@ -39,7 +60,8 @@ impl Resource {
             cache,
             indexes,
             watchers: AtomicU64::new(0),
-            dropped: AtomicU64::new(0),
+            sent: Default::default(),
+            ended: Mutex::default(),
             stop,
         }
     }
@@ -84,9 +106,49 @@ impl Resource {
         Watching(self.clone())
     }
 
-    /// Counts a watcher ended because it fell behind.
-    pub(super) fn count_dropped(&self) {
-        self.dropped.fetch_add(1, Ordering::Relaxed);
+    /// Counts an event put in a watcher's buffer.
+    pub(super) fn count_sent(&self, kind: proto::EventType) {
+        if let Some(counter) = self.sent.get(kind as usize) {
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts a watcher that ended with `end` (`None`: the client left). A status without
+    /// a reason (an internal error) counts under its gRPC code.
+    pub(super) fn count_ended(&self, end: Option<&Status>) {
+        let reason = match end {
+            None => CLIENT_CLOSED,
+            Some(status) => match Reason::of(status) {
+                Some(reason) => reason.as_str_name(),
+                None => crate::client::code_name(status.code()),
+            },
+        };
+        *self
+            .ended
+            .lock()
+            .expect("ended poisoned")
+            .entry(reason)
+            .or_default() += 1;
+    }
+
+    /// What the watchers of this resource did so far.
+    pub fn watch_counts(&self) -> WatchCounts {
+        let sent = self
+            .sent
+            .iter()
+            .enumerate()
+            .skip(1) // EVENT_TYPE_UNSPECIFIED, never sent
+            .filter_map(|(n, count)| {
+                let kind = proto::EventType::try_from(n as i32).ok()?;
+                Some((kind.as_str_name(), count.load(Ordering::Relaxed)))
+            })
+            .collect();
+        let ended = self.ended.lock().expect("ended poisoned");
+        WatchCounts {
+            watchers: self.watchers.load(Ordering::Relaxed),
+            sent,
+            ended: ended.iter().map(|(r, n)| (*r, *n)).collect(),
+        }
     }
 
     /// Fields a field selector may use: the names, and the fields of `path` indexes.
@@ -109,16 +171,7 @@ impl Resource {
         let mut synced = self.cache.synced();
         let waited = tokio::time::timeout_at(until, synced.wait_for(|s| *s)).await;
         if !matches!(waited, Ok(Ok(_))) {
-            let pending: Vec<String> = self
-                .cache
-                .scopes()
-                .into_iter()
-                .filter(|(_, s)| s.state != ScopeState::Synced)
-                .map(|(scope, s)| match s.last_error {
-                    Some(e) => format!("{scope}: {:?} ({e})", s.state),
-                    None => format!("{scope}: {:?}", s.state),
-                })
-                .collect();
+            let pending = self.cache.not_synced();
             return Err(Reason::NotSynced.status(format!(
                 "{} has not synced yet ({}); retry, or call without wait_for_sync to read \
                  what is cached",
@@ -148,7 +201,13 @@ impl Resource {
             log_entries: stats.log_entries as u64,
             log_bytes: stats.log_bytes as u64,
             watchers: self.watchers.load(Ordering::Relaxed),
-            dropped_watches: self.dropped.load(Ordering::Relaxed),
+            dropped_watches: self
+                .ended
+                .lock()
+                .expect("ended poisoned")
+                .get(Reason::FellBehind.as_str_name())
+                .copied()
+                .unwrap_or(0),
             scopes: cache
                 .scopes()
                 .into_iter()

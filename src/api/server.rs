@@ -15,6 +15,7 @@ use tonic::transport::Server;
 
 use super::ApiError;
 use crate::config::{ServerConfig, TlsConfig};
+use crate::metrics::RpcMetricsLayer;
 
 /// TCP and HTTP/2 keepalive interval on the TCP listener.
 const KEEPALIVE: Duration = Duration::from_secs(30);
@@ -33,6 +34,7 @@ pub async fn listen(
 ) -> Result<impl Future<Output = Serving>, ApiError> {
     let unix = bind_socket(&server.socket, server.socket_mode)?;
     let uds = Server::builder()
+        .layer(RpcMetricsLayer)
         .add_routes(routes.clone())
         .serve_with_incoming_shutdown(
             tokio_stream::wrappers::UnixListenerStream::new(unix),
@@ -79,7 +81,9 @@ async fn serve_tcp(
     let incoming = TcpIncoming::from(listener)
         .with_nodelay(Some(true))
         .with_keepalive(Some(KEEPALIVE));
-    let mut builder = Server::builder().http2_keepalive_interval(Some(KEEPALIVE));
+    let mut builder = Server::builder()
+        .http2_keepalive_interval(Some(KEEPALIVE))
+        .layer(RpcMetricsLayer);
     let router = builder.add_routes(routes);
     Ok(match tls {
         None => Either::Left(router.serve_with_incoming_shutdown(incoming, shutdown)),

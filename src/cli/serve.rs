@@ -7,6 +7,7 @@ use informerd::{
     api::{Api, ApiError},
     config,
     fleet::{Fleet, FleetError},
+    metrics::{self, MetricsError},
 };
 use kube::config::{InferConfigError, KubeconfigError};
 
@@ -27,6 +28,8 @@ pub enum ServeError {
     Fleet(#[from] FleetError),
     #[error(transparent)]
     Api(#[from] ApiError),
+    #[error(transparent)]
+    Metrics(#[from] MetricsError),
 }
 
 /// Runs the sidecar with the configuration at `config` until it is told to stop; an invalid
@@ -65,6 +68,8 @@ fn init_tracing() {
 
 /// The sidecar, from start to shutdown.
 async fn run(cfg: config::Config, kubeconfig: Option<PathBuf>) -> Result<(), ServeError> {
+    // First: a metrics port that is taken stops start-up before anything starts.
+    let metrics_port = metrics::bind(&cfg).await?;
     let client_config = match kubeconfig {
         Some(path) => {
             let unusable = |source| ServeError::Kubeconfig {
@@ -82,7 +87,15 @@ async fn run(cfg: config::Config, kubeconfig: Option<PathBuf>) -> Result<(), Ser
     let fleet = Arc::new(Fleet::start(client, &cfg).await?);
     let api = Api::new(fleet.clone(), &cfg);
     tokio::spawn(announce_sync(fleet.clone()));
-    api.serve(&cfg.server, shutdown_signal()).await?;
+    let probes = metrics_port.map(|listener| {
+        let registry = metrics::registry(fleet.clone(), api.clone());
+        tokio::spawn(metrics::serve(listener, registry, fleet.clone()))
+    });
+    let served = api.serve(&cfg.server, shutdown_signal()).await;
+    if let Some(probes) = probes {
+        probes.abort();
+    }
+    served?;
     tracing::info!("shutting down");
     fleet.shutdown();
     Ok(())

@@ -12,6 +12,8 @@
 //!     certFile: /etc/informerd/tls.crt
 //!     keyFile: /etc/informerd/tls.key
 //!     clientCAFile: /etc/informerd/ca.crt   # optional: require client certificates
+//!   metrics: 0.0.0.0:9477     # optional plain HTTP: /livez, /readyz, /metrics; any address
+//!                             # (no cached data is served there); default off
 //! changeLog:                   # optional bounds of the store's change log
 //!   maxEvents: 10000           # the default
 //!   maxBytes: 64Mi             # the default; Kubernetes quantity syntax

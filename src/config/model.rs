@@ -43,6 +43,8 @@ pub struct ServerConfig {
     pub listen: Option<SocketAddr>,
     /// TLS for the TCP address.
     pub tls: Option<TlsConfig>,
+    /// `metrics`: the plain-HTTP address of `/livez`, `/readyz` and `/metrics`; off when unset.
+    pub metrics: Option<SocketAddr>,
 }
 
 /// `server.tls`: the server's certificate and key (PEM), and optionally the CA that client

@@ -29,6 +29,8 @@ pub struct RawServer {
     pub listen: Option<String>,
     #[serde(default)]
     pub tls: Option<RawTls>,
+    #[serde(default)]
+    pub metrics: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -73,6 +73,7 @@ fn a_full_example_parses() {
             socket_mode: DEFAULT_SOCKET_MODE,
             listen: Some("127.0.0.1:7070".parse().unwrap()),
             tls: None,
+            metrics: None,
         }
     );
     assert_eq!(
@@ -478,4 +479,32 @@ fn the_socket_mode_is_octal_digits_in_a_string() {
             "{bad}: {err}"
         );
     }
+}
+
+#[test]
+fn the_metrics_address_is_any_ip_and_port_without_tls() {
+    let server = |metrics: &str| {
+        format!(
+            "apiVersion: informerd.io/v1alpha1\nkind: Config\nserver:\n  metrics: {metrics}\nresources:\n- apiVersion: v1\n  kind: Pod\n"
+        )
+    };
+    let config = parse("c.yaml", &server("0.0.0.0:9477")).unwrap();
+    assert_eq!(config.server.metrics, Some("0.0.0.0:9477".parse().unwrap()));
+    assert_eq!(
+        parse("c.yaml", &with_resource("")).unwrap().server.metrics,
+        None
+    );
+    for bad in ["\"9477\"", "localhost:9477", "\"\""] {
+        let err = parse("c.yaml", &server(bad)).unwrap_err().to_string();
+        assert!(
+            err.starts_with("c.yaml:4:12: server.metrics: ") && err.contains("expected IP:PORT"),
+            "{bad}: {err}"
+        );
+    }
+    // A failure found later (the port is taken) points at the same place.
+    let config = parse("c.yaml", &server("127.0.0.1:9477")).unwrap();
+    assert_eq!(
+        config.error_at_path("server.metrics", "in use").to_string(),
+        "c.yaml:4:12: server.metrics: in use"
+    );
 }

@@ -19,6 +19,8 @@ use crate::store::ObjectKey;
 /// Counters a scope reports in its status.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Applied {
+    /// Object events received from the apiserver (listed, added, modified, deleted).
+    pub received: u64,
     /// Changes made to the store.
     pub changes: u64,
     /// Objects the CEL filter did not keep (evaluation errors included), every time one arrives.
@@ -72,6 +74,7 @@ impl ScopeIngest {
                 Progress::ListStarted
             }
             watcher::Event::InitApply(obj) => {
+                self.counters.received += 1;
                 if let Some(key) = self.upsert(obj) {
                     if let Some(seen) = self.listing.as_mut() {
                         seen.insert(key);
@@ -89,10 +92,12 @@ impl ScopeIngest {
                 Progress::Synced
             }
             watcher::Event::Apply(obj) => {
+                self.counters.received += 1;
                 self.upsert(obj);
                 Progress::Watched
             }
             watcher::Event::Delete(obj) => {
+                self.counters.received += 1;
                 if let Some(key) = key_of(&obj) {
                     if self.pipeline.store.delete(&key).is_some() {
                         self.counters.changes += 1;
@@ -285,6 +290,7 @@ mod tests {
         );
         assert_eq!(p.store.len(), 1, "only the matching object is stored");
         assert_eq!(scope.counters.filtered_out, 1);
+        assert_eq!(scope.counters.received, 2);
         let synced = p.store.revision();
         scope.handle(watcher::Event::Apply(pod("a", "x", "3", "drop")));
         scope.handle(watcher::Event::Apply(pod("a", "y", "4", "keep")));

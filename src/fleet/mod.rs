@@ -39,7 +39,7 @@ pub use client::{client, READ_BUFFER};
 pub use ingest::{Applied, Progress, ScopeIngest};
 pub use object::{with_transform, Decoding, Projected};
 pub use pipeline::Pipeline;
-pub use scope::{ScopeState, ScopeStatus};
+pub use scope::{RelistReason, ScopeState, ScopeStatus};
 pub use synced::SyncedWatch;
 
 use crate::{
@@ -89,6 +89,20 @@ impl ResourceCache {
         self.status.is_synced()
     }
 
+    /// The scopes that are not synced, each as `scope: State` with its last error if any
+    /// (`team-a: Forbidden (forbidden: grant list and watch ...)`): what requests that wait
+    /// for the sync and `/readyz` tell their callers.
+    pub fn not_synced(&self) -> Vec<String> {
+        self.scopes()
+            .into_iter()
+            .filter(|(_, s)| s.state != ScopeState::Synced)
+            .map(|(scope, s)| match s.last_error {
+                Some(e) => format!("{scope}: {:?} ({e})", s.state),
+                None => format!("{scope}: {:?}", s.state),
+            })
+            .collect()
+    }
+
     /// Follows [`ResourceCache::is_synced`]: awaited by requests that wait for the sync.
     pub fn synced(&self) -> tokio::sync::watch::Receiver<bool> {
         self.status.subscribe()
@@ -132,6 +146,7 @@ impl Fleet {
                 pipeline,
                 status: cache.status.clone(),
                 initial_lists: initial_lists.clone(),
+                progress: Arc::new(scope::ResourceProgress::new(std::time::Instant::now())),
             };
             match &rc.scope {
                 Scope::AllNamespaces => tasks.push(scope::spawn(spec, None)),

@@ -6,6 +6,7 @@
 //! leaves the log, those blobs are handed back to be retired (see `retired`).
 
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 use super::atoms::Atoms;
 use super::codec;
@@ -15,6 +16,12 @@ pub(super) struct LogEntry {
     pub(super) kind: ChangeKind,
     /// Memory this entry alone keeps alive, as counted against `log_max_bytes`.
     bytes: u32,
+    /// When it was logged, in whole seconds since the log was made (see [`Log::oldest_age`]).
+    ///
+    /// Decision: seconds in a `u32` rather than an `Instant` (8 bytes more per entry, the
+    /// entry being ~110 bytes in all): the age of the log is read by people and alerts,
+    /// for whom a second is fine.
+    at: u32,
     /// The new state (last state for Deleted). For Added/Modified it is also held by the
     /// object's slot, or by the log entry of the object's next change.
     pub(super) object: Blob,
@@ -40,6 +47,7 @@ impl LogEntry {
         Self {
             kind,
             bytes: u32::try_from(bytes).unwrap_or(u32::MAX),
+            at: 0,
             object,
             previous,
         }
@@ -52,6 +60,8 @@ pub(super) struct Log {
     bytes: usize,
     max_events: usize,
     max_bytes: usize,
+    /// The origin of the entries' `at`.
+    made: Instant,
 }
 
 impl Log {
@@ -61,6 +71,7 @@ impl Log {
             bytes: 0,
             max_events,
             max_bytes,
+            made: Instant::now(),
         }
     }
 
@@ -75,7 +86,8 @@ impl Log {
 
     /// Appends the entry of the latest change, then drops the oldest entries beyond the
     /// limits, handing `retire` the blobs they were the last to hold.
-    pub(super) fn push(&mut self, entry: LogEntry, mut retire: impl FnMut(Blob)) {
+    pub(super) fn push(&mut self, mut entry: LogEntry, mut retire: impl FnMut(Blob)) {
+        entry.at = u32::try_from(self.made.elapsed().as_secs()).unwrap_or(u32::MAX);
         self.bytes += entry.bytes as usize;
         self.entries.push_back(entry);
         while self.entries.len() > self.max_events
@@ -93,6 +105,15 @@ impl Log {
                 retire(previous);
             }
         }
+    }
+
+    /// How long ago the oldest entry was logged, to the second; zero when the log is empty.
+    /// With `len`, how far back a watcher can resume.
+    pub(super) fn oldest_age(&self) -> Duration {
+        self.entries.front().map_or(Duration::ZERO, |oldest| {
+            let now = self.made.elapsed().as_secs();
+            Duration::from_secs(now.saturating_sub(u64::from(oldest.at)))
+        })
     }
 
     /// Exactly the entries after `revision`, oldest first, with their revisions (the store is
@@ -122,5 +143,42 @@ impl Log {
             .enumerate()
             .skip(start)
             .map(move |(i, e)| (oldest + 1 + i as u64, e)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry() -> LogEntry {
+        LogEntry {
+            kind: ChangeKind::Added,
+            bytes: 0,
+            at: 0,
+            object: Blob::from(Vec::new()),
+            previous: None,
+        }
+    }
+
+    /// Moves the log's origin back by `secs`: as if that much time had passed.
+    fn wait(log: &mut Log, secs: u64) {
+        log.made = log
+            .made
+            .checked_sub(Duration::from_secs(secs))
+            .expect("the clock reaches back");
+    }
+
+    #[test]
+    fn the_oldest_entry_is_as_old_as_the_time_since_it_was_logged() {
+        let mut log = Log::new(2, usize::MAX);
+        assert_eq!(log.oldest_age(), Duration::ZERO, "empty");
+        wait(&mut log, 100);
+        log.push(entry(), |_| {});
+        wait(&mut log, 30);
+        log.push(entry(), |_| {});
+        assert_eq!(log.oldest_age(), Duration::from_secs(30));
+        // The first entry leaves; the oldest is the second, logged just now.
+        log.push(entry(), |_| {});
+        assert_eq!(log.oldest_age(), Duration::ZERO);
     }
 }

@@ -30,6 +30,8 @@ pub struct StoreStats {
     pub log_entries: usize,
     /// Bytes the change log keeps alive (see [`StoreOptions::log_max_bytes`]).
     pub log_bytes: usize,
+    /// How long ago the log's oldest change was made, to the second (zero when it is empty).
+    pub log_oldest_age: std::time::Duration,
     /// Encoded bytes of the current objects.
     pub encoded_bytes: usize,
     /// Interned atoms: strings and shared structure (templates, constant arrays).
@@ -219,6 +221,7 @@ impl Store {
             objects: st.slots.len(),
             log_entries: st.log.len(),
             log_bytes: st.log.bytes(),
+            log_oldest_age: st.log.oldest_age(),
             encoded_bytes: st.slots.encoded_bytes(),
             interned_strings: st.atoms.len(),
             interned_bytes: st.atoms.bytes(),

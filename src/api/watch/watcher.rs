@@ -47,10 +47,8 @@ pub fn start(resource: Arc<Resource>, spec: WatchSpec) -> Result<WatchStream, St
     tokio::spawn(async move {
         let _counted = watcher.resource.watching();
         let end = watcher.run(hub_rx, replay).await.err().flatten();
+        watcher.resource.count_ended(end.as_ref());
         if let Some(status) = end {
-            if status.code() == Reason::FellBehind.code() {
-                watcher.resource.count_dropped();
-            }
             let _ = end_tx.send(status);
         }
     });
@@ -150,7 +148,9 @@ impl Watcher {
                 },
                 _ = bookmarks.tick() => {
                     // A bookmark is a courtesy: skipped when the buffer is full.
-                    let _ = self.tx.try_send(self.event(EventType::Bookmark, self.position, None));
+                    if self.tx.try_send(self.event(EventType::Bookmark, self.position, None)).is_ok() {
+                        self.resource.count_sent(EventType::Bookmark);
+                    }
                 }
                 _ = self.tx.closed() => return Err(None),
                 _ = stop.changed() => return Err(Some(shutting_down())),
@@ -257,7 +257,9 @@ impl Watcher {
                 GaveUp::Stalled => Some(self.fell_behind()),
                 GaveUp::Closed => None,
                 GaveUp::Stopped => Some(shutting_down()),
-            })
+            })?;
+        self.resource.count_sent(kind);
+        Ok(())
     }
 
     fn fell_behind(&self) -> Status {

@@ -1,5 +1,5 @@
-//! The `server` section: the Unix socket, the optional TCP address, and the TLS that a
-//! non-loopback address needs.
+//! The `server` section: the Unix socket, the optional TCP address, the TLS that a
+//! non-loopback address needs, and the address of the probes and metrics.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -28,11 +28,13 @@ impl Validator {
             .socket_mode
             .and_then(|text| self.socket_mode(&text))
             .unwrap_or(DEFAULT_SOCKET_MODE);
+        let metrics = raw.metrics.and_then(|text| self.metrics(&text));
         ServerConfig {
             socket,
             socket_mode,
             listen,
             tls,
+            metrics,
         }
     }
 
@@ -90,6 +92,26 @@ impl Validator {
                 self.error(
                     "server.listen",
                     format!("'{text}' is not an address; expected IP:PORT, e.g. 127.0.0.1:7070"),
+                );
+                None
+            }
+        }
+    }
+
+    /// `server.metrics`: any `IP:PORT`.
+    ///
+    /// Decision: unlike `server.listen`, any address without TLS. The port serves no cached
+    /// data (probes and counts only), and the kubelet probes the pod's IP over plain HTTP.
+    fn metrics(&mut self, text: &str) -> Option<SocketAddr> {
+        match text.parse::<SocketAddr>() {
+            Ok(addr) => Some(addr),
+            Err(_) => {
+                self.error(
+                    "server.metrics",
+                    format!(
+                        "'{text}' is not an address; expected IP:PORT, e.g. 0.0.0.0:9477 \
+                         (every interface, as kubelet probes need) or 127.0.0.1:9477"
+                    ),
                 );
                 None
             }

@@ -4,7 +4,7 @@
 
 use kube::{discovery::ApiResource, runtime::watcher};
 
-use super::status::ScopeState;
+use super::status::{RelistReason, ScopeState};
 
 /// Why a scope is not serving, and what to do about it.
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +64,15 @@ impl ScopeError {
         match self {
             ScopeError::Forbidden { .. } => ScopeState::Forbidden,
             ScopeError::NotServed { .. } | ScopeError::Watch(_) => ScopeState::Failing,
+        }
+    }
+
+    /// Why the list that follows this error is a relist.
+    pub fn relist_reason(&self) -> RelistReason {
+        match self {
+            ScopeError::Forbidden { .. } => RelistReason::Forbidden,
+            ScopeError::Watch(err) if status_code(err) == Some(410) => RelistReason::Expired,
+            ScopeError::NotServed { .. } | ScopeError::Watch(_) => RelistReason::Reconnect,
         }
     }
 
@@ -142,6 +151,21 @@ pub(super) mod tests {
         assert_eq!(
             ScopeError::new(&pods(), None, watcher::Error::NoResourceVersion).to_string(),
             watcher::Error::NoResourceVersion.to_string()
+        );
+    }
+
+    #[test]
+    fn an_error_says_why_the_next_list_is_a_relist() {
+        let reason = |code| ScopeError::new(&pods(), None, refused(code, "m")).relist_reason();
+        assert_eq!(reason(410), RelistReason::Expired);
+        assert_eq!(reason(403), RelistReason::Forbidden);
+        assert_eq!(reason(500), RelistReason::Reconnect);
+        let gone = watcher::Error::WatchError(Box::new(
+            kube::core::Status::failure("too old resource version", "Expired").with_code(410),
+        ));
+        assert_eq!(
+            ScopeError::new(&pods(), None, gone).relist_reason(),
+            RelistReason::Expired
         );
     }
 

@@ -19,10 +19,11 @@ use kube::{discovery::ApiResource, Client};
 
 use super::pipeline::Pipeline;
 
+pub(super) use progress::ResourceProgress;
 pub(super) use run::spawn;
 pub(super) use selector::run_namespace_selector;
 pub(super) use status::StatusBoard;
-pub use status::{ScopeState, ScopeStatus};
+pub use status::{RelistReason, ScopeState, ScopeStatus};
 
 /// Everything needed to start a stream of one resource.
 #[derive(Clone)]
@@ -35,6 +36,8 @@ pub(super) struct StreamSpec {
     pub status: StatusBoard,
     /// Bounds how many scopes run their initial list at once (shared by the whole fleet).
     pub initial_lists: Arc<tokio::sync::Semaphore>,
+    /// The resource's initial sync, logged for all its scopes together.
+    pub progress: Arc<ResourceProgress>,
 }
 
 /// The label of the cluster-wide scope in status.

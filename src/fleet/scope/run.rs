@@ -13,7 +13,7 @@ use tokio::{sync::OwnedSemaphorePermit, task::JoinHandle};
 
 use super::{
     super::{
-        ingest::ScopeIngest,
+        ingest::{Progress, ScopeIngest},
         object::{with_transform, Projected},
     },
     errors::ScopeError,
@@ -111,13 +111,16 @@ impl Scope {
         let counters = self.ingest.counters;
         self.release_permit(release_permit);
         self.spec.status.update(&self.label, |s| {
+            if counters.received > s.received {
+                s.last_event = Instant::now();
+            }
+            s.received = counters.received;
             s.changes = counters.changes;
+            s.filtered_out = counters.filtered_out;
             s.filter_errors = counters.filter_errors;
             status.apply(s);
         });
-        if let Some(line) = log.observe(progress, Instant::now()) {
-            log.write(line, &self.spec, &self.label);
-        }
+        self.log_progress(progress, log);
         if paginate {
             tracing::warn!(resource = %self.spec.api_resource.plural, scope = %self.label,
                 "the streaming list did not complete; using paginated lists");
@@ -143,6 +146,18 @@ impl Scope {
             .status
             .update(&self.label, |s| actions.status.apply(s));
         false
+    }
+
+    /// The resource's line while its initial sync runs; the scope's own after that.
+    fn log_progress(&self, progress: Progress, log: &mut ProgressLog) {
+        let now = Instant::now();
+        let resource = &self.spec.progress;
+        let scope_line = log.observe(progress, now);
+        if let Some(line) = resource.observe(progress, self.spec.status.is_synced(), now) {
+            resource.write(line, &self.spec);
+        } else if let Some(line) = scope_line.filter(|_| resource.is_done()) {
+            log.write(line, &self.spec, &self.label);
+        }
     }
 
     fn release_permit(&mut self, release: bool) {

@@ -6,7 +6,7 @@
 use super::{
     super::ingest::Progress,
     errors::ScopeError,
-    status::{ScopeState, ScopeStatus},
+    status::{RelistReason, ScopeState, ScopeStatus},
 };
 
 /// How far the scope's lists have come.
@@ -54,8 +54,9 @@ pub struct Actions {
 pub enum StatusChange {
     #[default]
     None,
-    /// A list started: the scope is Listing, and counts a relist if it is not the first list.
-    Listing { relist: bool },
+    /// A list started: the scope is Listing, and counts a relist (with why) if it is not the
+    /// first list.
+    Listing { relist: Option<RelistReason> },
     /// One more object was listed.
     Listed,
     /// The scope mirrors the apiserver: Synced, without an error.
@@ -71,8 +72,8 @@ impl StatusChange {
             StatusChange::None => {}
             StatusChange::Listing { relist } => {
                 status.state = ScopeState::Listing;
-                if relist {
-                    status.relists += 1;
+                if let Some(reason) = relist {
+                    status.count_relist(reason);
                 }
             }
             StatusChange::Listed => status.listed += 1,
@@ -96,6 +97,8 @@ pub struct ScopeMachine {
     /// Held from the start until the first list completes, restarts or fails; see
     /// `INITIAL_LISTS` in the fleet.
     holds_permit: bool,
+    /// Why the next list is a relist: what the last error since the last list said.
+    relist_reason: Option<RelistReason>,
 }
 
 impl Default for ScopeMachine {
@@ -105,6 +108,7 @@ impl Default for ScopeMachine {
             phase: Phase::Starting,
             lists: Lists::Streaming,
             holds_permit: true,
+            relist_reason: None,
         }
     }
 }
@@ -121,7 +125,7 @@ impl ScopeMachine {
         match (self.phase, input) {
             (Phase::Starting, Input::Progress(Progress::ListStarted)) => {
                 self.phase = Phase::FirstList;
-                out.status = StatusChange::Listing { relist: false };
+                out.status = StatusChange::Listing { relist: None };
             }
             (Phase::FirstList, Input::Progress(Progress::ListStarted)) => {
                 // The first list restarted without completing (kube-rs restarts a streaming
@@ -130,10 +134,10 @@ impl ScopeMachine {
                 // complete page by page.
                 out.release_permit = self.release_permit();
                 out.paginate = self.paginate();
-                out.status = StatusChange::Listing { relist: true };
+                out.status = self.relisting();
             }
             (Phase::Synced, Input::Progress(Progress::ListStarted)) => {
-                out.status = StatusChange::Listing { relist: true };
+                out.status = self.relisting();
             }
             (_, Input::Progress(Progress::Listed)) => out.status = StatusChange::Listed,
             (_, Input::Progress(Progress::Synced)) => {
@@ -155,6 +159,7 @@ impl ScopeMachine {
                 out.paginate = self.paginate();
             }
             (phase, Input::Error(error)) => {
+                self.relist_reason = Some(error.relist_reason());
                 // A failing scope must not hold up the others' initial lists.
                 out.release_permit = self.release_permit();
                 let mut state = error.state();
@@ -171,6 +176,15 @@ impl ScopeMachine {
             }
         }
         out
+    }
+
+    /// A list after the first: why, by the last error since the last list (none: the stream
+    /// ended without one, as a reconnect).
+    fn relisting(&mut self) -> StatusChange {
+        let reason = self.relist_reason.take().unwrap_or(RelistReason::Reconnect);
+        StatusChange::Listing {
+            relist: Some(reason),
+        }
     }
 
     /// Gives up the permit; true if it was held.

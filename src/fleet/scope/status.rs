@@ -5,6 +5,7 @@
 use std::{
     collections::BTreeMap,
     sync::{Arc, Mutex},
+    time::Instant,
 };
 
 /// Where a scope stands.
@@ -20,6 +21,39 @@ pub enum ScopeState {
     Failing,
 }
 
+/// Why a scope listed again after its first list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RelistReason {
+    /// 410 Gone: the resourceVersion the watch resumed from is older than etcd keeps.
+    Expired,
+    /// After a 403: RBAC refused the list or watch, and the retry lists.
+    Forbidden,
+    /// The stream ended or failed otherwise (a dropped connection, an apiserver restart).
+    Reconnect,
+}
+
+impl RelistReason {
+    /// Every reason, in the order of [`ScopeStatus::relists_by_reason`].
+    pub const ALL: [RelistReason; 3] = [
+        RelistReason::Expired,
+        RelistReason::Forbidden,
+        RelistReason::Reconnect,
+    ];
+
+    /// Its name in metrics: lowercase, as the apiserver's own reasons are.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RelistReason::Expired => "expired",
+            RelistReason::Forbidden => "forbidden",
+            RelistReason::Reconnect => "reconnect",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// What a scope reports: state, counts and the last error.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScopeStatus {
@@ -33,8 +67,30 @@ pub struct ScopeStatus {
     pub filter_errors: u64,
     /// Lists after the first one.
     pub relists: u64,
+    /// `relists` by why, in the order of [`RelistReason::ALL`].
+    pub relists_by_reason: [u64; RelistReason::ALL.len()],
+    /// Object events received from the apiserver, listed and watched, before the filter.
+    pub received: u64,
+    /// Objects the filter did not keep, every time one arrived (evaluation errors included).
+    pub filtered_out: u64,
+    /// When the last object event arrived from the apiserver; when the scope started, before
+    /// the first one.
+    pub last_event: Instant,
     /// The last error, with what to do about it; cleared when the scope syncs again.
     pub last_error: Option<String>,
+}
+
+impl ScopeStatus {
+    /// Counts one relist for `reason`.
+    pub fn count_relist(&mut self, reason: RelistReason) {
+        self.relists += 1;
+        self.relists_by_reason[reason.index()] += 1;
+    }
+
+    /// The relists counted for `reason`.
+    pub fn relists_for(&self, reason: RelistReason) -> u64 {
+        self.relists_by_reason[reason.index()]
+    }
 }
 
 impl Default for ScopeStatus {
@@ -45,6 +101,10 @@ impl Default for ScopeStatus {
             changes: 0,
             filter_errors: 0,
             relists: 0,
+            relists_by_reason: [0; RelistReason::ALL.len()],
+            received: 0,
+            filtered_out: 0,
+            last_event: Instant::now(),
             last_error: None,
         }
     }

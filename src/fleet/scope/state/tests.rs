@@ -51,7 +51,7 @@ fn a_first_list_that_completes_is_synced_and_releases_the_permit() {
     assert_eq!((m.phase, m.lists()), (Phase::Starting, Lists::Streaming));
     assert_eq!(
         progress(&mut m, Progress::ListStarted),
-        status(StatusChange::Listing { relist: false })
+        status(StatusChange::Listing { relist: None })
     );
     assert_eq!(m.phase, Phase::FirstList);
     assert_eq!(
@@ -75,14 +75,18 @@ fn a_streaming_list_that_restarts_before_completing_releases_the_permit_and_pagi
         Actions {
             release_permit: true,
             paginate: true,
-            status: StatusChange::Listing { relist: true },
+            status: StatusChange::Listing {
+                relist: Some(RelistReason::Reconnect)
+            },
         }
     );
     assert_eq!((m.phase, m.lists()), (Phase::FirstList, Lists::Paginated));
     // The paginated watcher's list: a relist, and nothing more to give up or change.
     assert_eq!(
         progress(&mut m, Progress::ListStarted),
-        status(StatusChange::Listing { relist: true })
+        status(StatusChange::Listing {
+            relist: Some(RelistReason::Reconnect)
+        })
     );
     assert_eq!(
         progress(&mut m, Progress::Synced),
@@ -103,7 +107,9 @@ fn a_first_list_that_fails_and_starts_again_paginates() {
         Actions {
             release_permit: false,
             paginate: true,
-            status: StatusChange::Listing { relist: true },
+            status: StatusChange::Listing {
+                relist: Some(RelistReason::Reconnect)
+            },
         }
     );
 }
@@ -191,11 +197,33 @@ fn a_watch_event_before_the_sync_changes_nothing() {
 }
 
 #[test]
+fn a_relist_after_410_gone_is_counted_as_expired_and_the_next_as_a_reconnect() {
+    let mut m = synced();
+    error(&mut m, 410, "too old resource version");
+    assert_eq!(
+        progress(&mut m, Progress::ListStarted),
+        status(StatusChange::Listing {
+            relist: Some(RelistReason::Expired)
+        })
+    );
+    progress(&mut m, Progress::Synced);
+    assert_eq!(
+        progress(&mut m, Progress::ListStarted),
+        status(StatusChange::Listing {
+            relist: Some(RelistReason::Reconnect)
+        }),
+        "the reason is used once"
+    );
+}
+
+#[test]
 fn a_relist_is_counted_only_after_the_first_list() {
     let mut m = synced();
     assert_eq!(
         progress(&mut m, Progress::ListStarted),
-        status(StatusChange::Listing { relist: true })
+        status(StatusChange::Listing {
+            relist: Some(RelistReason::Reconnect)
+        })
     );
     assert_eq!(m.phase, Phase::Synced);
     assert_eq!(
@@ -208,7 +236,7 @@ fn a_relist_is_counted_only_after_the_first_list() {
 #[test]
 fn status_changes_write_state_counters_and_error() {
     let mut s = ScopeStatus::default();
-    StatusChange::Listing { relist: false }.apply(&mut s);
+    StatusChange::Listing { relist: None }.apply(&mut s);
     StatusChange::Listed.apply(&mut s);
     assert_eq!((s.state, s.listed, s.relists), (ScopeState::Listing, 1, 0));
     StatusChange::Error {
@@ -218,8 +246,13 @@ fn status_changes_write_state_counters_and_error() {
     .apply(&mut s);
     assert_eq!(s.state, ScopeState::Forbidden);
     assert_eq!(s.last_error.as_deref(), Some("grant it"));
-    StatusChange::Listing { relist: true }.apply(&mut s);
+    StatusChange::Listing {
+        relist: Some(RelistReason::Forbidden),
+    }
+    .apply(&mut s);
     assert_eq!(s.relists, 1);
+    assert_eq!(s.relists_for(RelistReason::Forbidden), 1);
+    assert_eq!(s.relists_for(RelistReason::Expired), 0);
     assert_eq!(
         s.last_error.as_deref(),
         Some("grant it"),
