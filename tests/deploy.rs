@@ -22,6 +22,7 @@ use std::{
 use informerd::proto::{ResourceStatus, StatusRequest};
 use informerd_testkit::{delete_namespace, repo_root, wait_default_service_account, ControlPlane};
 use k8s_openapi::api::{
+    apps::v1::Deployment,
     authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec},
     core::v1::{ConfigMap, Pod},
 };
@@ -117,6 +118,22 @@ async fn the_sidecar_base_applies_and_serves_with_the_identity_it_creates() -> a
             "{object} in {applied}"
         );
     }
+    // The apiserver kept the sidecar native (an API version without it would drop the field).
+    let deployment = Api::<Deployment>::namespaced(admin.clone(), &own)
+        .get("controller")
+        .await?;
+    let pod = deployment.spec.and_then(|s| s.template.spec).unwrap();
+    let sidecar = &pod.init_containers.unwrap()[0];
+    assert_eq!(
+        (sidecar.name.as_str(), sidecar.restart_policy.as_deref()),
+        ("informerd", Some("Always"))
+    );
+    // The example overlay builds on the base.
+    let example = kubectl.run(&["kustomize", "deploy/example"], "");
+    assert!(
+        example.contains("image: informerd-demo-controller:0.1.0"),
+        "{example}"
+    );
     for ns in [&ns0, &ns1] {
         wait_default_service_account(&admin, ns).await?;
         create_pod(&admin, ns).await?;
