@@ -3,6 +3,7 @@
 //! succeeds on the real apiserver; and the sidecar, run with the identity those manifests create
 //! (a TokenRequest token of their ServiceAccount) and the configuration of their ConfigMap, syncs
 //! every scope, and reports a scope forbidden, naming the verb, once its Role loses that verb.
+//! `informerd rbac --kubeconfig` names a custom resource by the plural discovery gives.
 //!
 //! The control plane has no kubelet, so the sidecar runs here rather than in the pod. kubectl is
 //! the one the Makefile builds from the control plane's release (`make .cache/bin/kubectl`;
@@ -21,10 +22,13 @@ use std::{
 
 use informerd::proto::{ResourceStatus, StatusRequest};
 use informerd_testkit::{delete_namespace, repo_root, wait_default_service_account, ControlPlane};
-use k8s_openapi::api::{
-    apps::v1::Deployment,
-    authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec},
-    core::v1::{ConfigMap, Pod},
+use k8s_openapi::{
+    api::{
+        apps::v1::Deployment,
+        authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec},
+        core::v1::{ConfigMap, Pod},
+    },
+    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 };
 use kube::{
     api::{Patch, PatchParams, PostParams},
@@ -192,6 +196,96 @@ async fn the_sidecar_base_applies_and_serves_with_the_identity_it_creates() -> a
     for ns in [&own, &ns0, &ns1] {
         delete_namespace(&admin, ns).await?;
     }
+    std::fs::remove_dir_all(&dir)?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn rbac_with_a_kubeconfig_asks_discovery_for_custom_resources() -> anyhow::Result<()> {
+    let cp = ControlPlane::get();
+    let admin = cp.client().await?;
+    // A plural no rule of English would guess.
+    let group = format!("{}.informerd.io", unique_prefix());
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("gadgetries.{group}")},
+        "spec": {
+            "group": group, "scope": "Namespaced",
+            "names": {"plural": "gadgetries", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema":
+                {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
+        }
+    }))?;
+    let crds: Api<CustomResourceDefinition> = Api::all(admin.clone());
+    crds.create(&PostParams::default(), &crd).await?;
+    let dir = tempdir(&group);
+    let write = |name: &str, resources: &str| {
+        let path = dir.join(name);
+        let text =
+            format!("apiVersion: informerd.io/v1alpha1\nkind: Config\nresources:\n{resources}");
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let config = write(
+        "informerd.yaml",
+        &format!("- {{apiVersion: {group}/v1, kind: Gadget, namespaces: [a]}}\n- {{apiVersion: v1, kind: Pod}}\n"),
+    );
+    let kubeconfig = cp.kubeconfig().display().to_string();
+    let rbac = |args: &[&str]| Command::new(BIN).arg("rbac").args(args).output().unwrap();
+
+    let offline = rbac(&["--config", &config]);
+    assert_eq!(offline.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&offline.stderr);
+    assert!(stderr.contains(&format!("{config}:4:")), "{stderr}");
+    assert!(
+        stderr.contains("run informerd rbac with --kubeconfig"),
+        "{stderr}"
+    );
+
+    // Discovery serves the new group shortly after the CRD is created.
+    let deadline = Instant::now() + PATIENCE;
+    let online = loop {
+        let out = rbac(&["--config", &config, "--kubeconfig", &kubeconfig]);
+        if out.status.success() || Instant::now() > deadline {
+            break out;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let stdout = String::from_utf8_lossy(&online.stdout);
+    assert!(
+        online.status.success(),
+        "{}",
+        String::from_utf8_lossy(&online.stderr)
+    );
+    let docs = documents(&stdout);
+    let rules = |kind: &str| {
+        let doc = docs.iter().find(|d| d["kind"] == kind).unwrap();
+        serde_yaml::to_string(&doc["rules"]).unwrap()
+    };
+    assert_eq!(
+        rules("Role"),
+        format!("- apiGroups:\n  - {group}\n  resources:\n  - gadgetries\n  verbs:\n  - list\n  - watch\n")
+    );
+    assert_eq!(
+        rules("ClusterRole"),
+        "- apiGroups:\n  - ''\n  resources:\n  - pods\n  verbs:\n  - list\n  - watch\n"
+    );
+
+    let unserved = write(
+        "unserved.yaml",
+        &format!("- {{apiVersion: {group}/v1, kind: Widget}}\n"),
+    );
+    let out = rbac(&["--config", &unserved, "--kubeconfig", &kubeconfig]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr.starts_with(&format!("{unserved}:4:"))
+            && stderr.contains(&format!("{group}/v1 Widget is not served by the cluster")),
+        "{stderr}"
+    );
+
+    crds.delete(&format!("gadgetries.{group}"), &Default::default())
+        .await?;
     std::fs::remove_dir_all(&dir)?;
     Ok(())
 }

@@ -25,17 +25,15 @@ use k8s_openapi::{
     NamespaceResourceScope, Resource,
 };
 
-/// A built-in kind as RBAC rules name it.
+use super::Kind;
+
+/// A row of the table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BuiltinKind {
-    /// The API group; empty for the core group.
-    pub group: &'static str,
-    /// The kind, e.g. `Endpoints`.
-    pub kind: &'static str,
-    /// The resource (plural), e.g. `endpoints`.
-    pub plural: &'static str,
-    /// Whether its objects live in namespaces.
-    pub namespaced: bool,
+struct BuiltinKind {
+    group: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    namespaced: bool,
 }
 
 fn entry<T: Resource + 'static>() -> BuiltinKind {
@@ -52,10 +50,15 @@ macro_rules! kinds {
 }
 
 /// The built-in kind `kind` of `group`, if there is one.
-pub fn lookup(group: &str, kind: &str) -> Option<BuiltinKind> {
+pub fn lookup(group: &str, kind: &str) -> Option<Kind> {
     table()
         .into_iter()
         .find(|k| k.group == group && k.kind == kind)
+        .map(|k| Kind {
+            group: k.group.into(),
+            plural: k.plural.into(),
+            namespaced: k.namespaced,
+        })
 }
 
 /// Every listable kind of the stable API groups, one version each.
@@ -129,16 +132,21 @@ mod tests {
 
     #[test]
     fn plurals_and_scopes_come_from_the_api_types() {
-        let endpoints = lookup("", "Endpoints").unwrap();
+        let kind = |group: &str, plural: &str, namespaced| Kind {
+            group: group.into(),
+            plural: plural.into(),
+            namespaced,
+        };
+        assert_eq!(lookup("", "Endpoints"), Some(kind("", "endpoints", true)));
         assert_eq!(
-            (endpoints.plural, endpoints.namespaced),
-            ("endpoints", true)
+            lookup("networking.k8s.io", "NetworkPolicy"),
+            Some(kind("networking.k8s.io", "networkpolicies", true))
         );
-        let policy = lookup("networking.k8s.io", "NetworkPolicy").unwrap();
-        assert_eq!(policy.plural, "networkpolicies");
-        let node = lookup("", "Node").unwrap();
-        assert_eq!((node.plural, node.namespaced), ("nodes", false));
-        assert_eq!(lookup("apps", "Deployment").unwrap().plural, "deployments");
+        assert_eq!(lookup("", "Node"), Some(kind("", "nodes", false)));
+        assert_eq!(
+            lookup("apps", "Deployment"),
+            Some(kind("apps", "deployments", true))
+        );
         // A kind in the wrong group, or a custom resource, is not guessed.
         assert_eq!(lookup("", "Deployment"), None);
         assert_eq!(lookup("example.com", "Widget"), None);

@@ -10,8 +10,10 @@
 //! Namespaces, and discovery (`/api`, `/apis`) is open to every authenticated identity through
 //! the `system:discovery` ClusterRole. No `get`: informerd never reads a single object.
 //!
-//! It must NOT talk to the cluster: plurals and scopes come from [`builtin`], and a kind that
-//! is not there fails with an error pointing at the file, never with a guessed rule.
+//! It must NOT talk to the cluster: plurals and scopes come from [`builtin`], or from the
+//! discovery answers the caller passes in ([`Kinds::Discovered`], `informerd rbac
+//! --kubeconfig`), and a kind neither knows fails with an error pointing at the file, never
+//! with a guessed rule.
 
 pub mod builtin;
 
@@ -41,6 +43,27 @@ pub enum RbacError {
     Yaml(#[from] serde_yaml::Error),
 }
 
+/// A kind as RBAC rules name it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kind {
+    /// The API group; empty for the core group.
+    pub group: String,
+    /// The resource (plural), e.g. `endpoints`.
+    pub plural: String,
+    /// Whether its objects live in namespaces.
+    pub namespaced: bool,
+}
+
+/// Where the plurals and scopes of the configured kinds come from.
+#[derive(Clone, Debug)]
+pub enum Kinds {
+    /// Kubernetes' built-in kinds ([`builtin`]); any other kind is an error.
+    Builtin,
+    /// A cluster's discovery: one answer per configured resource, in file order, the kind or
+    /// why the cluster does not serve it.
+    Discovered(Vec<Result<Kind, String>>),
+}
+
 /// Who is granted the rules, and how the objects are named.
 #[derive(Clone, Debug)]
 pub struct Grantee {
@@ -64,12 +87,12 @@ pub struct Rbac {
 /// API group → resources: one rule each.
 type Rules = BTreeMap<String, BTreeSet<String>>;
 
-/// The RBAC that `config` needs, granted to `grantee`.
-pub fn generate(config: &Config, grantee: &Grantee) -> Result<Rbac, RbacError> {
+/// The RBAC that `config` needs, granted to `grantee`, with the kinds' plurals from `kinds`.
+pub fn generate(config: &Config, grantee: &Grantee, kinds: &Kinds) -> Result<Rbac, RbacError> {
     let mut cluster = Rules::new();
     let mut namespaced: BTreeMap<String, Rules> = BTreeMap::new();
     for (i, rc) in config.resources.iter().enumerate() {
-        let kind = resolve(config, i, rc)?;
+        let kind = resolve(config, kinds, i, rc)?;
         let grant = |rules: &mut Rules, group: &str, plural: &str| {
             rules
                 .entry(group.to_string())
@@ -77,18 +100,18 @@ pub fn generate(config: &Config, grantee: &Grantee) -> Result<Rbac, RbacError> {
                 .insert(plural.to_string());
         };
         match &rc.scope {
-            Scope::AllNamespaces => grant(&mut cluster, kind.group, kind.plural),
+            Scope::AllNamespaces => grant(&mut cluster, &kind.group, &kind.plural),
             Scope::Selector(_) => {
                 // Matching namespaces come and go: only a ClusterRole covers them all.
-                grant(&mut cluster, kind.group, kind.plural);
+                grant(&mut cluster, &kind.group, &kind.plural);
                 grant(&mut cluster, "", "namespaces");
             }
             Scope::Namespaces(list) => {
                 for ns in list {
                     grant(
                         namespaced.entry(ns.clone()).or_default(),
-                        kind.group,
-                        kind.plural,
+                        &kind.group,
+                        &kind.plural,
                     );
                 }
             }
@@ -107,21 +130,28 @@ pub fn generate(config: &Config, grantee: &Grantee) -> Result<Rbac, RbacError> {
 /// when the rules cannot be derived or could not serve the configured scope.
 fn resolve(
     config: &Config,
+    kinds: &Kinds,
     index: usize,
     rc: &ResourceConfig,
-) -> Result<builtin::BuiltinKind, ConfigError> {
-    let kind = builtin::lookup(&rc.group, &rc.kind).ok_or_else(|| {
-        config.error_at(
-            index,
-            "kind",
-            &format!(
-                "{} {} is not a built-in Kubernetes kind, so its resource name (plural) is not known \
-                 without the cluster; write its Role by hand with `list` and `watch` on the plural \
-                 `kubectl api-resources --api-group={}` shows",
-                rc.api_version, rc.kind, rc.group
-            ),
-        )
-    })?;
+) -> Result<Kind, ConfigError> {
+    let kind = match kinds {
+        Kinds::Builtin => builtin::lookup(&rc.group, &rc.kind).ok_or_else(|| {
+            format!(
+                "{} {} is not a built-in Kubernetes kind, so its resource name (plural) is not \
+                 known without the cluster; run informerd rbac with --kubeconfig to ask the \
+                 cluster's discovery",
+                rc.api_version, rc.kind
+            )
+        }),
+        Kinds::Discovered(answers) => answers[index].clone().map_err(|e| {
+            format!(
+                "{} {} is not served by the cluster ({e}); check apiVersion and kind, or \
+                 install its CustomResourceDefinition",
+                rc.api_version, rc.kind
+            )
+        }),
+    }
+    .map_err(|message| config.error_at(index, "kind", &message))?;
     if !kind.namespaced && !matches!(rc.scope, Scope::AllNamespaces) {
         let field = match rc.scope {
             Scope::Namespaces(_) => "namespaces",

@@ -16,7 +16,7 @@ fn grantee() -> Grantee {
 fn rbac(resources: &str) -> Result<Rbac, RbacError> {
     let text = format!("apiVersion: informerd.io/v1alpha1\nkind: Config\nresources:\n{resources}");
     let cfg = config::parse("informerd.yaml", &text).expect("a valid configuration");
-    generate(&cfg, &grantee())
+    generate(&cfg, &grantee(), &Kinds::Builtin)
 }
 
 fn rule(group: &str, resources: &[&str]) -> PolicyRule {
@@ -120,7 +120,46 @@ fn a_kind_that_is_not_built_in_is_an_error_at_its_kind_never_a_guess() {
         "{err}"
     );
     assert!(
-        err.contains("kubectl api-resources --api-group=example.com"),
+        err.contains("run informerd rbac with --kubeconfig"),
+        "{err}"
+    );
+}
+
+#[test]
+fn discovered_kinds_name_their_plural_and_scope() {
+    let text = "apiVersion: informerd.io/v1alpha1\nkind: Config\nresources:\n\
+                - {apiVersion: example.com/v1, kind: Widget, namespaces: [a]}\n\
+                - {apiVersion: example.com/v1, kind: Gizmo}\n";
+    let cfg = config::parse("informerd.yaml", text).unwrap();
+    let kinds = Kinds::Discovered(vec![
+        Ok(Kind {
+            group: "example.com".into(),
+            plural: "widgetries".into(),
+            namespaced: true,
+        }),
+        Ok(Kind {
+            group: "example.com".into(),
+            plural: "gizmos".into(),
+            namespaced: false,
+        }),
+    ]);
+    let rbac = generate(&cfg, &grantee(), &kinds).unwrap();
+    let (cluster, _) = rbac.cluster.unwrap();
+    assert_eq!(cluster.rules.unwrap(), [rule("example.com", &["gizmos"])]);
+    assert_eq!(
+        rbac.namespaces[0].0.rules.as_deref().unwrap(),
+        [rule("example.com", &["widgetries"])]
+    );
+    let missing = Kinds::Discovered(vec![Err("404".into()), Err("404".into())]);
+    let err = generate(&cfg, &grantee(), &missing)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("informerd.yaml:4:"),
+        "FILE:LINE:COLUMN of the first resource: {err}"
+    );
+    assert!(
+        err.contains("example.com/v1 Widget is not served by the cluster (404)"),
         "{err}"
     );
 }
