@@ -2,7 +2,8 @@
 //! the committed configuration; `kubectl kustomize deploy/sidecar | kubectl apply --server-side`
 //! succeeds on the real apiserver; and the sidecar, run with the identity those manifests create
 //! (a TokenRequest token of their ServiceAccount) and the configuration of their ConfigMap, syncs
-//! every scope, and reports a scope forbidden, naming the verb, once its Role loses that verb.
+//! every scope, and reports a scope forbidden, naming the verb, once its Role loses that verb;
+//! the Deployment's probes, called on the configured metrics server, say ready then unready.
 //! `informerd rbac --kubeconfig` names a custom resource by the plural discovery gives.
 //!
 //! The control plane has no kubelet, so the sidecar runs here rather than in the pod. kubectl is
@@ -143,9 +144,10 @@ async fn the_sidecar_base_applies_and_serves_with_the_identity_it_creates() -> a
         create_pod(&admin, ns).await?;
     }
 
-    // The deployed configuration, with the socket (and metrics port) moved to this machine.
+    // The deployed configuration, with the socket and the metrics port moved to this machine.
     let dir = tempdir(&prefix);
-    let config = deployed_config(&admin, &own, &manifests, &dir).await?;
+    let (config, metrics) = deployed_config(&admin, &own, &manifests, &dir).await?;
+    let probes = Probes::of(&manifests);
     let kubeconfig = service_account_kubeconfig(cp, &own, &dir).await?;
 
     let mut sidecar = Serve::start(&config, &kubeconfig, &dir);
@@ -159,6 +161,13 @@ async fn the_sidecar_base_applies_and_serves_with_the_identity_it_creates() -> a
         ]
     );
     assert_eq!(status.objects, 2, "the pod of each namespace");
+    assert_eq!(
+        http_status(metrics, &probes.readiness),
+        200,
+        "ready once synced"
+    );
+    assert_eq!(http_status(metrics, &probes.liveness), 200);
+    assert_eq!(http_status(metrics, &probes.startup), 200);
     drop(sidecar);
 
     // One verb less in the Role of one namespace: that scope is forbidden, the other serves.
@@ -191,6 +200,16 @@ async fn the_sidecar_base_applies_and_serves_with_the_identity_it_creates() -> a
         forbidden.last_error
     );
     assert_eq!(status.objects, 1, "the synced namespace's pod still serves");
+    assert_eq!(
+        http_status(metrics, &probes.readiness),
+        503,
+        "not ready: a scope is forbidden"
+    );
+    assert_eq!(
+        http_status(metrics, &probes.liveness),
+        200,
+        "alive: no restart would help"
+    );
     drop(sidecar);
 
     for ns in [&own, &ns0, &ns1] {
@@ -385,34 +404,101 @@ fn documents(manifests: &str) -> Vec<serde_yaml::Value> {
 }
 
 /// Reads the ConfigMap the manifests deployed back from the apiserver and writes its
-/// configuration to `dir`, with the socket in `dir` and the metrics port, if any, a free one.
+/// configuration to `dir`, with the socket in `dir` and the metrics port a free one on
+/// loopback; returns the file and that port. The configured metrics port must be the one the
+/// Deployment's probes call.
 async fn deployed_config(
     admin: &Client,
     ns: &str,
     manifests: &str,
     dir: &Path,
-) -> anyhow::Result<PathBuf> {
-    let name = documents(manifests)
-        .into_iter()
+) -> anyhow::Result<(PathBuf, u16)> {
+    let docs = documents(manifests);
+    let name = docs
+        .iter()
         .find(|d| d["kind"] == "ConfigMap")
-        .and_then(|d| d["metadata"]["name"].as_str().map(str::to_string))
+        .and_then(|d| d["metadata"]["name"].as_str())
         .expect("a ConfigMap in deploy/sidecar");
     let cm = Api::<ConfigMap>::namespaced(admin.clone(), ns)
-        .get(&name)
+        .get(name)
         .await?;
     let text = cm.data.unwrap_or_default().remove("informerd.yaml");
     let mut config: serde_yaml::Value = serde_yaml::from_str(&text.expect("informerd.yaml"))?;
     let server = &mut config["server"];
     server["socket"] = dir.join("informerd.sock").display().to_string().into();
-    if server.get("metrics").is_some() {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
-        server["metrics"] = format!("127.0.0.1:{port}").into();
-    }
+    let configured = server["metrics"]
+        .as_str()
+        .expect("server.metrics, which the Deployment's probes call");
+    let port = sidecar_container(&docs)["ports"]
+        .as_sequence()
+        .and_then(|ports| ports.iter().find(|p| p["name"] == "metrics"))
+        .and_then(|p| p["containerPort"].as_u64())
+        .expect("the sidecar's port named metrics");
+    assert!(
+        configured.ends_with(&format!(":{port}")),
+        "server.metrics {configured} is not the metrics port {port} the probes call"
+    );
+    let free = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    server["metrics"] = format!("127.0.0.1:{free}").into();
     let path = dir.join("informerd.yaml");
     std::fs::write(&path, serde_yaml::to_string(&config)?)?;
-    Ok(path)
+    Ok((path, free))
+}
+
+/// The informerd container of the Deployment in `docs`.
+fn sidecar_container(docs: &[serde_yaml::Value]) -> &serde_yaml::Value {
+    let deployment = docs
+        .iter()
+        .find(|d| d["kind"] == "Deployment")
+        .expect("a Deployment");
+    deployment["spec"]["template"]["spec"]["initContainers"]
+        .as_sequence()
+        .and_then(|c| c.iter().find(|c| c["name"] == "informerd"))
+        .expect("informerd among the init containers")
+}
+
+/// The paths the kubelet probes the sidecar on.
+struct Probes {
+    startup: String,
+    liveness: String,
+    readiness: String,
+}
+
+impl Probes {
+    fn of(manifests: &str) -> Probes {
+        let docs = documents(manifests);
+        let container = sidecar_container(&docs);
+        let path = |probe: &str| {
+            let get = &container[probe]["httpGet"];
+            assert_eq!(get["port"], "metrics", "{probe} on the metrics port");
+            get["path"].as_str().expect("an httpGet path").to_string()
+        };
+        Probes {
+            startup: path("startupProbe"),
+            liveness: path("livenessProbe"),
+            readiness: path("readinessProbe"),
+        }
+    }
+}
+
+/// The HTTP status of `GET path` on the loopback `port`, as the kubelet's probe gets it.
+fn http_status(port: u16, path: &str) -> u16 {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).unwrap();
+    reply
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP answer: {reply:?}"))
 }
 
 /// A kubeconfig for the deployed ServiceAccount: a token from the TokenRequest API, as the
