@@ -384,7 +384,8 @@ async fn create_pod(client: &Client, ns: &str) -> anyhow::Result<()> {
     let pod = json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "web"},
-        "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "busybox"}]}
+        // Unscheduled, so that deleting its namespace needs no kubelet to confirm.
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]}
     });
     Api::<Pod>::namespaced(client.clone(), ns)
         .patch(
