@@ -20,15 +20,35 @@ help:
 	@echo "make cluster       start etcd, kube-apiserver, kube-controller-manager on 127.0.0.1"
 	@echo "make cluster-down  stop them"
 	@echo "make seed PODS=N NAMESPACES=M   create realistic pods in the running cluster"
+	@echo "make deploy-rbac   regenerate deploy/sidecar/rbac.yaml from deploy/sidecar/informerd.yaml"
 	@echo "make bench         memory per pod: informerd's profiles against kube-rs and client-go caches"
 	@echo "                   (BENCH_PODS=10000,50000 ...; results in benches/results/compare.*)"
 
 # --- the control plane, built from source through the Go module proxy -------------------------
+# The Kubernetes binaries are stamped with the release tools/go.mod names, as Kubernetes' own
+# build does (hack/lib/version.sh: -X on k8s.io/component-base/version and
+# k8s.io/client-go/pkg/version), so that /version and `kubectl version` report v1.36.3 instead
+# of v0.0.0-master. The module proxy does not say which git commit a release is, so gitCommit is
+# left empty rather than the placeholder; buildDate is the time of the build, as in version.sh.
+K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" { print $$2; exit }' tools/go.mod)
+K8S_MAJOR   := $(word 1,$(subst ., ,$(patsubst v%,%,$(K8S_VERSION))))
+K8S_MINOR   := $(word 2,$(subst ., ,$(K8S_VERSION)))
+k8s_stamp    = $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version, \
+  -X '$(pkg).gitVersion=$(K8S_VERSION)' -X '$(pkg).gitMajor=$(K8S_MAJOR)' \
+  -X '$(pkg).gitMinor=$(K8S_MINOR)' -X '$(pkg).gitCommit=' -X '$(pkg).gitTreeState=clean' \
+  -X '$(pkg).buildDate=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)')
+K8S_LDFLAGS  = -s -w $(k8s_stamp)
+
 $(BIN)/kube-apiserver $(BIN)/kube-controller-manager &: tools/go.mod tools/go.sum
 	@mkdir -p $(BIN)
-	@echo "building kube-apiserver and kube-controller-manager (the first build takes minutes)"
-	cd tools && go build -ldflags='-s -w' -o ../$(BIN)/ $(K8S_PKG)/kube-apiserver $(K8S_PKG)/kube-controller-manager
+	@echo "building kube-apiserver and kube-controller-manager $(K8S_VERSION) (the first build takes minutes)"
+	cd tools && go build -ldflags="$(K8S_LDFLAGS)" -o ../$(BIN)/ $(K8S_PKG)/kube-apiserver $(K8S_PKG)/kube-controller-manager
 	@touch $(BIN)/kube-apiserver $(BIN)/kube-controller-manager
+
+# kubectl from the same release, for the tests that apply deploy/ as a user would.
+$(BIN)/kubectl: tools/go.mod tools/go.sum
+	@mkdir -p $(BIN)
+	cd tools && go build -ldflags="$(K8S_LDFLAGS)" -o ../$(BIN)/ $(K8S_PKG)/kubectl
 
 # Each tool is rebuilt when its own sources (or the module) change.
 .SECONDEXPANSION:
@@ -105,7 +125,7 @@ $(PROMPARSE):
 	  prometheus_client==$(PROMETHEUS_CLIENT_VERSION)
 
 .PHONY: test
-test: tools $(BIN)/grpcurl image $(PROMPARSE)
+test: tools $(BIN)/grpcurl $(BIN)/kubectl image $(PROMPARSE)
 	@set -eo pipefail; trap '$(BIN)/cluster down --dir $(TEST_CLUSTER_DIR)' EXIT; \
 	$(BIN)/cluster up --dir $(TEST_CLUSTER_DIR) --bin $(BIN); \
 	(cd tools && go vet ./... && go test ./...); \
@@ -121,6 +141,18 @@ test: tools $(BIN)/grpcurl image $(PROMPARSE)
 	awk '/^--- PASS/ { p++ } /^--- FAIL/ { f++ } END { printf "go client %d passed, %d failed; ", p, f }' .cache/go-client-test.log; \
 	awk '/^--- PASS/ { p++ } /^--- FAIL/ { f++ } END { printf "image %d passed, %d failed; ", p, f }' .cache/image-test.log; \
 	awk '/ PASSED/ { p++ } / FAILED/ { f++ } END { printf "python client %d passed, %d failed\n", p, f }' .cache/python-client-test.log
+
+# --- deploy/ ------------------------------------------------------------------------------------
+# deploy/sidecar's RBAC, generated from the sidecar's configuration for the example's
+# ServiceAccount; tests/deploy.rs reruns the command the file's first line records and fails
+# while the committed file differs.
+.PHONY: deploy-rbac
+deploy-rbac:
+	cargo build --quiet --bin informerd
+	$(CARGO_TARGET)/debug/informerd rbac --config deploy/sidecar/informerd.yaml \
+	  --service-account controller --service-account-namespace informerd-example \
+	  --name informerd-example > deploy/sidecar/rbac.yaml.tmp
+	mv deploy/sidecar/rbac.yaml.tmp deploy/sidecar/rbac.yaml
 
 # --- the memory comparison (benches/compare.rs documents its BENCH_* settings) ---------------
 .PHONY: bench

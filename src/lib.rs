@@ -14,6 +14,7 @@ pub mod filter;
 pub mod fleet;
 pub mod metrics;
 pub mod proto;
+pub mod rbac;
 pub mod store;
 pub mod transform;
 pub mod vocab;

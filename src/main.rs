@@ -1,7 +1,7 @@
 //! The informerd binary: its command line, and which function of [`cli`] runs each command.
 //! `serve` is the sidecar (config → fleet → filter → transform → store → api); `get`, `list`,
-//! `watch` and `status` are a client of a running sidecar; `check-config` and `bench` read a
-//! configuration without a cluster.
+//! `watch` and `status` are a client of a running sidecar; `check-config`, `rbac` and `bench`
+//! read a configuration without a cluster.
 
 #![forbid(unsafe_code)]
 #![warn(clippy::too_many_lines)]
@@ -50,6 +50,9 @@ enum Command {
     Watch(cli::Client<cli::WatchArgs>),
     /// What the sidecar caches and how it is doing: sync state, objects, memory, scopes.
     Status(cli::Client<cli::StatusArgs>),
+    /// Print the least-privilege RBAC of a configuration as YAML (Roles, ClusterRoles and
+    /// their bindings to the sidecar's ServiceAccount).
+    Rbac(cli::RbacArgs),
     /// Run a dump (`kubectl get pods -A -o json`) through a configuration: objects kept, and
     /// bytes per object as JSON, in the store, and allocated.
     Bench(cli::bench::BenchArgs),
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         Command::Status(client) => cli::run(client),
         Command::Bench(args) => cli::bench::run(args),
         Command::CheckConfig { file } => cli::check_config(&file),
+        Command::Rbac(args) => cli::rbac(args),
         Command::Serve { config, kubeconfig } => cli::serve(config, kubeconfig),
     }
 }

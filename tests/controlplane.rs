@@ -182,3 +182,30 @@ async fn controller_manager_finishes_namespace_deletion_and_collects_garbage() -
     .await;
     Ok(())
 }
+
+/// The release tools/go.mod builds the control plane from (`k8s.io/kubernetes vX.Y.Z`).
+fn kubernetes_release() -> String {
+    let go_mod = std::fs::read_to_string(informerd_testkit::repo_root().join("tools/go.mod"))
+        .expect("tools/go.mod");
+    go_mod
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("k8s.io/kubernetes "))
+        .map(|v| v.trim().to_string())
+        .expect("tools/go.mod requires k8s.io/kubernetes")
+}
+
+#[tokio::test]
+async fn the_apiserver_reports_the_release_it_was_built_from() -> anyhow::Result<()> {
+    let client = ControlPlane::get().client().await?;
+    let info = client.apiserver_version().await?;
+    let release = kubernetes_release();
+    assert_eq!(
+        info.git_version, release,
+        "/version is not the release tools/go.mod names: the binaries are stamped by the Makefile \
+         (make control-plane), and a running control plane keeps the binary it started with \
+         (make cluster-down, then make cluster)"
+    );
+    let minor = release.split('.').nth(1).unwrap_or_default();
+    assert_eq!((info.major.as_str(), info.minor.as_str()), ("1", minor));
+    Ok(())
+}

@@ -1,6 +1,6 @@
 //! The commands of the binary: `serve` (the sidecar), the client commands, kubectl-style
 //! (`get`, `list`, `watch` and `status` over the gRPC API of a running sidecar),
-//! `check-config` and `bench`.
+//! `check-config`, `rbac` and `bench`.
 //!
 //! Client errors print as `informerd: CODE: message (reason: Reason)` with the gRPC status
 //! code and the `informerd-reason` trailer, and exit with status 1; a sidecar that cannot be
@@ -19,6 +19,7 @@ mod get;
 mod humanize;
 mod list;
 mod output;
+mod rbac;
 mod run;
 mod serve;
 mod status;
@@ -29,6 +30,7 @@ pub use connect::Connection;
 pub use error::CliError;
 pub use get::GetArgs;
 pub use list::ListArgs;
+pub use rbac::{rbac, RbacArgs};
 pub use run::{run, Client};
 pub use serve::serve;
 pub use status::StatusArgs;
