@@ -66,7 +66,7 @@ CARGO_TARGET := $(or $(CARGO_TARGET_DIR),target)
 test: tools $(BIN)/grpcurl
 	@set -eo pipefail; trap '$(BIN)/cluster down --dir $(TEST_CLUSTER_DIR)' EXIT; \
 	$(BIN)/cluster up --dir $(TEST_CLUSTER_DIR) --bin $(BIN); \
-	(cd tools && go vet ./... && go test ./...); \
+	(cd tools && go vet ./... && INFORMERD_KUBECONFIG=$(abspath $(TEST_CLUSTER_DIR))/kubeconfig go test ./...); \
 	INFORMERD_CLUSTER_DIR=$(abspath $(TEST_CLUSTER_DIR)) cargo test --workspace 2>&1 | tee .cache/cargo-test.log; \
 	cargo build --bin informerd; \
 	export INFORMERD_BIN=$(abspath $(CARGO_TARGET))/debug/informerd \
