@@ -20,6 +20,8 @@ help:
 	@echo "make seed PODS=N NAMESPACES=M   create realistic pods in the running cluster"
 	@echo "make bench         memory per pod: informerd's profiles against kube-rs and client-go caches"
 	@echo "                   (BENCH_PODS=10000,50000 ...; results in benches/results/compare.*)"
+	@echo "make chaos         the chaos suite's long form (CHAOS_ROUNDS=5 CHAOS_CHURN_SECONDS=20 ...;"
+	@echo "                   table in benches/results/chaos.md)"
 
 # --- the control plane, built from source through the Go module proxy -------------------------
 $(BIN)/kube-apiserver $(BIN)/kube-controller-manager &: tools/go.mod tools/go.sum
@@ -83,6 +85,17 @@ test: tools $(BIN)/grpcurl
 bench: cluster $(BIN)/seed $(BIN)/peer-clientgo
 	cargo build --release -p informerd-peers
 	INFORMERD_CLUSTER_DIR=$(abspath $(CLUSTER_DIR)) cargo bench --bench compare
+
+# --- the chaos suite's long form (tests/chaos.rs documents its CHAOS_* settings); make test
+# runs one short round ---------------------------------------------------------------------------
+CHAOS_ROUNDS        ?= 5
+CHAOS_CHURN_SECONDS ?= 20
+CHAOS_PODS          ?= 1000
+.PHONY: chaos
+chaos: cluster $(BIN)/seed
+	CHAOS_ROUNDS=$(CHAOS_ROUNDS) CHAOS_CHURN_SECONDS=$(CHAOS_CHURN_SECONDS) CHAOS_PODS=$(CHAOS_PODS) \
+	  CHAOS_RESULTS=$(abspath benches/results/chaos.md) INFORMERD_CLUSTER_DIR=$(abspath $(CLUSTER_DIR)) \
+	  cargo test --test chaos -- --nocapture
 
 # --- the demo -----------------------------------------------------------------------------------
 DEMO_PODS ?= 5000

@@ -7,7 +7,8 @@
 //! `cargo test --test chaos` (and so `make test`) runs one round of every fault; `make chaos`
 //! runs more: CHAOS_ROUNDS (default 1), CHAOS_CHURN_SECONDS (default 6) and CHAOS_PODS
 //! (default 200) set the size; CHAOS_CONVERGE_SECONDS (default 180) bounds the wait for
-//! agreement after each phase. A table of faults, events, divergences and times to reconverge
+//! agreement after each phase; with CHAOS_RESULTS=FILE the table is also written there (`make
+//! chaos` writes benches/results/chaos.md). A table of faults, events, divergences and times to reconverge
 //! is printed at the end.
 
 use std::{
@@ -164,8 +165,11 @@ fn fold(s: &mut Seen, event: &informerd::proto::WatchEvent) {
     }
     let resume_point = s.synced || kind == EventType::Synced;
     if resume_point {
+        // A change has a revision of its own; a BOOKMARK, or the SYNCED of a new watch's
+        // initial state (0 while informerd has stored nothing yet), may repeat the last one.
         let grows = event.revision > s.revision
-            || (kind == EventType::Bookmark && event.revision == s.revision);
+            || (matches!(kind, EventType::Bookmark | EventType::Synced)
+                && event.revision == s.revision);
         if !grows {
             s.disorder.push(format!(
                 "{kind:?} at revision {} after {}",
@@ -450,16 +454,21 @@ async fn informerd_tells_the_truth_under_faults() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Prints the table (and writes it to CHAOS_RESULTS when set).
 fn print_table(table: &BTreeMap<String, Row>, events: u64) {
-    eprintln!("\n| fault | injected | phases | informerd relists | divergences | reconverge p50 | reconverge max |");
-    eprintln!("|---|---|---|---|---|---|---|");
+    let mut out = String::from(
+        "| fault | injected | phases | informerd relists | divergences | reconverge p50 | reconverge max |\n|---|---|---|---|---|---|---|\n",
+    );
     for (fault, row) in table {
         let mut times = row.times.clone();
         times.sort();
-        let p50 = times.get(times.len() / 2).copied().unwrap_or_default();
+        let p50 = times
+            .get(times.len().saturating_sub(1) / 2)
+            .copied()
+            .unwrap_or_default();
         let max = times.last().copied().unwrap_or_default();
-        eprintln!(
-            "| {fault} | {} | {} | {} | {} | {:.1} s | {:.1} s |",
+        out += &format!(
+            "| {fault} | {} | {} | {} | {} | {:.1} s | {:.1} s |\n",
             row.faults,
             row.phases,
             row.relists,
@@ -468,5 +477,14 @@ fn print_table(table: &BTreeMap<String, Row>, events: u64) {
             max.as_secs_f64()
         );
     }
-    eprintln!("events checked (all subscribers): {events}\n");
+    out += &format!("\nevents checked (all subscribers): {events}\n");
+    eprintln!("\n{out}");
+    if let Some(path) = std::env::var_os("CHAOS_RESULTS") {
+        if let Err(e) = std::fs::write(&path, &out) {
+            eprintln!(
+                "cannot write {}: {e}",
+                std::path::Path::new(&path).display()
+            );
+        }
+    }
 }
