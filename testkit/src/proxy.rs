@@ -333,3 +333,48 @@ async fn forwarding(shared: &Shared) -> std::io::Result<()> {
         .map(|_| ())
         .map_err(|e| std::io::Error::other(e.to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared() -> Shared {
+        Shared {
+            upstream: "127.0.0.1:1".parse().unwrap(),
+            forwarding: watch::channel(true).0,
+            cuts: watch::channel(0).0,
+            armed: Mutex::new(None),
+            arming: AtomicU64::new(0),
+            open: AtomicU64::new(0),
+            accepted: AtomicU64::new(0),
+            reset: AtomicU64::new(0),
+            mid_stream: AtomicU64::new(0),
+        }
+    }
+
+    #[test]
+    fn an_armed_cut_lets_exactly_its_bytes_through_once() {
+        let s = shared();
+        let mut conn = (0, 0);
+        assert_eq!(cut_point(&s, &mut conn, 1000), None, "not armed");
+        *s.armed.lock().unwrap() = Some((1, 2500));
+        assert_eq!(cut_point(&s, &mut conn, 1000), None);
+        assert_eq!(cut_point(&s, &mut conn, 1000), None);
+        // 500 of the next 1000 bytes make 2500: they go through, then the cut.
+        assert_eq!(cut_point(&s, &mut conn, 1000), Some(500));
+        assert_eq!(s.mid_stream.load(Ordering::SeqCst), 1);
+        assert_eq!(cut_point(&s, &mut conn, 1_000_000), None, "fires once");
+    }
+
+    #[test]
+    fn bytes_before_the_arming_do_not_count() {
+        let s = shared();
+        let mut conn = (0, 0);
+        *s.armed.lock().unwrap() = Some((1, 100));
+        assert_eq!(cut_point(&s, &mut conn, 60), None);
+        // Armed again: the count starts over.
+        *s.armed.lock().unwrap() = Some((2, 100));
+        assert_eq!(cut_point(&s, &mut conn, 60), None);
+        assert_eq!(cut_point(&s, &mut conn, 60), Some(40));
+    }
+}
