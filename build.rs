@@ -1,5 +1,8 @@
 //! Compiles proto/ with protox, a pure-Rust protobuf compiler: no system `protoc` is needed.
 //! The encoded descriptor set is also kept, for gRPC server reflection.
+//!
+//! Only the service trait is generated here: the messages and the client are
+//! `informerd-client`'s (clients/rust), so that server and clients share one set of types.
 
 use std::path::PathBuf;
 
@@ -11,9 +14,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let fds = protox::compile([proto], ["proto"])?;
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
     std::fs::write(out.join("informerd_descriptor.bin"), fds.encode_to_vec())?;
-    // Object JSON is shared between the watchers of one change: `Bytes`, cloned by reference.
     tonic_prost_build::configure()
-        .bytes(".informerd.v1.Object.json")
+        .build_client(false)
+        .extern_path(".informerd.v1", "::informerd_client::proto")
         .compile_fds(fds)?;
     Ok(())
 }

@@ -9,7 +9,6 @@
 #![warn(missing_docs, clippy::too_many_lines)]
 
 pub mod api;
-pub mod client;
 pub mod config;
 pub mod filter;
 pub mod fleet;
@@ -17,3 +16,6 @@ pub mod proto;
 pub mod store;
 pub mod transform;
 pub mod vocab;
+
+/// Connecting to a running sidecar: the `informerd-client` crate, under its former path.
+pub use informerd_client as client;

@@ -356,7 +356,9 @@ async fn get_reads_your_writes_with_min_resource_version() -> anyhow::Result<()>
 
     let future: u64 = f.label("p1", json!({"x": "1"})).await?.parse()?;
     let mut req = tonic::Request::new(get("p1", &(future + 1_000_000).to_string()));
-    req.set_timeout(Duration::from_millis(300));
+    // The server answers a tenth before the deadline; 2 s leaves it 200 ms of margin over the
+    // transport's own timeout, enough on a loaded machine (300 ms left 30 ms, and lost the race).
+    req.set_timeout(Duration::from_secs(2));
     let err = f.api.get(req).await.unwrap_err();
     assert_eq!(
         (err.code(), reason(&err)),

@@ -1,40 +1,15 @@
 //! Errors as clients meet them: a gRPC status code they can act on, a message that says what to
 //! do, and the trailer `informerd-reason` naming a [`Reason`] (the enum of the proto, generated:
-//! no reason is spelled out here).
+//! no reason is spelled out here; its status code and trailer are `informerd-client`'s
+//! `Reason::code` and `Reason::status`, beside the code that reads them back).
 
 use std::time::Duration;
 
-use tonic::metadata::{MetadataMap, MetadataValue};
-use tonic::{Code, Status};
+use tonic::metadata::MetadataMap;
+use tonic::Status;
 
 pub use crate::proto::{Reason, REASON_TRAILER};
 use crate::store::StoreError;
-
-impl Reason {
-    /// The status code that comes with the reason, as the proto documents it.
-    pub fn code(self) -> Code {
-        match self {
-            Reason::Expired | Reason::EpochChanged => Code::OutOfRange,
-            Reason::FellBehind => Code::ResourceExhausted,
-            Reason::NotSynced | Reason::ShuttingDown => Code::Unavailable,
-            Reason::NotFound => Code::NotFound,
-            Reason::NotCaughtUp => Code::DeadlineExceeded,
-            Reason::Invalid => Code::InvalidArgument,
-            // The proto's zero value, never sent.
-            Reason::Unspecified => Code::Unknown,
-        }
-    }
-
-    /// The status, with the reason as a trailer (its name in the proto).
-    pub fn status(self, message: impl Into<String>) -> Status {
-        let mut metadata = MetadataMap::new();
-        metadata.insert(
-            REASON_TRAILER,
-            MetadataValue::from_static(self.as_str_name()),
-        );
-        Status::with_metadata(self.code(), message, metadata)
-    }
-}
 
 /// `INVALID_ARGUMENT` naming the request field at fault.
 pub fn invalid(field: &str, message: impl std::fmt::Display) -> Status {
@@ -80,6 +55,8 @@ fn parse_grpc_timeout(text: &str) -> Option<Duration> {
 
 #[cfg(test)]
 mod tests {
+    use tonic::Code;
+
     use super::*;
 
     #[test]

@@ -1,8 +1,4 @@
-//! Connecting to a running sidecar: used by the CLI client, tests and benchmarks.
-//!
-//! What it must not do: depend on the server. It imports only [`crate::proto`] (the generated
-//! API and the error reasons), so that it can become a crate of its own that controllers
-//! depend on without pulling in the cache.
+//! Connecting to a running sidecar: used by controllers, the CLI client, tests and benchmarks.
 //!
 //! A target is one of:
 //! - `unix:///run/informerd/informerd.sock`, `unix:relative.sock`, or a plain socket path
@@ -13,9 +9,9 @@
 //!   [`ConnectOptions::ca_file`]; a client certificate is optional (mutual TLS).
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), informerd::client::ClientError> {
-//! use informerd::{client, proto::StatusRequest};
-//! let mut cache = client::connect("/run/informerd/informerd.sock").await?;
+//! # async fn demo() -> Result<(), informerd_client::ClientError> {
+//! use informerd_client::proto::StatusRequest;
+//! let mut cache = informerd_client::connect("/run/informerd/informerd.sock").await?;
 //! let status = cache.status(StatusRequest::default()).await;
 //! # Ok(()) }
 //! ```

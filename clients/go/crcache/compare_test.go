@@ -1,0 +1,360 @@
+package crcache_test
+
+// The same controller, written as controller-runtime's documentation teaches, run twice at once
+// over the same churn: once with the default cache, once with the informerd cache, each in a
+// namespace (and on nodes) of its own. Both must end with the same objects in the API server,
+// and the informerd run must never read a pod older than its own last write of it.
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"informerd.io/clients/go/crcache"
+)
+
+// labelReconciler copies each Deployment's "team" label, and the "zone" label of each pod's
+// node, onto the Deployment's pods.
+type labelReconciler struct {
+	client.Client
+
+	mu         sync.Mutex
+	lastWrite  map[types.NamespacedName]string // pod -> resourceVersion of our last write
+	writes     int
+	reads      int      // Gets of pods we wrote, at our last write's resourceVersion
+	staleLists int      // listed pods older than our last write of them
+	staleReads []string // Gets that returned a pod older than our last write
+}
+
+func (r *labelReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var d appsv1.Deployment
+	if err := r.Get(ctx, req.NamespacedName, &d); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.InNamespace(d.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return reconcile.Result{}, err
+	}
+	for i := range pods.Items {
+		if !metav1.IsControlledBy(&pods.Items[i], &d) {
+			continue
+		}
+		p, err := r.fresh(ctx, &pods.Items[i])
+		if err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+		zone := ""
+		var node corev1.Node
+		if err := r.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, &node); err == nil {
+			zone = node.Labels["zone"]
+		} else if !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, err
+		}
+		if p.Labels["team"] == d.Labels["team"] && p.Labels["zone"] == zone {
+			continue
+		}
+		patch := client.MergeFrom(p.DeepCopy())
+		p.Labels["team"], p.Labels["zone"] = d.Labels["team"], zone
+		if err := r.Patch(ctx, p, patch); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+		r.mu.Lock()
+		r.lastWrite[client.ObjectKeyFromObject(p)] = p.ResourceVersion
+		r.writes++
+		r.mu.Unlock()
+	}
+	return reconcile.Result{}, nil
+}
+
+// fresh returns the listed pod or, if we have written it, the pod read with Get at our last
+// write's resourceVersion or later ("not older than", as the API server reads it; the default
+// cache ignores it, the informerd cache waits for it).
+func (r *labelReconciler) fresh(ctx context.Context, p *corev1.Pod) (*corev1.Pod, error) {
+	key := client.ObjectKeyFromObject(p)
+	r.mu.Lock()
+	written := r.lastWrite[key]
+	r.mu.Unlock()
+	if written == "" {
+		return p, nil
+	}
+	var got corev1.Pod
+	if err := r.Get(ctx, key, &got, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: written}}); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reads++
+	if rvLess(p.ResourceVersion, written) {
+		r.staleLists++
+	}
+	if rvLess(got.ResourceVersion, written) {
+		r.staleReads = append(r.staleReads, fmt.Sprintf("%s: read rv %s after writing rv %s", key, got.ResourceVersion, written))
+	}
+	return &got, nil
+}
+
+// deploymentsOnNode maps a node to the Deployments of the pods on it, by the spec.nodeName index.
+func (r *labelReconciler) deploymentsOnNode(ctx context.Context, node client.Object) []reconcile.Request {
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.MatchingFields{"spec.nodeName": node.GetName()}); err != nil {
+		log.FromContext(ctx).Error(err, "list pods on node")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, p := range pods.Items {
+		if ref := metav1.GetControllerOf(&p); ref != nil && ref.Kind == "Deployment" {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: ref.Name}})
+		}
+	}
+	return reqs
+}
+
+// startController runs the controller in a manager until the test ends.
+func startController(t *testing.T, e *env, name string, opts ctrl.Options) *labelReconciler {
+	t.Helper()
+	opts.Scheme = scheme.Scheme
+	opts.Metrics = metricsserver.Options{BindAddress: "0"}
+	opts.HealthProbeBindAddress = "0"
+	mgr, err := ctrl.NewManager(e.cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &labelReconciler{Client: mgr.GetClient(), lastWrite: map[types.NamespacedName]string{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, "spec.nodeName", func(o client.Object) []string {
+		return []string{o.(*corev1.Pod).Spec.NodeName}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		For(&appsv1.Deployment{}).
+		Owns(&corev1.Pod{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.deploymentsOnNode)).
+		Complete(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager %s: %v", name, err)
+		}
+	})
+	return r
+}
+
+// churnTarget is one run's namespace and nodes.
+type churnTarget struct {
+	ns    string
+	nodes []string
+	owner map[string]*appsv1.Deployment
+}
+
+func TestControllerBothCaches(t *testing.T) {
+	log.SetLogger(logr.Discard())
+	e := setup(t)
+	run := randSuffix()
+	targets := map[string]*churnTarget{}
+	for _, which := range []string{"default", "informerd"} {
+		tg := &churnTarget{ns: e.namespace(t, "cmp"+which[:1]), owner: map[string]*appsv1.Deployment{}}
+		for i := range 3 {
+			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+				Name:   fmt.Sprintf("icr-%s-%s-n%d", run, which[:1], i),
+				Labels: map[string]string{"informerd.io/run": run, "zone": "z0"},
+			}}
+			e.create(t, n)
+			t.Cleanup(func() { _ = e.kube.Delete(context.Background(), n) })
+			tg.nodes = append(tg.nodes, n.Name)
+		}
+		targets[which] = tg
+	}
+	s := e.startSidecar(t, func(sock string) string {
+		return config(sock, targets["informerd"].ns) + fmt.Sprintf(`- name: nodes
+  apiVersion: v1
+  kind: Node
+  labelSelector: informerd.io/run=%s
+  transform:
+    drop: [metadata.managedFields]
+`, run)
+	})
+
+	viaDefault := startController(t, e, "label-default", ctrl.Options{
+		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{targets["default"].ns: {}}},
+	})
+	viaInformerd := startController(t, e, "label-informerd", ctrl.Options{
+		NewCache: crcache.NewCacheFunc(crcache.Options{Target: "unix://" + s.socket}),
+	})
+
+	// The churn, applied to both targets step by step.
+	each := func(f func(tg *churnTarget)) {
+		for _, which := range []string{"default", "informerd"} {
+			f(targets[which])
+		}
+	}
+	ctx := context.Background()
+	for d := range 4 {
+		each(func(tg *churnTarget) {
+			name := fmt.Sprintf("d%d", d)
+			dep := deployment(tg.ns, name, map[string]string{"app": name})
+			dep.Labels["team"] = "t0"
+			e.create(t, dep)
+			tg.owner[name] = dep
+			for i := range 3 {
+				e.create(t, ownedPod(tg, dep, fmt.Sprintf("%s-p%d", name, i), i))
+			}
+		})
+	}
+	for round := 1; round <= 6; round++ {
+		each(func(tg *churnTarget) {
+			dep := tg.owner[fmt.Sprintf("d%d", round%4)]
+			setLabel(t, e, dep, "team", fmt.Sprintf("t%d", round))
+			setLabel(t, e, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: tg.nodes[round%3]}}, "zone", fmt.Sprintf("z%d", round))
+			e.create(t, ownedPod(tg, dep, fmt.Sprintf("%s-r%d", dep.Name, round), round))
+			if round == 3 {
+				gone := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: tg.ns, Name: "d1-p0"}}
+				if err := e.kube.Delete(ctx, gone, client.GracePeriodSeconds(0)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if round == 5 {
+				// The garbage collector deletes its pods (owner references).
+				if err := e.kube.Delete(ctx, tg.owner["d3"], client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	states := map[string]map[string]string{}
+	for _, which := range []string{"default", "informerd"} {
+		tg := targets[which]
+		eventually(t, which+" run converged", func() string {
+			state, pending := e.podState(t, tg)
+			states[which] = state
+			return pending
+		})
+	}
+	if d := diffStates(states["default"], states["informerd"]); d != "" {
+		t.Errorf("the two runs end with different pods (name: team zone node):\n%s", d)
+	}
+	viaInformerd.mu.Lock()
+	defer viaInformerd.mu.Unlock()
+	if len(viaInformerd.staleReads) > 0 {
+		t.Errorf("the informerd run read pods older than its own writes:\n%s", strings.Join(viaInformerd.staleReads, "\n"))
+	}
+	if viaInformerd.writes == 0 {
+		t.Errorf("the informerd run wrote nothing")
+	}
+	viaDefault.mu.Lock()
+	defer viaDefault.mu.Unlock()
+	if viaInformerd.reads == 0 {
+		t.Errorf("the informerd run never read back a pod it wrote: the check above checked nothing")
+	}
+	t.Logf("default cache: %d writes; of %d reads of pods it wrote, %d listed and %d got older than its write (the default cache cannot wait)",
+		viaDefault.writes, viaDefault.reads, viaDefault.staleLists, len(viaDefault.staleReads))
+	t.Logf("informerd cache: %d writes; of %d reads of pods it wrote, %d listed older than its write, none got older",
+		viaInformerd.writes, viaInformerd.reads, viaInformerd.staleLists)
+}
+
+// ownedPod is a pod of the Deployment, controlled by it, on node i of the target.
+func ownedPod(tg *churnTarget, d *appsv1.Deployment, name string, i int) *corev1.Pod {
+	p := pod(tg.ns, name, tg.nodes[i%len(tg.nodes)], maps.Clone(d.Spec.Selector.MatchLabels))
+	p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}
+	return p
+}
+
+// setLabel merge-patches one label of an object.
+func setLabel(t *testing.T, e *env, obj client.Object, key, value string) {
+	t.Helper()
+	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, key, value))
+	if err := e.kube.Patch(context.Background(), obj, patch); err != nil {
+		t.Fatalf("label %s %s=%s: %v", obj.GetName(), key, value, err)
+	}
+}
+
+// podState reads the target's pods from the API server as "name" -> "team zone node" (the node
+// without its run prefix), and says what is still pending: pods whose labels are not their
+// Deployment's team and their node's zone, pods of a deleted Deployment.
+func (e *env) podState(t *testing.T, tg *churnTarget) (map[string]string, string) {
+	t.Helper()
+	ctx := context.Background()
+	var pods corev1.PodList
+	var deps appsv1.DeploymentList
+	var nodes corev1.NodeList
+	for _, l := range []struct {
+		list client.ObjectList
+		opts []client.ListOption
+	}{{&pods, []client.ListOption{client.InNamespace(tg.ns)}}, {&deps, []client.ListOption{client.InNamespace(tg.ns)}}, {&nodes, nil}} {
+		if err := e.kube.List(ctx, l.list, l.opts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	team := map[types.UID]string{}
+	for _, d := range deps.Items {
+		team[d.UID] = d.Labels["team"]
+	}
+	zone := map[string]string{}
+	for _, n := range nodes.Items {
+		zone[n.Name] = n.Labels["zone"]
+	}
+	state := map[string]string{}
+	var pending []string
+	for _, p := range pods.Items {
+		ref := metav1.GetControllerOf(&p)
+		want, live := team[ref.UID]
+		switch {
+		case !live:
+			pending = append(pending, p.Name+": its Deployment is deleted")
+		case p.Labels["team"] != want || p.Labels["zone"] != zone[p.Spec.NodeName]:
+			pending = append(pending, fmt.Sprintf("%s: team %q zone %q, want %q %q", p.Name, p.Labels["team"], p.Labels["zone"], want, zone[p.Spec.NodeName]))
+		}
+		node := p.Spec.NodeName[strings.LastIndex(p.Spec.NodeName, "-")+1:]
+		state[p.Name] = fmt.Sprintf("%s %s %s", p.Labels["team"], p.Labels["zone"], node)
+	}
+	slices.Sort(pending)
+	return state, strings.Join(pending, "\n")
+}
+
+func diffStates(a, b map[string]string) string {
+	var lines []string
+	for k, v := range a {
+		if b[k] != v {
+			lines = append(lines, fmt.Sprintf("%s: default [%s], informerd [%s]", k, v, b[k]))
+		}
+	}
+	for k, v := range b {
+		if _, ok := a[k]; !ok {
+			lines = append(lines, fmt.Sprintf("%s: only in the informerd run [%s]", k, v))
+		}
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,82 @@
+package crcache
+
+// IndexField over informerd's indexes: the sidecar computes index values itself, from its
+// configuration, so registering a field only checks that the sidecar indexes it and records
+// how List asks for it.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	informerd "informerd.io/clients/go"
+	"informerd.io/clients/go/informerdv1"
+)
+
+// indexRoute is how List selects by a registered field: by the informerd index of that name,
+// or by a field selector on the path of a `path:` index.
+type indexRoute struct {
+	name string
+	path string
+}
+
+// probeValue is a value no object is expected to have; the probes only ask whether the sidecar
+// accepts the lookup.
+const probeValue = "informerd.io/crcache-probe"
+
+// IndexField registers field for MatchingFields on obj's kind. The sidecar must index it: by an
+// index named exactly field (any `path:` or `cel:` index), or by a `path:` index whose path is
+// field (without a leading dot). informerd computes the values from its configuration;
+// extractValue is not called, so it must agree with the sidecar's index (a reconciler's
+// results depend on it). A field the sidecar does not index is an error naming the
+// configuration to add.
+func (c *Cache) IndexField(ctx context.Context, obj client.Object, field string, _ client.IndexerFunc) error {
+	sh, res, err := c.resolve(ctx, obj)
+	if err != nil {
+		return err
+	}
+	route, err := c.probeIndex(ctx, res, field)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.indexes[res.name] == nil {
+		c.indexes[res.name] = map[string]indexRoute{}
+	}
+	if _, dup := c.indexes[res.name][field]; dup {
+		// As client-go's AddIndexers refuses an index that exists.
+		return fmt.Errorf("indexer conflict: field %q of %s is already indexed", field, sh.gvk)
+	}
+	c.indexes[res.name][field] = route
+	return nil
+}
+
+func (c *Cache) probeIndex(ctx context.Context, res resource, field string) (indexRoute, error) {
+	probe := func(opt informerd.Option) error {
+		_, _, err := c.client.ListObjects(ctx, res.name, func(*informerdv1.Object) {}, opt, informerd.WithFields("metadata.name"))
+		return err
+	}
+	err := probe(informerd.WithIndex(field, probeValue))
+	if err == nil {
+		return indexRoute{name: field}, nil
+	}
+	if informerd.Reason(err) != informerd.ReasonInvalid {
+		return indexRoute{}, fmt.Errorf("crcache: IndexField %q on informerd resource %q: %w", field, res.name, err)
+	}
+	path := strings.TrimPrefix(field, ".")
+	err = probe(informerd.WithFieldSelector(path + "=" + fields.EscapeValue(probeValue)))
+	if err == nil {
+		return indexRoute{path: path}, nil
+	}
+	if informerd.Reason(err) != informerd.ReasonInvalid {
+		return indexRoute{}, fmt.Errorf("crcache: IndexField %q on informerd resource %q: %w", field, res.name, err)
+	}
+	return indexRoute{}, fmt.Errorf("crcache: IndexField %q: informerd does not index this field of resource %q; "+
+		"add an index to that resource in the sidecar's configuration (informerd computes the values, "+
+		"the IndexerFunc is not called):\n  indexes:\n  - name: %s\n    path: %s   # or cel: an expression giving the IndexerFunc's values",
+		field, res.name, field, path)
+}

@@ -1,0 +1,370 @@
+//! [`Api`]: Get, List and Watch of one resource of the sidecar in kube-rs's shapes, decoding the
+//! objects into a k8s-openapi type or a [`kube::api::DynamicObject`]. Requests take kube-rs's
+//! own [`ListParams`] and [`watcher::Config`]; an option a shared cache cannot honour is an
+//! [`Error::Unsupported`] that names it, never a silently different answer.
+//!
+//! Reads are served from the sidecar's cache, as a client-go lister or a kube-rs reflector
+//! `Store` serves them: they see a write of the caller's moments after the apiserver accepted
+//! it. [`Api::get_at_least`] waits for a given resourceVersion (read your own writes).
+
+use std::{fmt, marker::PhantomData};
+
+use futures::{Stream, StreamExt, TryStreamExt};
+use kube::api::{ListParams, ObjectList, TypeMeta, VersionMatch};
+use kube::core::ListMeta;
+use kube::runtime::watcher;
+use kube::Resource;
+use serde::de::DeserializeOwned;
+use tonic::transport::Channel;
+
+use crate::proto::{
+    self, cache_client::CacheClient, watch_request, EventType, GetRequest, ListRequest,
+    ResumeToken, WatchRequest,
+};
+use crate::Error;
+
+/// One resource of the sidecar (its `resources[].name` in the sidecar's configuration, e.g.
+/// `pods`), in one namespace or all, read as `K`.
+///
+/// Decision: the field mask belongs to the handle ([`Api::fields`]), not to each call, so that
+/// a reflector's store and the Gets beside it see the same stripped objects.
+pub struct Api<K> {
+    cache: CacheClient<Channel>,
+    resource: String,
+    namespace: String,
+    fields: Vec<String>,
+    kind: PhantomData<fn() -> K>,
+}
+
+impl<K> Clone for Api<K> {
+    fn clone(&self) -> Self {
+        Api {
+            cache: self.cache.clone(),
+            resource: self.resource.clone(),
+            namespace: self.namespace.clone(),
+            fields: self.fields.clone(),
+            kind: PhantomData,
+        }
+    }
+}
+
+impl<K> fmt::Debug for Api<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Api")
+            .field("resource", &self.resource)
+            .field("namespace", &self.namespace)
+            .field("fields", &self.fields)
+            .field("type", &std::any::type_name::<K>())
+            .finish()
+    }
+}
+
+/// Where a [`Api::watch`] starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// From the current revision: only changes after now.
+    Now,
+    /// The current state as `ADDED` events, one `SYNCED` event, then the changes.
+    InitialState,
+    /// Exactly the changes after this token.
+    Since(ResumeToken),
+}
+
+/// One event of [`Api::watch`].
+#[derive(Debug, Clone)]
+pub struct Change<K> {
+    /// `ADDED`, `MODIFIED`, `DELETED`, `BOOKMARK` or `SYNCED`.
+    pub kind: EventType,
+    /// The object, decoded; `None` for `BOOKMARK` and `SYNCED`.
+    pub object: Option<K>,
+    /// The event's (epoch, revision): resume from it after handling the event, except for the
+    /// `ADDED` events of an initial state (see the proto).
+    pub token: ResumeToken,
+}
+
+impl<K> Api<K>
+where
+    K: Resource + DeserializeOwned,
+{
+    /// Every namespace of `resource` (and the only choice for a cluster-scoped one).
+    pub fn all(cache: CacheClient<Channel>, resource: &str) -> Self {
+        Self::namespaced(cache, resource, "")
+    }
+
+    /// `resource` in `namespace`.
+    pub fn namespaced(cache: CacheClient<Channel>, resource: &str, namespace: &str) -> Self {
+        Api {
+            cache,
+            resource: resource.to_string(),
+            namespace: namespace.to_string(),
+            fields: Vec::new(),
+            kind: PhantomData,
+        }
+    }
+
+    /// Only these fields of each object (paths like `spec.nodeName` or
+    /// `metadata.labels["app"]`; identity fields always come): the rest of `K` is left at its
+    /// default, so a reconciler must not read a field it did not ask for.
+    #[must_use]
+    pub fn fields<S: Into<String>>(mut self, paths: impl IntoIterator<Item = S>) -> Self {
+        self.fields = paths.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The resource's name in the sidecar's configuration.
+    pub fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    /// The object `name` (in the handle's namespace), once the cache has synced.
+    pub async fn get(&self, name: &str) -> Result<K, Error> {
+        self.get_at_least(name, "").await
+    }
+
+    /// Like [`Api::get`], `None` when there is no such object.
+    pub async fn get_opt(&self, name: &str) -> Result<Option<K>, Error> {
+        match self.get(name).await {
+            Ok(object) => Ok(Some(object)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The object `name` at `resource_version` or later: what a write of the caller returned,
+    /// read back from the cache once it has arrived (the sidecar waits up to 30 s, then fails
+    /// with `NotCaughtUp`). An empty `resource_version` is [`Api::get`].
+    pub async fn get_at_least(&self, name: &str, resource_version: &str) -> Result<K, Error> {
+        let request = GetRequest {
+            resource: self.resource.clone(),
+            namespace: self.namespace.clone(),
+            name: name.to_string(),
+            min_resource_version: resource_version.to_string(),
+            fields: self.fields.clone(),
+            wait_for_sync: true,
+        };
+        let response = self
+            .cache
+            .clone()
+            .get(request)
+            .await
+            .map_err(|s| self.status("Get", s))?
+            .into_inner();
+        let object = response.object.unwrap_or_default();
+        self.decode(&object)
+    }
+
+    /// The objects that match `params`, all at one revision of the cache, once it has synced.
+    /// Label and field selectors are the sidecar's (a field selector works on
+    /// `metadata.name`, `metadata.namespace` and the fields it indexes with a `path` index;
+    /// another is its `Invalid` error, naming the field). Refused, as [`Error::Unsupported`],
+    /// because a shared cache cannot honour them: `limit`/`continue_token` and a
+    /// `resource_version` other than `"0"`.
+    pub async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, Error>
+    where
+        K: Clone,
+    {
+        let request = list_request(&self.resource, &self.namespace, &self.fields, params)?;
+        let chunks = self
+            .cache
+            .clone()
+            .list(request)
+            .await
+            .map_err(|s| self.status("List", s))?
+            .into_inner();
+        let objects: Vec<proto::Object> = chunks
+            .map_ok(|chunk| futures::stream::iter(chunk.objects.into_iter().map(Ok)))
+            .try_flatten()
+            .try_collect()
+            .await
+            .map_err(|s| self.status("List", s))?;
+        let items = objects
+            .iter()
+            .map(|o| self.decode(o))
+            .collect::<Result<_, _>>()?;
+        Ok(ObjectList {
+            // Kubernetes' generic list: the sidecar's resources need not be known types.
+            types: TypeMeta {
+                api_version: "v1".into(),
+                kind: "List".into(),
+            },
+            metadata: ListMeta::default(),
+            items,
+        })
+    }
+
+    /// The changes of the objects that match `config`'s selectors, from `start`. The stream
+    /// ends after an error status (an `Err` of [`Error::Status`]); an object that does not
+    /// decode is an `Err` of [`Error::Decode`] and the stream goes on. [`crate::watcher()`]
+    /// resumes and relists on top of it.
+    pub async fn watch(
+        &self,
+        config: &watcher::Config,
+        start: Start,
+    ) -> Result<impl Stream<Item = Result<Change<K>, Error>> + Send + 'static, Error>
+    where
+        K: Send + 'static,
+    {
+        let request = self.watch_request(config, start)?;
+        let events = self
+            .cache
+            .clone()
+            .watch(request)
+            .await
+            .map_err(|s| self.status("Watch", s))?
+            .into_inner();
+        let api = self.clone();
+        Ok(events.map(move |event| {
+            let event = event.map_err(|s| api.status("Watch", s))?;
+            let token = ResumeToken {
+                epoch: event.epoch,
+                revision: event.revision,
+            };
+            let object = event.object.as_ref().map(|o| api.decode(o)).transpose()?;
+            Ok(Change {
+                kind: event.r#type(),
+                object,
+                token,
+            })
+        }))
+    }
+
+    fn watch_request(&self, config: &watcher::Config, start: Start) -> Result<WatchRequest, Error> {
+        // Decision: kube-rs's list semantic, initial list strategy, page size, timeout and
+        // bookmarks shape how kube-rs talks to the apiserver, not which events a watcher
+        // delivers: each of them yields the same Init..InitDone, Apply/Delete here. The
+        // initial state is the cache's at one revision, once every scope has synced, which is
+        // what a client-go informer's first list gives too.
+        let start = match start {
+            Start::Now => None,
+            Start::InitialState => Some(watch_request::Start::SendInitialState(true)),
+            Start::Since(token) => Some(watch_request::Start::Since(token)),
+        };
+        Ok(WatchRequest {
+            resource: self.resource.clone(),
+            namespace: self.namespace.clone(),
+            label_selector: config.label_selector.clone().unwrap_or_default(),
+            field_selector: config.field_selector.clone().unwrap_or_default(),
+            fields: self.fields.clone(),
+            start,
+            wait_for_sync: true,
+            ..WatchRequest::default()
+        })
+    }
+
+    fn decode(&self, object: &proto::Object) -> Result<K, Error> {
+        serde_json::from_slice(&object.json).map_err(|source| Error::Decode {
+            resource: self.resource.clone(),
+            key: if object.namespace.is_empty() {
+                object.name.clone()
+            } else {
+                format!("{}/{}", object.namespace, object.name)
+            },
+            type_name: std::any::type_name::<K>(),
+            source,
+        })
+    }
+
+    fn status(&self, call: &'static str, status: tonic::Status) -> Error {
+        Error::Status {
+            call,
+            resource: self.resource.clone(),
+            status: Box::new(status),
+        }
+    }
+}
+
+/// The `List` request for kube-rs's [`ListParams`] (see [`Api::list`]): `limit` and
+/// `continue_token` are refused because the sidecar returns every match at one revision, in
+/// chunks of its own; a chosen `resource_version` because a cache serves its current state.
+/// `timeout` is for the apiserver and not used.
+fn list_request(
+    resource: &str,
+    namespace: &str,
+    fields: &[String],
+    params: &ListParams,
+) -> Result<ListRequest, Error> {
+    if params.limit.is_some() || params.continue_token.is_some() {
+        return Err(Error::Unsupported {
+            option: if params.limit.is_some() {
+                "ListParams.limit"
+            } else {
+                "ListParams.continue_token"
+            },
+            fix: "informerd returns every match at one revision (in chunks it sizes itself); \
+                  drop limit and continue_token, or list from the apiserver",
+        });
+    }
+    if params.version_match == Some(VersionMatch::Exact) {
+        return Err(Error::Unsupported {
+            option: "ListParams.version_match = Exact",
+            fix: "a cache serves its current state, not a past one; list from the apiserver \
+                  for an exact resourceVersion",
+        });
+    }
+    if !matches!(params.resource_version.as_deref(), None | Some("" | "0")) {
+        return Err(Error::Unsupported {
+            option: "ListParams.resource_version",
+            fix: "a cache serves its current state; leave resource_version unset (or \"0\"), \
+                  and read a write of your own back with Api::get_at_least",
+        });
+    }
+    Ok(ListRequest {
+        resource: resource.to_string(),
+        namespace: namespace.to_string(),
+        label_selector: params.label_selector.clone().unwrap_or_default(),
+        field_selector: params.field_selector.clone().unwrap_or_default(),
+        fields: fields.to_vec(),
+        wait_for_sync: true,
+        ..ListRequest::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(params: &ListParams) -> &'static str {
+        match list_request("pods", "", &[], params) {
+            Err(Error::Unsupported { option, .. }) => option,
+            other => panic!("expected Unsupported, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn list_options_a_cache_cannot_honour_are_named() {
+        assert_eq!(
+            refused(&ListParams::default().limit(10)),
+            "ListParams.limit"
+        );
+        assert_eq!(
+            refused(&ListParams::default().continue_token("x")),
+            "ListParams.continue_token"
+        );
+        assert_eq!(
+            refused(
+                &ListParams::default()
+                    .at("123")
+                    .matching(VersionMatch::Exact)
+            ),
+            "ListParams.version_match = Exact"
+        );
+        assert_eq!(
+            refused(&ListParams::default().at("123")),
+            "ListParams.resource_version"
+        );
+    }
+
+    #[test]
+    fn selectors_pass_through() {
+        let params = ListParams::default()
+            .labels("app=web")
+            .fields("spec.nodeName=n1")
+            .at("0");
+        let request = list_request("pods", "ns", &["spec".into()], &params).unwrap();
+        assert_eq!(request.label_selector, "app=web");
+        assert_eq!(request.field_selector, "spec.nodeName=n1");
+        assert_eq!(request.namespace, "ns");
+        assert_eq!(request.fields, ["spec"]);
+        assert!(request.wait_for_sync);
+    }
+}

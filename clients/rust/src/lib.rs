@@ -1,0 +1,24 @@
+//! The Rust client of informerd, the sidecar that keeps one filtered, field-stripped cache of
+//! Kubernetes objects and serves it over gRPC to the controllers beside it.
+//!
+//! - [`connect`] and [`proto`]: the gRPC API itself (Get, List, Watch, Status);
+//! - [`Api`] and [`watcher()`]: the same calls in kube-rs's shapes, decoding into k8s-openapi
+//!   types or [`kube::api::DynamicObject`], and a stream of [`kube::runtime::watcher::Event`]s,
+//!   so that `kube::runtime::reflector` and `Controller::for_stream` run over the sidecar.
+//!
+//! What it must not do: depend on the server (its allocator, CEL, the store). The server
+//! crate depends on this one for the messages.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs, clippy::too_many_lines)]
+
+mod api;
+mod connect;
+mod error;
+pub mod proto;
+pub mod watcher;
+
+pub use api::{Api, Change, Start};
+pub use connect::*;
+pub use error::Error;
+pub use watcher::watcher;

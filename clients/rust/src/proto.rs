@@ -1,0 +1,91 @@
+//! The wire vocabulary shared by the server and its clients: the generated messages and client
+//! of `proto/informerd/v1/cache.proto`, and the trailer `informerd-reason` that carries an
+//! error's [`Reason`] (how it is written and read). The server crate generates its service
+//! trait against these same types.
+
+use tonic::metadata::{MetadataMap, MetadataValue};
+use tonic::{Code, Status};
+
+/// The generated code, kept apart so that lints the generator does not meet stay on for the
+/// rest of this file.
+mod generated {
+    #![allow(missing_docs, clippy::all, clippy::pedantic)]
+
+    tonic::include_proto!("informerd.v1");
+}
+
+pub use generated::*;
+
+/// The trailer that names the reason of an error status: a [`Reason`] spelled as its name in
+/// the proto (`Expired`, `NotFound`, ...; see [`Reason::as_str_name`]).
+pub const REASON_TRAILER: &str = "informerd-reason";
+
+/// The `informerd-reason` trailer of an error status as it was sent, when there is one: also a
+/// reason newer than this build, which [`Reason::of`] does not know.
+pub fn reason_trailer(status: &Status) -> Option<&str> {
+    status
+        .metadata()
+        .get(REASON_TRAILER)
+        .and_then(|v| v.to_str().ok())
+}
+
+impl Reason {
+    /// The status code that comes with the reason, as the proto documents it.
+    pub fn code(self) -> Code {
+        match self {
+            Reason::Expired | Reason::EpochChanged => Code::OutOfRange,
+            Reason::FellBehind => Code::ResourceExhausted,
+            Reason::NotSynced | Reason::ShuttingDown => Code::Unavailable,
+            Reason::NotFound => Code::NotFound,
+            Reason::NotCaughtUp => Code::DeadlineExceeded,
+            Reason::Invalid => Code::InvalidArgument,
+            // The proto's zero value, never sent.
+            Reason::Unspecified => Code::Unknown,
+        }
+    }
+
+    /// The status, with the reason as a trailer (its name in the proto).
+    pub fn status(self, message: impl Into<String>) -> Status {
+        let mut metadata = MetadataMap::new();
+        metadata.insert(
+            REASON_TRAILER,
+            MetadataValue::from_static(self.as_str_name()),
+        );
+        Status::with_metadata(self.code(), message, metadata)
+    }
+
+    /// The reason an error status names in its trailer, when it names one this build knows.
+    pub fn of(status: &Status) -> Option<Reason> {
+        reason_trailer(status)
+            .and_then(Reason::from_str_name)
+            .filter(|reason| *reason != Reason::Unspecified)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_trailer(value: &'static str) -> Status {
+        let mut metadata = MetadataMap::new();
+        metadata.insert(REASON_TRAILER, MetadataValue::from_static(value));
+        Status::with_metadata(Code::Unavailable, "m", metadata)
+    }
+
+    #[test]
+    fn a_trailer_names_a_reason_by_its_proto_name() {
+        assert_eq!(
+            Reason::of(&with_trailer("ShuttingDown")),
+            Some(Reason::ShuttingDown)
+        );
+        assert_eq!(Reason::of(&Status::unavailable("no trailer")), None);
+    }
+
+    #[test]
+    fn an_unknown_reason_is_kept_as_text() {
+        let status = with_trailer("SomethingNew");
+        assert_eq!(Reason::of(&status), None);
+        assert_eq!(reason_trailer(&status), Some("SomethingNew"));
+        assert_eq!(Reason::of(&with_trailer("REASON_UNSPECIFIED")), None);
+    }
+}
