@@ -23,6 +23,8 @@ help:
 	@echo "make deploy-rbac   regenerate deploy/sidecar/rbac.yaml from deploy/sidecar/informerd.yaml"
 	@echo "make bench         memory per pod: informerd's profiles against kube-rs and client-go caches"
 	@echo "                   (BENCH_PODS=10000,50000 ...; results in benches/results/compare.*)"
+	@echo "make chaos         the chaos suite's long form (CHAOS_ROUNDS=5 CHAOS_CHURN_SECONDS=20 ...;"
+	@echo "                   table in benches/results/chaos.md)"
 
 # --- the control plane, built from source through the Go module proxy -------------------------
 # The Kubernetes binaries are stamped with the release tools/go.mod names, as Kubernetes' own
@@ -128,7 +130,7 @@ $(PROMPARSE):
 test: tools $(BIN)/grpcurl $(BIN)/kubectl image $(PROMPARSE)
 	@set -eo pipefail; trap '$(BIN)/cluster down --dir $(TEST_CLUSTER_DIR)' EXIT; \
 	$(BIN)/cluster up --dir $(TEST_CLUSTER_DIR) --bin $(BIN); \
-	(cd tools && go vet ./... && go test ./...); \
+	(cd tools && go vet ./... && INFORMERD_KUBECONFIG=$(abspath $(TEST_CLUSTER_DIR))/kubeconfig go test ./...); \
 	(cd tools/cmd/image && go vet ./... && INFORMERD_IMAGE=$(abspath $(IMAGE_OCI)) go test -count=1 -v ./...) 2>&1 | tee .cache/image-test.log; \
 	INFORMERD_CLUSTER_DIR=$(abspath $(TEST_CLUSTER_DIR)) cargo test --workspace 2>&1 | tee .cache/cargo-test.log; \
 	cargo build --bin informerd; \
@@ -159,6 +161,17 @@ deploy-rbac:
 bench: cluster $(BIN)/seed $(BIN)/peer-clientgo
 	cargo build --release -p informerd-peers
 	INFORMERD_CLUSTER_DIR=$(abspath $(CLUSTER_DIR)) cargo bench --bench compare
+
+# --- the chaos suite's long form (tests/chaos.rs documents its CHAOS_* settings); make test
+# runs one short round ---------------------------------------------------------------------------
+CHAOS_ROUNDS        ?= 5
+CHAOS_CHURN_SECONDS ?= 20
+CHAOS_PODS          ?= 1000
+.PHONY: chaos
+chaos: cluster $(BIN)/seed
+	CHAOS_ROUNDS=$(CHAOS_ROUNDS) CHAOS_CHURN_SECONDS=$(CHAOS_CHURN_SECONDS) CHAOS_PODS=$(CHAOS_PODS) \
+	  CHAOS_RESULTS=$(abspath benches/results/chaos.md) INFORMERD_CLUSTER_DIR=$(abspath $(CLUSTER_DIR)) \
+	  cargo test --test chaos -- --nocapture
 
 # --- the demo -----------------------------------------------------------------------------------
 DEMO_PODS ?= 5000

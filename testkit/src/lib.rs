@@ -9,9 +9,12 @@
 
 #![forbid(unsafe_code)]
 
+mod etcd;
 pub mod fixtures;
+mod proxy;
 mod sidecar;
 
+pub use proxy::FaultProxy;
 pub use sidecar::Sidecar;
 
 use std::{

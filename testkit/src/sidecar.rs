@@ -136,7 +136,7 @@ impl Drop for Sidecar {
     }
 }
 
-fn temp_dir() -> Result<PathBuf> {
+pub(crate) fn temp_dir() -> Result<PathBuf> {
     use std::sync::atomic::{AtomicU32, Ordering};
     static COUNTER: AtomicU32 = AtomicU32::new(0);
     // Short: a Unix socket path is limited to about 100 bytes.
@@ -149,7 +149,7 @@ fn temp_dir() -> Result<PathBuf> {
     Ok(dir)
 }
 
-fn io(what: &str, e: std::io::Error) -> Error {
+pub(crate) fn io(what: &str, e: std::io::Error) -> Error {
     Error::Command {
         command: what.to_string(),
         detail: e.to_string(),

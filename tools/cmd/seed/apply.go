@@ -49,7 +49,7 @@ func applyPodQuietly(ctx context.Context, c kubernetes.Interface, pa *corev1ac.P
 	}
 	rc := c.CoreV1().RESTClient()
 	if status {
-		body, err := json.Marshal(map[string]any{"status": pa.Status})
+		body, err := kubeletStatusPatch(pa.Status)
 		if err != nil {
 			return fmt.Errorf("encoding status: %w", err)
 		}
@@ -64,4 +64,26 @@ func applyPodQuietly(ctx context.Context, c kubernetes.Interface, pa *corev1ac.P
 	opts := metav1.PatchOptions{FieldManager: manager, Force: ptr(true), FieldValidation: fieldValidation}
 	return rc.Patch(types.ApplyPatchType).Namespace(*pa.Namespace).Resource("pods").Name(*pa.Name).
 		VersionedParams(&opts, scheme.ParameterCodec).Body(body).Do(ctx).Error()
+}
+
+// kubeletStatusPatch is the strategic merge patch of the status subresource that reports st.
+// podIPs and hostIPs are lists merged by IP: merged into the lists of a pod that churn gave a
+// new IP (a StatefulSet pod recreated under its name), the planned IP would be added beside
+// the current one, which the API server rejects ("may specify no more than one IP for each
+// IP family"). The kubelet reports the whole list, so the patch replaces those lists.
+func kubeletStatusPatch(st *corev1ac.PodStatusApplyConfiguration) ([]byte, error) {
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, err
+	}
+	for _, list := range []string{"podIPs", "hostIPs"} {
+		if items, ok := fields[list].([]any); ok {
+			fields[list] = append([]any{map[string]any{"$patch": "replace"}}, items...)
+		}
+	}
+	return json.Marshal(map[string]any{"status": fields})
 }

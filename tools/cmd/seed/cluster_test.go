@@ -1,0 +1,103 @@
+package main
+
+// Tests against a real API server: the kubeconfig in INFORMERD_KUBECONFIG (make test sets it
+// to its own control plane). Without it they are skipped, so that `go test ./...` works on a
+// machine without a cluster.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func clusterFlags(t *testing.T, prefix string) []string {
+	t.Helper()
+	kc := os.Getenv("INFORMERD_KUBECONFIG")
+	if kc == "" {
+		t.Skip("INFORMERD_KUBECONFIG is not set: no API server to test against")
+	}
+	return []string{"--kubeconfig", kc, "--prefix", prefix}
+}
+
+// Topping up after churn: `seed pods` run again over namespaces in which churn recreated a
+// StatefulSet pod under its name with a new IP must bring the pod back to its planned status,
+// with one pod IP.
+func TestPodsAgainAfterChurnRecreatedAPod(t *testing.T) {
+	prefix := fmt.Sprintf("seedtest-%d", os.Getpid())
+	flags := clusterFlags(t, prefix)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	t.Cleanup(func() {
+		if err := runClean(context.Background(), append(flags, "--wait", "0")); err != nil {
+			t.Logf("cleaning %s-*: %v", prefix, err)
+		}
+	})
+	seedArgs := append(flags, "--pods", "40", "--namespaces", "1")
+	if err := runPods(ctx, seedArgs); err != nil {
+		t.Fatalf("seed pods: %v", err)
+	}
+
+	// What churn does to a StatefulSet pod: delete it, and create it again under its name,
+	// with a new IP.
+	common := commonFlags{kubeconfig: flags[1], prefix: prefix, connections: 1, timeout: time.Minute}
+	clients, _, err := newClients(&common)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := clients[0]
+	ns := prefix + "-0"
+	pod := statefulSetPod(ctx, t, c.CoreV1().Pods(ns))
+	ch := &churner{clients: clients, nodes: 20, rng: newRand(7, 0xc4a2), names: map[string]bool{}, ips: map[string]bool{pod.Status.PodIP: true}}
+	if err := c.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}); err != nil {
+		t.Fatal(err)
+	}
+	ch.deleted = append(ch.deleted, pod)
+	if err := ch.create(ctx, c); err != nil {
+		t.Fatalf("recreating %s as churn does: %v", pod.Name, err)
+	}
+	churned, err := c.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if churned.Status.PodIP == pod.Status.PodIP {
+		t.Fatalf("churn kept the IP %s: the test does not exercise a changed IP", pod.Status.PodIP)
+	}
+
+	if err := runPods(ctx, seedArgs); err != nil {
+		t.Fatalf("seed pods after churn: %v", err)
+	}
+	got, err := c.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.PodIPs) != 1 || got.Status.PodIPs[0].IP != got.Status.PodIP || got.Status.PodIP != pod.Status.PodIP {
+		t.Errorf("after topping up, pod %s has podIP %s and podIPs %v; want the planned %s, once",
+			pod.Name, got.Status.PodIP, got.Status.PodIPs, pod.Status.PodIP)
+	}
+}
+
+// statefulSetPod returns a pod of the namespace owned by a StatefulSet: churn recreates those
+// under their own name.
+func statefulSetPod(ctx context.Context, t *testing.T, pods interface {
+	List(context.Context, metav1.ListOptions) (*corev1.PodList, error)
+}) *corev1.Pod {
+	t.Helper()
+	list, err := pods.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range list.Items {
+		for _, ref := range list.Items[i].OwnerReferences {
+			if ref.Kind == "StatefulSet" {
+				return &list.Items[i]
+			}
+		}
+	}
+	t.Fatalf("no StatefulSet pod among the %d seeded pods", len(list.Items))
+	return nil
+}
