@@ -22,7 +22,8 @@ use tonic::{Code, Streaming};
 
 const BIN: &str = env!("CARGO_BIN_EXE_informerd");
 
-/// A namespace with pods, and a sidecar caching them (index `node` on spec.nodeName).
+/// A namespace with pods, and a sidecar caching them (index `node` on spec.nodeName, and
+/// `owners` by CEL).
 struct Fixture {
     kube: Client,
     ns: String,
@@ -47,7 +48,7 @@ impl Fixture {
             .await?;
         }
         let resources = format!(
-            "- name: pods\n  apiVersion: v1\n  kind: Pod\n  namespaces: [{ns}]\n  transform:\n    drop: [metadata.managedFields]\n  indexes:\n  - name: node\n    path: spec.nodeName\n"
+            "- name: pods\n  apiVersion: v1\n  kind: Pod\n  namespaces: [{ns}]\n  transform:\n    drop: [metadata.managedFields]\n  indexes:\n  - name: node\n    path: spec.nodeName\n  - name: owners\n    cel: 'object.metadata.ownerReferences.map(o, o.uid)'\n"
         );
         let sidecar = Sidecar::start_with(BIN.as_ref(), cluster, extra_config, &resources)?;
         let mut api = client::connect(&sidecar.socket().display().to_string()).await?;
@@ -896,4 +897,136 @@ fn socket_mode(f: &Fixture) -> u32 {
     use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::metadata(f.sidecar.socket()).expect("the socket exists");
     meta.permissions().mode() & 0o777
+}
+
+#[tokio::test]
+async fn status_names_each_index_and_what_it_indexes() -> anyhow::Result<()> {
+    let mut f = Fixture::new("api-status-ix", 0, "").await?;
+    let status = f
+        .api
+        .status(StatusRequest {
+            resource: "pods".into(),
+        })
+        .await?
+        .into_inner();
+    let indexes: Vec<(String, String)> = status.resources[0]
+        .indexes
+        .iter()
+        .map(|i| (i.name.clone(), i.indexes.clone()))
+        .collect();
+    assert_eq!(
+        indexes,
+        [
+            ("node".to_string(), "spec.nodeName".to_string()),
+            ("owners".to_string(), "cel".to_string())
+        ]
+    );
+    f.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn list_reads_your_writes_with_min_resource_version() -> anyhow::Result<()> {
+    let mut f = Fixture::new("api-list-rv", 3, "").await?;
+    let with_min = |f: &Fixture, min_rv: &str| ListRequest {
+        min_resource_version: min_rv.into(),
+        label_selector: "round".into(),
+        ..f.list_req()
+    };
+    for round in 0..5 {
+        // A different pod each round: the list must hold this write, whichever object it was.
+        let name = format!("p{}", round % 3);
+        let written = f.label(&name, json!({"round": round.to_string()})).await?;
+        let (_, objects) = f.list(with_min(&f, &written)).await?;
+        assert_eq!(
+            objects.get(&name),
+            Some(&written),
+            "round {round}: the list holds the version just written: {objects:?}"
+        );
+    }
+    let future: u64 = f.label("p1", json!({"x": "1"})).await?.parse()?;
+    let mut req = tonic::Request::new(with_min(&f, &(future + 1_000_000).to_string()));
+    // As in the Get test: 2 s leaves the server's early answer a margin over the transport's.
+    req.set_timeout(Duration::from_secs(2));
+    let err = f.api.list(req).await.unwrap_err();
+    assert_eq!(
+        (err.code(), reason(&err)),
+        (Code::DeadlineExceeded, "NotCaughtUp"),
+        "{err:?}"
+    );
+    let err = f.list(with_min(&f, "latest")).await.unwrap_err();
+    assert_eq!(
+        (err.code(), reason(&err)),
+        (Code::InvalidArgument, "Invalid")
+    );
+    assert!(
+        err.message().starts_with("min_resource_version: "),
+        "{err:?}"
+    );
+    f.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn list_limit_returns_the_first_matches_in_list_order() -> anyhow::Result<()> {
+    let mut f = Fixture::new("api-list-limit", 6, "").await?;
+    let names = |chunks: &[proto::ListResponse]| -> Vec<String> {
+        chunks
+            .iter()
+            .flat_map(|c| &c.objects)
+            .map(|o| o.name.clone())
+            .collect()
+    };
+    let (all, _) = f.list(f.list_req()).await?;
+    let all = names(&all);
+    assert_eq!(all.len(), 6);
+    let (chunks, _) = f
+        .list(ListRequest {
+            limit: 4,
+            chunk_size: 3,
+            ..f.list_req()
+        })
+        .await?;
+    assert_eq!(names(&chunks), all[..4], "the first 4, across chunks");
+    assert!(chunks.last().is_some_and(|c| c.last && c.revision > 0));
+    // The limit counts matches, not candidates: pods p1, p3, p5 have app=b.
+    let (chunks, _) = f
+        .list(ListRequest {
+            limit: 2,
+            label_selector: "app=b".into(),
+            ..f.list_req()
+        })
+        .await?;
+    let matching: Vec<String> = all
+        .iter()
+        .filter(|n| ["p1", "p3", "p5"].contains(&n.as_str()))
+        .take(2)
+        .cloned()
+        .collect();
+    assert_eq!(names(&chunks), matching);
+    let (chunks, _) = f
+        .list(ListRequest {
+            limit: 100,
+            ..f.list_req()
+        })
+        .await?;
+    assert_eq!(
+        names(&chunks),
+        all,
+        "a limit above the count lists everything"
+    );
+    let err = f
+        .list(ListRequest {
+            limit: -1,
+            ..f.list_req()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.code(), reason(&err)),
+        (Code::InvalidArgument, "Invalid")
+    );
+    assert!(err.message().starts_with("limit: "), "{err:?}");
+    f.cleanup().await;
+    Ok(())
 }

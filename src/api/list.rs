@@ -24,9 +24,14 @@ pub const CHUNK_BYTES: usize = 1 << 20;
 /// The response stream of one List.
 pub type ListStream = Pin<Box<dyn Stream<Item = Result<proto::ListResponse, Status>> + Send>>;
 
-/// Streams the objects of `resource` that `query` wants, in chunks of at most `chunk_size`
-/// objects (0: no limit) and about [`CHUNK_BYTES`].
-pub fn stream(resource: Arc<Resource>, query: Query, chunk_size: usize) -> ListStream {
+/// Streams the objects of `resource` that `query` wants, at most `limit` of them (0: every
+/// match), in chunks of at most `chunk_size` objects (0: no limit) and about [`CHUNK_BYTES`].
+pub fn stream(
+    resource: Arc<Resource>,
+    query: Query,
+    chunk_size: usize,
+    limit: usize,
+) -> ListStream {
     let synced = resource.is_synced();
     let epoch = resource.store().epoch();
     let (revision, candidates) = query.candidates(&resource);
@@ -42,6 +47,7 @@ pub fn stream(resource: Arc<Resource>, query: Query, chunk_size: usize) -> ListS
         resource,
         query,
         chunk_size,
+        limit,
         tx,
     };
     tokio::spawn(lister.run(candidates, last));
@@ -53,6 +59,8 @@ struct Lister {
     resource: Arc<Resource>,
     query: Query,
     chunk_size: usize,
+    /// At most this many objects in all (0: no limit); the rest are not decoded.
+    limit: usize,
     tx: mpsc::Sender<Result<proto::ListResponse, Status>>,
 }
 
@@ -61,7 +69,15 @@ impl Lister {
     async fn run(self, candidates: Vec<StoredObject>, mut last: proto::ListResponse) {
         let mut chunk = Vec::new();
         let mut bytes = 0;
+        let mut remaining = if self.limit == 0 {
+            usize::MAX
+        } else {
+            self.limit
+        };
         for stored in candidates {
+            if remaining == 0 {
+                break;
+            }
             tokio::task::consume_budget().await;
             // Decoded one at a time and dropped: a list never holds decoded objects.
             let object = stored.to_json_value();
@@ -74,6 +90,7 @@ impl Lister {
                 .render_owned(object, stored.revision(), None);
             bytes += rendered.encoded_len();
             chunk.push(rendered);
+            remaining -= 1;
             // Whichever limit comes first: gRPC clients refuse messages over 4 MiB by
             // default, whatever chunk_size asks for.
             if bytes >= CHUNK_BYTES || (self.chunk_size > 0 && chunk.len() >= self.chunk_size) {

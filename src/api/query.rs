@@ -122,6 +122,11 @@ impl Query {
         })
     }
 
+    /// The namespace the request is limited to, if any.
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+
     pub fn mask(&self) -> &Mask {
         &self.mask
     }

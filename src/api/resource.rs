@@ -221,6 +221,37 @@ impl Resource {
                     last_error: s.last_error.unwrap_or_default(),
                 })
                 .collect(),
+            indexes: self
+                .indexes
+                .iter()
+                .map(|i| proto::IndexStatus {
+                    name: i.name.clone(),
+                    indexes: i.expr.as_path().map_or("cel", |p| p.as_str()).to_string(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Waits until `ready`, asked now and after every change of the store with the store's
+    /// revision, gives a value (or an error, returned at once); at `until`, fails with what
+    /// `timed_out` says, and with `ShuttingDown` when the API stops.
+    pub(super) async fn wait_for_store<T>(
+        &self,
+        until: Instant,
+        mut ready: impl FnMut(u64) -> Result<Option<T>, Status>,
+        timed_out: impl FnOnce() -> Status,
+    ) -> Result<T, Status> {
+        let mut revisions = self.store().subscribe();
+        loop {
+            let revision = *revisions.borrow_and_update();
+            if let Some(value) = ready(revision)? {
+                return Ok(value);
+            }
+            match tokio::time::timeout_at(until, revisions.changed()).await {
+                Ok(Ok(())) => continue,
+                Ok(Err(_)) => return Err(super::watch::shutting_down()),
+                Err(_) => return Err(timed_out()),
+            }
         }
     }
 }

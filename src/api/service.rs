@@ -35,55 +35,42 @@ impl Cache for Api {
         }
         let key = ObjectKey::new(namespace, &req.name);
         let store = resource.store();
-        let mut revisions = store.subscribe();
-        loop {
-            let revision = *revisions.borrow_and_update();
-            let found = store.get(&key);
-            let have = found.as_ref().map(|o| o.resource_version().to_string());
-            match found {
-                Some(stored)
-                    if req.min_resource_version.is_empty()
-                        || resource_version_at_least(
-                            stored.resource_version(),
-                            &req.min_resource_version,
-                        ) =>
-                {
-                    let object = mask.render_owned(stored.to_json_value(), stored.revision(), None);
-                    // The object may have changed after `revision` was read; it is then the
-                    // state at its own revision (the latest: it was just read).
-                    let revision = revision.max(stored.revision());
-                    return Ok(Response::new(proto::GetResponse {
-                        object: Some(object),
-                        epoch: store.epoch(),
-                        revision,
-                    }));
-                }
-                None if req.min_resource_version.is_empty() => {
-                    return Err(Reason::NotFound.status(format!(
-                        "{} {key} is not in the cache: it does not exist, or the configuration's \
-                         filter or selectors leave it out",
-                        resource.name()
-                    )))
-                }
-                _ => {}
+        let want = &req.min_resource_version;
+        let found = |revision: u64| match store.get(&key) {
+            Some(stored)
+                if want.is_empty()
+                    || resource_version_at_least(stored.resource_version(), want) =>
+            {
+                let object = mask.render_owned(stored.to_json_value(), stored.revision(), None);
+                // The object may have changed after `revision` was read; it is then the
+                // state at its own revision (the latest: it was just read).
+                let revision = revision.max(stored.revision());
+                Ok(Some(proto::GetResponse {
+                    object: Some(object),
+                    epoch: store.epoch(),
+                    revision,
+                }))
             }
-            let changed = tokio::time::timeout_at(until, revisions.changed()).await;
-            match changed {
-                Ok(Ok(())) => continue,
-                Ok(Err(_)) => return Err(watch::shutting_down()),
-                Err(_) => {
-                    return Err(Reason::NotCaughtUp.status(format!(
-                        "{} {key}: the cache has {} and was waiting for resourceVersion {} or \
-                         later; retry with a longer deadline (if the object is deleted or \
-                         filtered out, that version never comes)",
-                        resource.name(),
-                        have.map(|rv| format!("resourceVersion {rv}"))
-                            .unwrap_or_else(|| "no such object".into()),
-                        req.min_resource_version
-                    )))
-                }
-            }
-        }
+            None if want.is_empty() => Err(Reason::NotFound.status(format!(
+                "{} {key} is not in the cache: it does not exist, or the configuration's \
+                 filter or selectors leave it out",
+                resource.name()
+            ))),
+            _ => Ok(None),
+        };
+        let timed_out = || {
+            let have = store.get(&key).map(|o| o.resource_version().to_string());
+            Reason::NotCaughtUp.status(format!(
+                "{} {key}: the cache has {} and was waiting for resourceVersion {want} or \
+                 later; retry with a longer deadline (if the object is deleted or \
+                 filtered out, that version never comes)",
+                resource.name(),
+                have.map(|rv| format!("resourceVersion {rv}"))
+                    .unwrap_or_else(|| "no such object".into()),
+            ))
+        };
+        let response = resource.wait_for_store(until, found, timed_out).await?;
+        Ok(Response::new(response))
     }
 
     type ListStream = ListStream;
@@ -94,11 +81,23 @@ impl Cache for Api {
     ) -> Result<Response<ListStream>, Status> {
         let (until, req, resource) = self.open(request, |r| &r.resource)?;
         let query = Query::new(&resource, QueryRequest::from(&req))?;
+        let limit = usize::try_from(req.limit).map_err(|_| {
+            invalid(
+                "limit",
+                format!("must be 0 (every match) or more, not {}", req.limit),
+            )
+        })?;
+        let min_resource_version = list_min_resource_version(&req.min_resource_version)?;
         if req.wait_for_sync {
             resource.wait_synced(until).await?;
         }
+        if let Some(want) = min_resource_version {
+            wait_for_resource_version(&resource, query.namespace(), want, until).await?;
+        }
         let chunk_size = req.chunk_size as usize;
-        Ok(Response::new(list::stream(resource, query, chunk_size)))
+        Ok(Response::new(list::stream(
+            resource, query, chunk_size, limit,
+        )))
     }
 
     type WatchStream = watch::WatchStream;
@@ -171,6 +170,57 @@ fn namespace_of<'a>(resource: &Resource, namespace: &'a str) -> Result<Option<&'
         (false, true) => Ok(None),
         (true, false) => Ok(Some(namespace)),
     }
+}
+
+/// The `min_resource_version` of a List: none, or a resourceVersion the API server returned
+/// (a number: the cache compares it with the highest it holds).
+fn list_min_resource_version(rv: &str) -> Result<Option<u64>, Status> {
+    if rv.is_empty() {
+        return Ok(None);
+    }
+    rv.parse().map(Some).map_err(|_| {
+        invalid(
+            "min_resource_version",
+            format!(
+                "{rv:?} is not a resourceVersion the API server returned (a decimal number); \
+                 give the one of your write, or leave it empty"
+            ),
+        )
+    })
+}
+
+/// Waits, up to `until`, until the cache of `namespace` (None: all of the resource) holds an
+/// object at resourceVersion `want` or later.
+///
+/// Decision: "the cache has seen `want`" is read from the objects it holds, whose
+/// resourceVersions come in order on each of the fleet's streams: once one object of a scope
+/// is at `want`, every earlier change of that scope is in. A write the cache never holds (of
+/// another resource, of a filtered-out object, a delete) does not count, as for Get.
+async fn wait_for_resource_version(
+    resource: &Resource,
+    namespace: Option<&str>,
+    want: u64,
+    until: Instant,
+) -> Result<(), Status> {
+    let highest = || {
+        let (_, objects) = resource.store().list(namespace);
+        objects
+            .iter()
+            .filter_map(|o| o.resource_version().parse::<u64>().ok())
+            .max()
+    };
+    let seen = |_| Ok((highest() >= Some(want)).then_some(()));
+    let timed_out = || {
+        Reason::NotCaughtUp.status(format!(
+            "{} in {}: the cache's highest resourceVersion is {} and the list was waiting for \
+             {want} or later; retry with a longer deadline (a resourceVersion of another \
+             resource, or of an object deleted or filtered out, never comes)",
+            resource.name(),
+            namespace.map_or("all namespaces".to_string(), |ns| format!("namespace {ns}")),
+            highest().map_or("none (no objects)".to_string(), |rv| rv.to_string()),
+        ))
+    };
+    resource.wait_for_store(until, seen, timed_out).await
 }
 
 /// Whether the cache's resourceVersion is `want` or later. resourceVersions are opaque in the

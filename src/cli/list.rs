@@ -41,6 +41,7 @@ impl Call for ListArgs {
             fields: filters.fields.clone(),
             wait_for_sync: self.waiting.wait_for_sync,
             chunk_size: 0,
+            ..Default::default()
         };
         let mut stream = cache
             .list(with_timeout(request, self.waiting.timeout))

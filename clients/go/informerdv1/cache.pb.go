@@ -180,7 +180,7 @@ const (
 	Reason_NotSynced Reason = 4
 	// NOT_FOUND: no such object (Get) or no such resource.
 	Reason_NotFound Reason = 5
-	// DEADLINE_EXCEEDED: Get's min_resource_version was not seen in time.
+	// DEADLINE_EXCEEDED: the min_resource_version of a Get or List was not seen in time.
 	Reason_NotCaughtUp Reason = 6
 	// INVALID_ARGUMENT: a bad selector, index, field mask or CEL expression.
 	Reason_Invalid Reason = 7
@@ -564,7 +564,20 @@ type ListRequest struct {
 	Fields      []string `protobuf:"bytes,6,rep,name=fields,proto3" json:"fields,omitempty"`
 	WaitForSync bool     `protobuf:"varint,7,opt,name=wait_for_sync,json=waitForSync,proto3" json:"wait_for_sync,omitempty"`
 	// At most this many objects per message (default: as many as fit in about 1 MiB).
-	ChunkSize     uint32 `protobuf:"varint,8,opt,name=chunk_size,json=chunkSize,proto3" json:"chunk_size,omitempty"`
+	ChunkSize uint32 `protobuf:"varint,8,opt,name=chunk_size,json=chunkSize,proto3" json:"chunk_size,omitempty"`
+	// Read your own writes: wait, up to the call's deadline (30 s without one), until the cache
+	// of the listed namespace (or of every namespace the resource caches, for a list of all
+	// namespaces) has seen this resourceVersion or a later one, then list; `NotCaughtUp`
+	// otherwise. Use the resourceVersion the API server returned for a write to an object of
+	// this resource that the cache keeps: the cache sees a resourceVersion through the changes
+	// of its own objects only, so one of another resource, or of an object the filter leaves
+	// out, may never come. Empty: list what is cached now.
+	MinResourceVersion string `protobuf:"bytes,9,opt,name=min_resource_version,json=minResourceVersion,proto3" json:"min_resource_version,omitempty"`
+	// At most this many objects in all, the first ones in the list's order (0: every match).
+	// As with the API server's `limit`, the list may end early, but unlike it no `continue`
+	// token is offered: a List is one snapshot streamed in chunks, not a paged read; to read
+	// every match, list without a limit. Negative values are refused.
+	Limit         int64 `protobuf:"varint,10,opt,name=limit,proto3" json:"limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -651,6 +664,20 @@ func (x *ListRequest) GetWaitForSync() bool {
 func (x *ListRequest) GetChunkSize() uint32 {
 	if x != nil {
 		return x.ChunkSize
+	}
+	return 0
+}
+
+func (x *ListRequest) GetMinResourceVersion() string {
+	if x != nil {
+		return x.MinResourceVersion
+	}
+	return ""
+}
+
+func (x *ListRequest) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
 	}
 	return 0
 }
@@ -1176,6 +1203,62 @@ func (x *ScopeStatus) GetLastError() string {
 	return ""
 }
 
+// A secondary index of a resource (the configuration's `indexes:`), usable as a List or Watch
+// `index`.
+type IndexStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// What the index keys are: the configured field path of a `path:` index (which a field
+	// selector may also use), or `cel` for a `cel:` index.
+	Indexes       string `protobuf:"bytes,2,opt,name=indexes,proto3" json:"indexes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexStatus) Reset() {
+	*x = IndexStatus{}
+	mi := &file_informerd_v1_cache_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexStatus) ProtoMessage() {}
+
+func (x *IndexStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_informerd_v1_cache_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexStatus.ProtoReflect.Descriptor instead.
+func (*IndexStatus) Descriptor() ([]byte, []int) {
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *IndexStatus) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *IndexStatus) GetIndexes() string {
+	if x != nil {
+		return x.Indexes
+	}
+	return ""
+}
+
 type ResourceStatus struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Name       string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1195,13 +1278,15 @@ type ResourceStatus struct {
 	Watchers       uint64         `protobuf:"varint,13,opt,name=watchers,proto3" json:"watchers,omitempty"`
 	DroppedWatches uint64         `protobuf:"varint,14,opt,name=dropped_watches,json=droppedWatches,proto3" json:"dropped_watches,omitempty"`
 	Scopes         []*ScopeStatus `protobuf:"bytes,15,rep,name=scopes,proto3" json:"scopes,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The resource's indexes, in configuration order.
+	Indexes       []*IndexStatus `protobuf:"bytes,16,rep,name=indexes,proto3" json:"indexes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ResourceStatus) Reset() {
 	*x = ResourceStatus{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[11]
+	mi := &file_informerd_v1_cache_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1213,7 +1298,7 @@ func (x *ResourceStatus) String() string {
 func (*ResourceStatus) ProtoMessage() {}
 
 func (x *ResourceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[11]
+	mi := &file_informerd_v1_cache_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1226,7 +1311,7 @@ func (x *ResourceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceStatus.ProtoReflect.Descriptor instead.
 func (*ResourceStatus) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{11}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ResourceStatus) GetName() string {
@@ -1334,6 +1419,13 @@ func (x *ResourceStatus) GetScopes() []*ScopeStatus {
 	return nil
 }
 
+func (x *ResourceStatus) GetIndexes() []*IndexStatus {
+	if x != nil {
+		return x.Indexes
+	}
+	return nil
+}
+
 type StatusResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Version string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
@@ -1349,7 +1441,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[12]
+	mi := &file_informerd_v1_cache_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1361,7 +1453,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[12]
+	mi := &file_informerd_v1_cache_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1374,7 +1466,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{12}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StatusResponse) GetVersion() string {
@@ -1442,7 +1534,7 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\vGetResponse\x12,\n" +
 	"\x06object\x18\x01 \x01(\v2\x14.informerd.v1.ObjectR\x06object\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1a\n" +
-	"\brevision\x18\x03 \x01(\x04R\brevision\"\xa1\x02\n" +
+	"\brevision\x18\x03 \x01(\x04R\brevision\"\xe9\x02\n" +
 	"\vListRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
@@ -1452,7 +1544,10 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x06fields\x18\x06 \x03(\tR\x06fields\x12\"\n" +
 	"\rwait_for_sync\x18\a \x01(\bR\vwaitForSync\x12\x1d\n" +
 	"\n" +
-	"chunk_size\x18\b \x01(\rR\tchunkSize\"\x9c\x01\n" +
+	"chunk_size\x18\b \x01(\rR\tchunkSize\x120\n" +
+	"\x14min_resource_version\x18\t \x01(\tR\x12minResourceVersion\x12\x14\n" +
+	"\x05limit\x18\n" +
+	" \x01(\x03R\x05limit\"\x9c\x01\n" +
 	"\fListResponse\x12.\n" +
 	"\aobjects\x18\x01 \x03(\v2\x14.informerd.v1.ObjectR\aobjects\x12\x12\n" +
 	"\x04last\x18\x02 \x01(\bR\x04last\x12\x14\n" +
@@ -1495,7 +1590,10 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\rfilter_errors\x18\x05 \x01(\x04R\ffilterErrors\x12\x18\n" +
 	"\arelists\x18\x06 \x01(\x04R\arelists\x12\x1d\n" +
 	"\n" +
-	"last_error\x18\a \x01(\tR\tlastError\"\xdf\x03\n" +
+	"last_error\x18\a \x01(\tR\tlastError\";\n" +
+	"\vIndexStatus\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\aindexes\x18\x02 \x01(\tR\aindexes\"\x94\x04\n" +
 	"\x0eResourceStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vapi_version\x18\x02 \x01(\tR\n" +
@@ -1516,7 +1614,8 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\tlog_bytes\x18\f \x01(\x04R\blogBytes\x12\x1a\n" +
 	"\bwatchers\x18\r \x01(\x04R\bwatchers\x12'\n" +
 	"\x0fdropped_watches\x18\x0e \x01(\x04R\x0edroppedWatches\x121\n" +
-	"\x06scopes\x18\x0f \x03(\v2\x19.informerd.v1.ScopeStatusR\x06scopes\"\xce\x01\n" +
+	"\x06scopes\x18\x0f \x03(\v2\x19.informerd.v1.ScopeStatusR\x06scopes\x123\n" +
+	"\aindexes\x18\x10 \x03(\v2\x19.informerd.v1.IndexStatusR\aindexes\"\xce\x01\n" +
 	"\x0eStatusResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x16\n" +
 	"\x06synced\x18\x02 \x01(\bR\x06synced\x12:\n" +
@@ -1566,7 +1665,7 @@ func file_informerd_v1_cache_proto_rawDescGZIP() []byte {
 }
 
 var file_informerd_v1_cache_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_informerd_v1_cache_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_informerd_v1_cache_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_informerd_v1_cache_proto_goTypes = []any{
 	(Predicate)(0),         // 0: informerd.v1.Predicate
 	(EventType)(0),         // 1: informerd.v1.EventType
@@ -1582,12 +1681,13 @@ var file_informerd_v1_cache_proto_goTypes = []any{
 	(*WatchEvent)(nil),     // 11: informerd.v1.WatchEvent
 	(*StatusRequest)(nil),  // 12: informerd.v1.StatusRequest
 	(*ScopeStatus)(nil),    // 13: informerd.v1.ScopeStatus
-	(*ResourceStatus)(nil), // 14: informerd.v1.ResourceStatus
-	(*StatusResponse)(nil), // 15: informerd.v1.StatusResponse
-	nil,                    // 16: informerd.v1.Object.LabelsEntry
+	(*IndexStatus)(nil),    // 14: informerd.v1.IndexStatus
+	(*ResourceStatus)(nil), // 15: informerd.v1.ResourceStatus
+	(*StatusResponse)(nil), // 16: informerd.v1.StatusResponse
+	nil,                    // 17: informerd.v1.Object.LabelsEntry
 }
 var file_informerd_v1_cache_proto_depIdxs = []int32{
-	16, // 0: informerd.v1.Object.labels:type_name -> informerd.v1.Object.LabelsEntry
+	17, // 0: informerd.v1.Object.labels:type_name -> informerd.v1.Object.LabelsEntry
 	3,  // 1: informerd.v1.GetResponse.object:type_name -> informerd.v1.Object
 	4,  // 2: informerd.v1.ListRequest.index:type_name -> informerd.v1.IndexLookup
 	3,  // 3: informerd.v1.ListResponse.objects:type_name -> informerd.v1.Object
@@ -1597,20 +1697,21 @@ var file_informerd_v1_cache_proto_depIdxs = []int32{
 	1,  // 7: informerd.v1.WatchEvent.type:type_name -> informerd.v1.EventType
 	3,  // 8: informerd.v1.WatchEvent.object:type_name -> informerd.v1.Object
 	13, // 9: informerd.v1.ResourceStatus.scopes:type_name -> informerd.v1.ScopeStatus
-	14, // 10: informerd.v1.StatusResponse.resources:type_name -> informerd.v1.ResourceStatus
-	5,  // 11: informerd.v1.Cache.Get:input_type -> informerd.v1.GetRequest
-	7,  // 12: informerd.v1.Cache.List:input_type -> informerd.v1.ListRequest
-	10, // 13: informerd.v1.Cache.Watch:input_type -> informerd.v1.WatchRequest
-	12, // 14: informerd.v1.Cache.Status:input_type -> informerd.v1.StatusRequest
-	6,  // 15: informerd.v1.Cache.Get:output_type -> informerd.v1.GetResponse
-	8,  // 16: informerd.v1.Cache.List:output_type -> informerd.v1.ListResponse
-	11, // 17: informerd.v1.Cache.Watch:output_type -> informerd.v1.WatchEvent
-	15, // 18: informerd.v1.Cache.Status:output_type -> informerd.v1.StatusResponse
-	15, // [15:19] is the sub-list for method output_type
-	11, // [11:15] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	14, // 10: informerd.v1.ResourceStatus.indexes:type_name -> informerd.v1.IndexStatus
+	15, // 11: informerd.v1.StatusResponse.resources:type_name -> informerd.v1.ResourceStatus
+	5,  // 12: informerd.v1.Cache.Get:input_type -> informerd.v1.GetRequest
+	7,  // 13: informerd.v1.Cache.List:input_type -> informerd.v1.ListRequest
+	10, // 14: informerd.v1.Cache.Watch:input_type -> informerd.v1.WatchRequest
+	12, // 15: informerd.v1.Cache.Status:input_type -> informerd.v1.StatusRequest
+	6,  // 16: informerd.v1.Cache.Get:output_type -> informerd.v1.GetResponse
+	8,  // 17: informerd.v1.Cache.List:output_type -> informerd.v1.ListResponse
+	11, // 18: informerd.v1.Cache.Watch:output_type -> informerd.v1.WatchEvent
+	16, // 19: informerd.v1.Cache.Status:output_type -> informerd.v1.StatusResponse
+	16, // [16:20] is the sub-list for method output_type
+	12, // [12:16] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_informerd_v1_cache_proto_init() }
@@ -1628,7 +1729,7 @@ func file_informerd_v1_cache_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_informerd_v1_cache_proto_rawDesc), len(file_informerd_v1_cache_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

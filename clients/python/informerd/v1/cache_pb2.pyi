@@ -114,7 +114,7 @@ class GetResponse(_message.Message):
     def __init__(self, object: _Optional[_Union[Object, _Mapping]] = ..., epoch: _Optional[int] = ..., revision: _Optional[int] = ...) -> None: ...
 
 class ListRequest(_message.Message):
-    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "fields", "wait_for_sync", "chunk_size")
+    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "fields", "wait_for_sync", "chunk_size", "min_resource_version", "limit")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -123,6 +123,8 @@ class ListRequest(_message.Message):
     FIELDS_FIELD_NUMBER: _ClassVar[int]
     WAIT_FOR_SYNC_FIELD_NUMBER: _ClassVar[int]
     CHUNK_SIZE_FIELD_NUMBER: _ClassVar[int]
+    MIN_RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
     resource: str
     namespace: str
     label_selector: str
@@ -131,7 +133,9 @@ class ListRequest(_message.Message):
     fields: _containers.RepeatedScalarFieldContainer[str]
     wait_for_sync: bool
     chunk_size: int
-    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ..., wait_for_sync: bool = ..., chunk_size: _Optional[int] = ...) -> None: ...
+    min_resource_version: str
+    limit: int
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ..., wait_for_sync: bool = ..., chunk_size: _Optional[int] = ..., min_resource_version: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
 
 class ListResponse(_message.Message):
     __slots__ = ("objects", "last", "epoch", "revision", "synced")
@@ -219,8 +223,16 @@ class ScopeStatus(_message.Message):
     last_error: str
     def __init__(self, scope: _Optional[str] = ..., state: _Optional[str] = ..., listed: _Optional[int] = ..., changes: _Optional[int] = ..., filter_errors: _Optional[int] = ..., relists: _Optional[int] = ..., last_error: _Optional[str] = ...) -> None: ...
 
+class IndexStatus(_message.Message):
+    __slots__ = ("name", "indexes")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    INDEXES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    indexes: str
+    def __init__(self, name: _Optional[str] = ..., indexes: _Optional[str] = ...) -> None: ...
+
 class ResourceStatus(_message.Message):
-    __slots__ = ("name", "api_version", "kind", "namespaced", "synced", "epoch", "revision", "objects", "encoded_bytes", "interned_bytes", "log_entries", "log_bytes", "watchers", "dropped_watches", "scopes")
+    __slots__ = ("name", "api_version", "kind", "namespaced", "synced", "epoch", "revision", "objects", "encoded_bytes", "interned_bytes", "log_entries", "log_bytes", "watchers", "dropped_watches", "scopes", "indexes")
     NAME_FIELD_NUMBER: _ClassVar[int]
     API_VERSION_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -236,6 +248,7 @@ class ResourceStatus(_message.Message):
     WATCHERS_FIELD_NUMBER: _ClassVar[int]
     DROPPED_WATCHES_FIELD_NUMBER: _ClassVar[int]
     SCOPES_FIELD_NUMBER: _ClassVar[int]
+    INDEXES_FIELD_NUMBER: _ClassVar[int]
     name: str
     api_version: str
     kind: str
@@ -251,7 +264,8 @@ class ResourceStatus(_message.Message):
     watchers: int
     dropped_watches: int
     scopes: _containers.RepeatedCompositeFieldContainer[ScopeStatus]
-    def __init__(self, name: _Optional[str] = ..., api_version: _Optional[str] = ..., kind: _Optional[str] = ..., namespaced: bool = ..., synced: bool = ..., epoch: _Optional[int] = ..., revision: _Optional[int] = ..., objects: _Optional[int] = ..., encoded_bytes: _Optional[int] = ..., interned_bytes: _Optional[int] = ..., log_entries: _Optional[int] = ..., log_bytes: _Optional[int] = ..., watchers: _Optional[int] = ..., dropped_watches: _Optional[int] = ..., scopes: _Optional[_Iterable[_Union[ScopeStatus, _Mapping]]] = ...) -> None: ...
+    indexes: _containers.RepeatedCompositeFieldContainer[IndexStatus]
+    def __init__(self, name: _Optional[str] = ..., api_version: _Optional[str] = ..., kind: _Optional[str] = ..., namespaced: bool = ..., synced: bool = ..., epoch: _Optional[int] = ..., revision: _Optional[int] = ..., objects: _Optional[int] = ..., encoded_bytes: _Optional[int] = ..., interned_bytes: _Optional[int] = ..., log_entries: _Optional[int] = ..., log_bytes: _Optional[int] = ..., watchers: _Optional[int] = ..., dropped_watches: _Optional[int] = ..., scopes: _Optional[_Iterable[_Union[ScopeStatus, _Mapping]]] = ..., indexes: _Optional[_Iterable[_Union[IndexStatus, _Mapping]]] = ...) -> None: ...
 
 class StatusResponse(_message.Message):
     __slots__ = ("version", "synced", "resources", "allocated_bytes", "resident_bytes")
