@@ -119,8 +119,8 @@ const (
 
 // Option is an option of Get, List, Watch or an Informer. Each call uses the options that
 // make sense for it and ignores the others (namespace, selectors and index do not apply to
-// Get; min resource version applies only to Get; predicates and the starting point only to
-// watches).
+// Get; min resource version applies to Get and List; limit only to List; predicates and the
+// starting point only to watches).
 type Option func(*options)
 
 type options struct {
@@ -132,6 +132,7 @@ type options struct {
 	minResourceVersion string
 	waitForSync        bool
 	chunkSize          uint32
+	limit              int64
 	since              *ResumeToken
 	initialState       bool
 	predicates         []Predicate
@@ -173,7 +174,10 @@ func WithFields(paths ...string) Option {
 
 // MinResourceVersion makes Get wait (up to the context's deadline, 30 s without one) until the
 // cache holds this resourceVersion of the object or a later one: read your own writes by
-// passing the resourceVersion the API server returned for the write.
+// passing the resourceVersion the API server returned for the write. On List, the wait is
+// until the cache of the listed namespace (or of every namespace) has seen this
+// resourceVersion; it must be one of a write to an object of this resource that the cache
+// keeps (a number), or the List fails with ReasonNotCaughtUp at the deadline.
 func MinResourceVersion(rv string) Option {
 	return func(o *options) { o.minResourceVersion = rv }
 }
@@ -184,6 +188,11 @@ func WaitForSync() Option { return func(o *options) { o.waitForSync = true } }
 
 // WithChunkSize sets how many objects List receives per message.
 func WithChunkSize(n uint32) Option { return func(o *options) { o.chunkSize = n } }
+
+// WithLimit makes List return at most n objects, the first ones in the list's order (0: every
+// match). There is no continue token: a List is one snapshot; list without a limit to read
+// every match.
+func WithLimit(n int64) Option { return func(o *options) { o.limit = n } }
 
 // Since starts a Watch after this token: exactly the changes after it are replayed.
 func Since(t ResumeToken) Option { return func(o *options) { o.since = &t } }
@@ -286,14 +295,16 @@ func ListAs[T any](ctx context.Context, c *Client, resource string, opts ...Opti
 func (c *Client) ListObjects(ctx context.Context, resource string, fn func(*informerdv1.Object), opts ...Option) (ResumeToken, bool, error) {
 	o := collect(opts)
 	req := &informerdv1.ListRequest{
-		Resource:      resource,
-		Namespace:     o.namespace,
-		LabelSelector: o.labelSelector,
-		FieldSelector: o.fieldSelector,
-		Index:         o.index,
-		Fields:        o.fields,
-		WaitForSync:   o.waitForSync,
-		ChunkSize:     o.chunkSize,
+		Resource:           resource,
+		Namespace:          o.namespace,
+		LabelSelector:      o.labelSelector,
+		FieldSelector:      o.fieldSelector,
+		Index:              o.index,
+		Fields:             o.fields,
+		WaitForSync:        o.waitForSync,
+		ChunkSize:          o.chunkSize,
+		MinResourceVersion: o.minResourceVersion,
+		Limit:              o.limit,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -143,6 +143,27 @@ func TestListEverything(t *testing.T) {
 		}
 	})
 
+	t.Run("limit", func(t *testing.T) {
+		all, err := c.List(ctx, "pods", informerd.InNamespace(ns))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.List(ctx, "pods", informerd.InNamespace(ns), informerd.WithLimit(4), informerd.WithChunkSize(3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got, want []string
+		for i, u := range res.Items {
+			got = append(got, u.GetName())
+			want = append(want, all.Items[i].GetName())
+		}
+		if !slices.Equal(got, want) || len(got) != 4 {
+			t.Errorf("List with limit 4: %v, want the first 4 of the list: %v", got, want)
+		}
+		_, err = c.List(ctx, "pods", informerd.WithLimit(-1))
+		checkErr(t, "List with a negative limit", err, codes.InvalidArgument, informerd.ReasonInvalid)
+	})
+
 	t.Run("fields", func(t *testing.T) {
 		res, err := c.List(ctx, "pods", informerd.WithFields("status.phase", `metadata.labels["tier"]`))
 		if err != nil {
@@ -218,6 +239,15 @@ func TestListEverything(t *testing.T) {
 		}
 		if p.UID != created.UID {
 			t.Errorf("Get of a just-created pod: uid %s, want %s", p.UID, created.UID)
+		}
+		relabeled := e.mutatePod(t, ns, "pod-3", false, func(p *corev1.Pod) { p.Labels["listed"] = "yes" })
+		res, err := informerd.ListAs[corev1.Pod](ctx, c, "pods", informerd.InNamespace(ns),
+			informerd.WithLabelSelector("listed=yes"), informerd.MinResourceVersion(relabeled.ResourceVersion))
+		if err != nil {
+			t.Fatalf("List with min_resource_version %s: %v", relabeled.ResourceVersion, err)
+		}
+		if len(res.Items) != 1 || res.Items[0].ResourceVersion != relabeled.ResourceVersion {
+			t.Errorf("List with min_resource_version %s: %d items, want pod-3 at that version", relabeled.ResourceVersion, len(res.Items))
 		}
 	})
 

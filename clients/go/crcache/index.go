@@ -1,19 +1,15 @@
 package crcache
 
 // IndexField over informerd's indexes: the sidecar computes index values itself, from its
-// configuration, so registering a field only checks that the sidecar indexes it and records
-// how List asks for it.
+// configuration, so registering a field only checks (in the sidecar's Status, which lists each
+// resource's indexes) that the sidecar indexes it and records how List asks for it.
 
 import (
 	"context"
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	informerd "informerd.io/clients/go"
-	"informerd.io/clients/go/informerdv1"
 )
 
 // indexRoute is how List selects by a registered field: by the informerd index of that name,
@@ -22,10 +18,6 @@ type indexRoute struct {
 	name string
 	path string
 }
-
-// probeValue is a value no object is expected to have; the probes only ask whether the sidecar
-// accepts the lookup.
-const probeValue = "informerd.io/crcache-probe"
 
 // IndexField registers field for MatchingFields on obj's kind. The sidecar must index it: by an
 // index named exactly field (any `path:` or `cel:` index), or by a `path:` index whose path is
@@ -38,7 +30,7 @@ func (c *Cache) IndexField(ctx context.Context, obj client.Object, field string,
 	if err != nil {
 		return err
 	}
-	route, err := c.probeIndex(ctx, res, field)
+	route, err := c.indexRouteOf(ctx, res, field)
 	if err != nil {
 		return err
 	}
@@ -55,25 +47,27 @@ func (c *Cache) IndexField(ctx context.Context, obj client.Object, field string,
 	return nil
 }
 
-func (c *Cache) probeIndex(ctx context.Context, res resource, field string) (indexRoute, error) {
-	probe := func(opt informerd.Option) error {
-		_, _, err := c.client.ListObjects(ctx, res.name, func(*informerdv1.Object) {}, opt, informerd.WithFields("metadata.name"))
-		return err
-	}
-	err := probe(informerd.WithIndex(field, probeValue))
-	if err == nil {
-		return indexRoute{name: field}, nil
-	}
-	if informerd.Reason(err) != informerd.ReasonInvalid {
+// indexRouteOf finds how the sidecar indexes field of res: an index named exactly field, or a
+// `path:` index on field.
+func (c *Cache) indexRouteOf(ctx context.Context, res resource, field string) (indexRoute, error) {
+	st, err := c.client.Status(ctx, res.name)
+	if err != nil {
 		return indexRoute{}, fmt.Errorf("crcache: IndexField %q on informerd resource %q: %w", field, res.name, err)
 	}
 	path := strings.TrimPrefix(field, ".")
-	err = probe(informerd.WithFieldSelector(path + "=" + fields.EscapeValue(probeValue)))
-	if err == nil {
-		return indexRoute{path: path}, nil
+	var byPath *indexRoute
+	for _, r := range st.GetResources() {
+		for _, ix := range r.GetIndexes() {
+			switch {
+			case ix.GetName() == field:
+				return indexRoute{name: field}, nil
+			case ix.GetIndexes() == path && path != "cel" && byPath == nil: // "cel": a cel: index
+				byPath = &indexRoute{path: path}
+			}
+		}
 	}
-	if informerd.Reason(err) != informerd.ReasonInvalid {
-		return indexRoute{}, fmt.Errorf("crcache: IndexField %q on informerd resource %q: %w", field, res.name, err)
+	if byPath != nil {
+		return *byPath, nil
 	}
 	return indexRoute{}, fmt.Errorf("crcache: IndexField %q: informerd does not index this field of resource %q; "+
 		"add an index to that resource in the sidecar's configuration (informerd computes the values, "+

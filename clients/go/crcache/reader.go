@@ -21,22 +21,46 @@ import (
 	"informerd.io/clients/go/informerdv1"
 )
 
-// MinResourceVersion is a client.GetOption that makes Get wait until the sidecar holds this
-// resourceVersion of the object or a later one (up to the context's deadline, 30 s without
-// one): pass the resourceVersion of your own last write to read it back. It is
-// &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: rv}}, which the API server reads
-// the same way ("not older than"), and which controller-runtime's default cache ignores.
-func MinResourceVersion(rv string) client.GetOption {
-	return minResourceVersion(rv)
+// MinResourceVersion is a client.GetOption and client.ListOption that makes the read wait
+// until the sidecar has seen this resourceVersion (up to the context's deadline, 30 s without
+// one): pass the resourceVersion of your own last write to read it back. A Get waits until the
+// sidecar holds this version of the object or a later one; a List until the sidecar's cache of
+// the listed namespace (or of every namespace) has seen it, which it does through the changes
+// of the objects it keeps, so give the resourceVersion of a write to an object of the listed
+// kind that the sidecar keeps (another one may never come: the List then fails at the
+// deadline). It is the API's own option, GetOptions/ListOptions{Raw: {ResourceVersion: rv}},
+// which the API server reads the same way ("not older than") and controller-runtime's default
+// cache ignores.
+func MinResourceVersion(rv string) ResourceVersionOption {
+	return ResourceVersionOption(rv)
 }
 
-type minResourceVersion string
+// ResourceVersionOption is what MinResourceVersion returns: a GetOption and a ListOption.
+type ResourceVersionOption string
 
-func (rv minResourceVersion) ApplyToGet(o *client.GetOptions) {
+// ApplyToGet sets GetOptions.Raw.ResourceVersion.
+func (rv ResourceVersionOption) ApplyToGet(o *client.GetOptions) {
 	if o.Raw == nil {
 		o.Raw = &metav1.GetOptions{}
 	}
 	o.Raw.ResourceVersion = string(rv)
+}
+
+// ApplyToList sets ListOptions.Raw.ResourceVersion.
+func (rv ResourceVersionOption) ApplyToList(o *client.ListOptions) {
+	if o.Raw == nil {
+		o.Raw = &metav1.ListOptions{}
+	}
+	o.Raw.ResourceVersion = string(rv)
+}
+
+// minResourceVersion is informerd's option for a Raw resourceVersion: none for "" and "0",
+// which the API server reads as "any version".
+func minResourceVersion(rv string) []informerd.Option {
+	if rv == "" || rv == "0" {
+		return nil
+	}
+	return []informerd.Option{informerd.MinResourceVersion(rv)}
 }
 
 // Get reads one object from the sidecar into out (typed, *unstructured.Unstructured or
@@ -59,8 +83,8 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 		return notFound // the default cache has no object under a bare name of a namespaced kind
 	}
 	iopts := []informerd.Option{informerd.WaitForSync(), informerd.WithFields(sh.fields()...)}
-	if getOpts.Raw != nil && getOpts.Raw.ResourceVersion != "" && getOpts.Raw.ResourceVersion != "0" {
-		iopts = append(iopts, informerd.MinResourceVersion(getOpts.Raw.ResourceVersion))
+	if getOpts.Raw != nil {
+		iopts = append(iopts, minResourceVersion(getOpts.Raw.ResourceVersion)...)
 	}
 	resp, err := c.client.GetObject(ctx, res.name, key.Namespace, key.Name, iopts...)
 	if err != nil {
@@ -77,9 +101,11 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 }
 
 // List reads the matching objects from the sidecar into out. As in the default cache: a field
-// selector must be exact (=, ==) on fields registered with IndexField; Limit returns the first
-// items; Continue is refused and the list's continue is "continue-not-supported"; the list's
-// resourceVersion is empty (informerd's revisions are not the API server's).
+// selector must be exact (=, ==) on fields registered with IndexField; a positive Limit returns
+// the first items (the sidecar stops there; zero or negative: every item); Continue is refused
+// and the list's continue is "continue-not-supported"; the list's resourceVersion is empty
+// (informerd's revisions are not the API server's). Unlike the default cache, which ignores
+// it, Raw.ResourceVersion (MinResourceVersion) makes the List read your own writes.
 func (c *Cache) List(ctx context.Context, out client.ObjectList, opts ...client.ListOption) error {
 	listOpts := client.ListOptions{}
 	listOpts.ApplyOptions(opts)
@@ -103,7 +129,7 @@ func (c *Cache) List(ctx context.Context, out client.ObjectList, opts ...client.
 	if !none {
 		iopts = append(iopts, informerd.WaitForSync(), informerd.WithFields(sh.fields()...))
 		_, _, err = c.client.ListObjects(ctx, res.name, func(obj *informerdv1.Object) {
-			if derr != nil || (listOpts.Limit > 0 && int64(len(items)) >= listOpts.Limit) {
+			if derr != nil {
 				return
 			}
 			var o runtime.Object
@@ -146,6 +172,12 @@ func (c *Cache) listOptions(res resource, o client.ListOptions) (opts []informer
 			return nil, false, err
 		}
 		opts = append(opts, fopts...)
+	}
+	if o.Limit > 0 {
+		opts = append(opts, informerd.WithLimit(o.Limit))
+	}
+	if o.Raw != nil {
+		opts = append(opts, minResourceVersion(o.Raw.ResourceVersion)...)
 	}
 	return opts, false, nil
 }

@@ -203,6 +203,8 @@ func TestListOptions(t *testing.T) {
 		{"MatchingFields named index", []client.ListOption{client.MatchingFields{".metadata.controller": "owner"}}, a + "/p0"},
 		{"MatchingFields two fields", []client.ListOption{client.MatchingFields{".metadata.controller": "owner", "spec.nodeName": "node-1"}}, ""},
 		{"Limit", []client.ListOption{client.InNamespace(a), client.Limit(2)}, fmt.Sprintf("%s/p0 %s/p1", a, a)},
+		{"Limit of the matches", []client.ListOption{client.MatchingLabels{"tier": "web"}, client.Limit(2)}, fmt.Sprintf("%s/p0 %s/p2", a, a)},
+		{"negative Limit (every item, as the default cache)", []client.ListOption{client.InNamespace(b), client.Limit(-1)}, fmt.Sprintf("%s/p3 %s/p4", b, b)},
 	}
 	for _, tc := range cases {
 		for _, list := range []client.ObjectList{&corev1.PodList{}, unstructuredList(), metadataList()} {
@@ -309,8 +311,8 @@ func TestBadInput(t *testing.T) {
 	expect("Options.Resources naming a resource informerd lacks", other.Get(ctx, client.ObjectKeyFromObject(p), &corev1.Pod{}), "pods-elsewhere", "Options.Resources")
 }
 
-// TestMinResourceVersion: a Get with the resourceVersion of one's own write never reads an
-// older object.
+// TestMinResourceVersion: a Get or List with the resourceVersion of one's own write never
+// reads an older object.
 func TestMinResourceVersion(t *testing.T) {
 	e := setup(t)
 	ns := e.namespace(t, "rv")
@@ -326,7 +328,7 @@ func TestMinResourceVersion(t *testing.T) {
 		}
 		var got corev1.Pod
 		// The two spellings: the helper, and the API's own GetOptions.
-		opt := crcache.MinResourceVersion(p.ResourceVersion)
+		var opt client.GetOption = crcache.MinResourceVersion(p.ResourceVersion)
 		if i%2 == 0 {
 			opt = &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: p.ResourceVersion}}
 		}
@@ -335,6 +337,24 @@ func TestMinResourceVersion(t *testing.T) {
 		}
 		if got.Labels["n"] != strconv.Itoa(i) || rvLess(got.ResourceVersion, p.ResourceVersion) {
 			t.Fatalf("update %d (rv %s): read rv %s with n=%s, older than the write", i, p.ResourceVersion, got.ResourceVersion, got.Labels["n"])
+		}
+	}
+	// List: the same two spellings, each after a write the List must hold.
+	for i := 31; i <= 50; i++ {
+		p.Labels["n"] = strconv.Itoa(i)
+		if err := e.kube.Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		var listOpt client.ListOption = crcache.MinResourceVersion(p.ResourceVersion)
+		if i%2 == 0 {
+			listOpt = &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: p.ResourceVersion}}
+		}
+		var got corev1.PodList
+		if err := c.List(ctx, &got, client.InNamespace(ns), listOpt); err != nil {
+			t.Fatalf("update %d: List: %v", i, err)
+		}
+		if len(got.Items) != 1 || got.Items[0].Labels["n"] != strconv.Itoa(i) || rvLess(got.Items[0].ResourceVersion, p.ResourceVersion) {
+			t.Fatalf("update %d (rv %s): List read %v, older than the write", i, p.ResourceVersion, got.Items)
 		}
 	}
 }
