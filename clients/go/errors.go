@@ -30,7 +30,7 @@ var (
 	ReasonNotSynced = informerdv1.Reason_NotSynced.String()
 	// ReasonNotFound (NOT_FOUND): no such object (Get) or no such resource.
 	ReasonNotFound = informerdv1.Reason_NotFound.String()
-	// ReasonNotCaughtUp (DEADLINE_EXCEEDED): Get's min_resource_version was not seen in time.
+	// ReasonNotCaughtUp (DEADLINE_EXCEEDED): a Get's or List's min_resource_version was not seen in time.
 	ReasonNotCaughtUp = informerdv1.Reason_NotCaughtUp.String()
 	// ReasonInvalid (INVALID_ARGUMENT): a bad selector, index, field mask or CEL expression.
 	ReasonInvalid = informerdv1.Reason_Invalid.String()

@@ -175,8 +175,8 @@ func WithFields(paths ...string) Option {
 // MinResourceVersion makes Get wait (up to the context's deadline, 30 s without one) until the
 // cache holds this resourceVersion of the object or a later one: read your own writes by
 // passing the resourceVersion the API server returned for the write. On List, the wait is
-// until the cache of the listed namespace (or of every namespace) has seen this
-// resourceVersion; it must be one of a write to an object of this resource that the cache
+// until the cache holds an object of the listed namespace (of any, listing all namespaces) at
+// this resourceVersion or later; it must be one of a write to an object of this resource that the cache
 // keeps (a number), or the List fails with ReasonNotCaughtUp at the deadline.
 func MinResourceVersion(rv string) Option {
 	return func(o *options) { o.minResourceVersion = rv }

@@ -24,10 +24,9 @@ import (
 // MinResourceVersion is a client.GetOption and client.ListOption that makes the read wait
 // until the sidecar has seen this resourceVersion (up to the context's deadline, 30 s without
 // one): pass the resourceVersion of your own last write to read it back. A Get waits until the
-// sidecar holds this version of the object or a later one; a List until the sidecar's cache of
-// the listed namespace (or of every namespace) has seen it, which it does through the changes
-// of the objects it keeps, so give the resourceVersion of a write to an object of the listed
-// kind that the sidecar keeps (another one may never come: the List then fails at the
+// sidecar holds this version of the object or a later one; a List until the sidecar holds an
+// object of the listed namespace (of any, listing all namespaces) at it or later. So give the
+// resourceVersion of a write to an object of the listed kind that the sidecar keeps (another one may never come: the List then fails at the
 // deadline). It is the API's own option, GetOptions/ListOptions{Raw: {ResourceVersion: rv}},
 // which the API server reads the same way ("not older than") and controller-runtime's default
 // cache ignores.

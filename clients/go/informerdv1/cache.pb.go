@@ -566,9 +566,9 @@ type ListRequest struct {
 	// At most this many objects per message (default: as many as fit in about 1 MiB).
 	ChunkSize uint32 `protobuf:"varint,8,opt,name=chunk_size,json=chunkSize,proto3" json:"chunk_size,omitempty"`
 	// Read your own writes: wait, up to the call's deadline (30 s without one), until the cache
-	// of the listed namespace (or of every namespace the resource caches, for a list of all
-	// namespaces) has seen this resourceVersion or a later one, then list; `NotCaughtUp`
-	// otherwise. Use the resourceVersion the API server returned for a write to an object of
+	// holds an object of the listed namespace (of any namespace, for a list of all) at this
+	// resourceVersion or a later one, then list: the write and every change before it on the
+	// same stream of the apiserver are then in; `NotCaughtUp` otherwise. Use the resourceVersion the API server returned for a write to an object of
 	// this resource that the cache keeps: the cache sees a resourceVersion through the changes
 	// of its own objects only, so one of another resource, or of an object the filter leaves
 	// out, may never come. Empty: list what is cached now.

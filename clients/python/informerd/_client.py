@@ -315,12 +315,18 @@ class Client:
         fields: Iterable[str] = (),
         wait_for_sync: bool = False,
         chunk_size: int = 0,
+        min_resource_version: str = "",
+        limit: int = 0,
         timeout: float | None = None,
     ) -> ListResult:
         """The matching objects (decoded JSON) and the (epoch, revision) they are all at.
 
         `index=("node", "node-1")` looks objects up by a secondary index of the sidecar's
-        configuration.
+        configuration. `min_resource_version`: read your own writes; the server waits (up to
+        the deadline) until it holds an object of the namespace (of any, without one) at that
+        resourceVersion or later: give the one of a write to an object of this resource that
+        it keeps. `limit`: at most that many objects, the first in the list's order (0: all);
+        there is no continue.
         """
         items: list[dict[str, Any]] = []
         for chunk in self.list_chunks(
@@ -332,6 +338,8 @@ class Client:
             fields=fields,
             wait_for_sync=wait_for_sync,
             chunk_size=chunk_size,
+            min_resource_version=min_resource_version,
+            limit=limit,
             timeout=timeout,
         ):
             items.extend(json.loads(o.json) for o in chunk.objects)
@@ -350,6 +358,8 @@ class Client:
         fields: Iterable[str] = (),
         wait_for_sync: bool = False,
         chunk_size: int = 0,
+        min_resource_version: str = "",
+        limit: int = 0,
         timeout: float | None = None,
     ) -> Iterator[pb.ListResponse]:
         """The raw ListResponse messages; the last one (`last`) has epoch, revision, synced."""
@@ -362,6 +372,8 @@ class Client:
             fields=list(fields),
             wait_for_sync=wait_for_sync,
             chunk_size=chunk_size,
+            min_resource_version=min_resource_version,
+            limit=limit,
         )
         call = self._stub.List(req, timeout=self._timeout(timeout))
         try:

@@ -27,7 +27,7 @@ class Reason:
     NOT_SYNCED = pb.Reason.Name(pb.Reason.NotSynced)
     # NOT_FOUND: no such object (Get) or no such resource.
     NOT_FOUND = pb.Reason.Name(pb.Reason.NotFound)
-    # DEADLINE_EXCEEDED: Get's min_resource_version was not seen in time.
+    # DEADLINE_EXCEEDED: the min_resource_version of a Get or List was not seen in time.
     NOT_CAUGHT_UP = pb.Reason.Name(pb.Reason.NotCaughtUp)
     # INVALID_ARGUMENT: a bad selector, index, field mask or CEL expression.
     INVALID = pb.Reason.Name(pb.Reason.Invalid)

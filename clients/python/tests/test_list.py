@@ -67,6 +67,9 @@ def test_get(core, namespaces, sidecar):
         got = c.get("pods", "one", ns, min_resource_version=written.metadata.resource_version)
         assert int(got["metadata"]["resourceVersion"]) >= int(written.metadata.resource_version)
         assert got["metadata"]["annotations"]["step"] == str(i)
+        # A List reads it too.
+        listed = c.list("pods", namespace=ns, min_resource_version=written.metadata.resource_version)
+        assert [p["metadata"]["annotations"]["step"] for p in listed.items] == [str(i)]
 
     # A field mask: only those fields, and the identity.
     masked = c.get("pods", "one", ns, fields=["status.phase", 'metadata.labels["app"]'])
@@ -152,3 +155,12 @@ def test_watch_initial_state_and_bookmarks(core, namespaces, sidecar):
         c.get("pods", "p-0", ns, min_resource_version=str(int(rv) + 10**9), timeout=5)
     assert err.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
     assert err.value.reason == Reason.NOT_CAUGHT_UP
+
+    # limit: the first objects in the list's order, across chunks; no negative limit.
+    every = [p["metadata"]["name"] for p in c.list("pods", namespace=ns).items]
+    first = c.list("pods", namespace=ns, limit=3, chunk_size=2).items
+    assert [p["metadata"]["name"] for p in first] == every[:3]
+    with pytest.raises(InformerdError) as err:
+        c.list("pods", namespace=ns, limit=-1)
+    assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "limit" in str(err.value)
