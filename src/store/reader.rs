@@ -11,7 +11,7 @@ use super::atoms::{AtomId, Atoms, KIND_STR};
 use super::codec;
 use super::object::Namespaces;
 use super::state::Shared;
-use super::{Change, ObjectKey, StoreError, StoreOptions, StoredObject};
+use super::{Change, ChangeKind, ObjectKey, StoreError, StoreOptions, StoredObject};
 
 /// The cache of one resource, read-only: the api and everything that serves reads hold this.
 /// Thread-safe: reads run in parallel, writes (through the [`Writer`](super::Writer)) one at a
@@ -200,7 +200,12 @@ impl Store {
                     Some(rev),
                     &mut namespaces,
                 );
-                let previous = e.previous.as_ref().map(|p| {
+                // A Deleted entry's replaced state is the log's to retire, not a change's.
+                let previous = e
+                    .previous
+                    .as_ref()
+                    .filter(|_| e.kind == ChangeKind::Modified);
+                let previous = previous.map(|p| {
                     StoredObject::from_blob(sh, &st.atoms, p.clone(), None, &mut namespaces)
                 });
                 Change {
