@@ -58,7 +58,13 @@ impl Cache for Api {
                         revision,
                     }));
                 }
-                None if req.min_resource_version.is_empty() => {
+                // Deleted (or out of the filter) at the version asked for or later: that
+                // version of the object never comes.
+                None if req.min_resource_version.is_empty()
+                    || store.deleted_at(&key).is_some_and(|rv| {
+                        resource_version_at_least(&rv, &req.min_resource_version)
+                    }) =>
+                {
                     return Err(Reason::NotFound.status(format!(
                         "{} {key} is not in the cache: it does not exist, or the configuration's \
                          filter or selectors leave it out",

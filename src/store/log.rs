@@ -122,6 +122,11 @@ impl Log {
         })
     }
 
+    /// The newest entry that `is` picks.
+    pub(super) fn newest(&self, is: impl Fn(&LogEntry) -> bool) -> Option<&LogEntry> {
+        self.entries.iter().rev().find(|e| is(e))
+    }
+
     /// Exactly the entries after `revision`, oldest first, with their revisions (the store is
     /// at revision `current`), or why the log cannot give them.
     pub(super) fn since(

@@ -10,6 +10,7 @@ use tokio::sync::watch;
 use super::atoms::{AtomId, Atoms, KIND_STR};
 use super::codec;
 use super::object::Namespaces;
+use super::slots::blob_is;
 use super::state::Shared;
 use super::{Change, ChangeKind, ObjectKey, StoreError, StoreOptions, StoredObject};
 
@@ -217,6 +218,23 @@ impl Store {
                 }
             })
             .collect())
+    }
+
+    /// The resourceVersion at which `key` left the store (deleted upstream, or out of the
+    /// filter), while the change log still holds that change; `None` when the store holds it,
+    /// or knows nothing of it. A read that waits for a resourceVersion of a deleted object ends
+    /// on it rather than waiting for a version that never comes.
+    pub fn deleted_at(&self, key: &ObjectKey) -> Option<String> {
+        let st = self.shared.read();
+        let (ns, name) = (key.namespace(), key.name());
+        if st.slots.find(&st.atoms, ns, name).is_some() {
+            return None;
+        }
+        let last = st.log.newest(|e| blob_is(&st.atoms, &e.object, ns, name))?;
+        if last.kind != ChangeKind::Deleted {
+            return None;
+        }
+        codec::parse_header(&last.object).rv.to_string()
     }
 
     /// What the store holds now.

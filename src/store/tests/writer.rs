@@ -125,6 +125,13 @@ fn a_deletion_carries_its_own_resource_version_and_releases_everything() {
     let d = store.delete_at(&key("ns", "c"), None).unwrap();
     assert_eq!(d.object.resource_version(), "30");
 
+    // The store remembers the deletion's version while the log holds it.
+    assert_eq!(store.deleted_at(&key("ns", "a")).as_deref(), Some("12"));
+    assert_eq!(store.deleted_at(&key("ns", "c")).as_deref(), Some("30"));
+    assert_eq!(store.deleted_at(&key("ns", "nope")), None);
+    store.apply(pod("ns", "a", "n1", 40)).unwrap();
+    assert_eq!(store.deleted_at(&key("ns", "a")), None, "stored again");
+
     // Both the last state and the state sealed at the deletion are released.
     let store = Writer::new(StoreOptions {
         log_max_events: 0,
