@@ -14,7 +14,7 @@ use informerd_testkit::{
     delete_namespace, unique_namespace, wait_default_service_account, ControlPlane, Sidecar,
 };
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, WatchEvent as KubeEvent, WatchParams};
 use kube::Client;
 use serde_json::{json, Value};
 use tonic::transport::Channel;
@@ -33,6 +33,16 @@ struct Fixture {
 
 impl Fixture {
     async fn new(base: &str, pods: usize, extra_config: &str) -> anyhow::Result<Fixture> {
+        Self::filtered(base, pods, extra_config, "").await
+    }
+
+    /// [`Fixture::new`], with the CEL `filter` on pods when not empty.
+    async fn filtered(
+        base: &str,
+        pods: usize,
+        extra_config: &str,
+        filter: &str,
+    ) -> anyhow::Result<Fixture> {
         let cluster = ControlPlane::get();
         let kube = cluster.client().await?;
         let ns = unique_namespace(&kube, base).await?;
@@ -47,9 +57,12 @@ impl Fixture {
             )
             .await?;
         }
-        let resources = format!(
+        let mut resources = format!(
             "- name: pods\n  apiVersion: v1\n  kind: Pod\n  namespaces: [{ns}]\n  transform:\n    drop: [metadata.managedFields]\n  indexes:\n  - name: node\n    path: spec.nodeName\n  - name: owners\n    cel: 'object.metadata.ownerReferences.map(o, o.uid)'\n"
         );
+        if !filter.is_empty() {
+            resources.push_str(&format!("  filter: '{filter}'\n"));
+        }
         let sidecar = Sidecar::start_with(BIN.as_ref(), cluster, extra_config, &resources)?;
         let mut api = client::connect(&sidecar.socket().display().to_string()).await?;
         wait_synced(&mut api).await;
@@ -375,6 +388,78 @@ async fn get_reads_your_writes_with_min_resource_version() -> anyhow::Result<()>
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);
+    f.cleanup().await;
+    Ok(())
+}
+
+/// The next DELETED of `pod` (other events are skipped).
+async fn next_deleted(stream: &mut Streaming<WatchEvent>, pod: &str) -> proto::Object {
+    loop {
+        let e = next(stream).await;
+        if (kind(&e), name(&e)) == (EventType::Deleted, pod) {
+            return e.object.expect("a DELETED has an object");
+        }
+    }
+}
+
+#[tokio::test]
+async fn deleted_carries_the_resource_version_of_the_deletion_or_the_relabel() -> anyhow::Result<()>
+{
+    let filter = r#"object.metadata.labels["app"] != "gone""#;
+    let mut f = Fixture::filtered("api-delrv", 2, "", filter).await?;
+    let updated = f.label("p0", json!({"round": "1"})).await?;
+    f.caught_up("p0", updated.clone()).await?;
+    let mut ours = f.api.watch(f.watch_req(None)).await?.into_inner();
+    // The apiserver's own watch, beside ours.
+    let mut theirs = f
+        .pods()
+        .watch(&WatchParams::default(), &updated)
+        .await?
+        .boxed();
+    let now = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..DeleteParams::default()
+    };
+    f.pods().delete("p0", &now).await?;
+    let deleted = next_deleted(&mut ours, "p0").await;
+    let upstream = loop {
+        let event = tokio::time::timeout(Duration::from_secs(60), theirs.try_next())
+            .await
+            .expect("the apiserver's DELETED within a minute")?
+            .expect("the apiserver's watch goes on");
+        if let KubeEvent::Deleted(pod) = event {
+            assert_eq!(pod.metadata.name.as_deref(), Some("p0"));
+            break pod.metadata.resource_version.expect("a resourceVersion");
+        }
+    };
+    assert_eq!(deleted.resource_version, upstream, "the deletion's version");
+    assert!(upstream.parse::<u64>()? > updated.parse::<u64>()?);
+    let json: Value = serde_json::from_slice(&deleted.json)?;
+    assert_eq!(json["metadata"]["resourceVersion"], upstream.as_str());
+
+    // p1 leaves the configuration's filter: DELETED at the relabel's version.
+    let relabeled = f.label("p1", json!({"app": "gone"})).await?;
+    let left = next_deleted(&mut ours, "p1").await;
+    assert_eq!(left.resource_version, relabeled, "the relabel's version");
+
+    // Reading either at the version that removed it answers NotFound at once, rather than
+    // waiting for a version that never comes.
+    for (pod, version) in [("p0", upstream), ("p1", relabeled)] {
+        let mut req = tonic::Request::new(GetRequest {
+            resource: "pods".into(),
+            namespace: f.ns.clone(),
+            name: pod.into(),
+            min_resource_version: version,
+            ..Default::default()
+        });
+        req.set_timeout(Duration::from_secs(120));
+        let err = f.api.get(req).await.unwrap_err();
+        assert_eq!(
+            (err.code(), reason(&err)),
+            (Code::NotFound, "NotFound"),
+            "{pod}: {err:?}"
+        );
+    }
     f.cleanup().await;
     Ok(())
 }

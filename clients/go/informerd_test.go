@@ -760,8 +760,11 @@ func TestLabelSelectorWatch(t *testing.T) {
 	}
 	aDrop := relabel("a", "drop")
 	ev := expect(informerd.Deleted, "a")
-	t.Logf("DELETED a (no longer matching) carries rv %s labels %v; the write was rv %s",
-		ev.GetObject().GetResourceVersion(), ev.GetObject().GetLabels(), aDrop.ResourceVersion)
+	// Leaving the filter is DELETED at the version of the write that moved it out.
+	if ev.GetObject().GetResourceVersion() != aDrop.ResourceVersion {
+		t.Errorf("DELETED a (no longer matching) carries rv %s, the write was rv %s",
+			ev.GetObject().GetResourceVersion(), aDrop.ResourceVersion)
+	}
 	bKeep := relabel("b", "keep")
 	ev = expect(informerd.Added, "b")
 	if ev.GetObject().GetResourceVersion() != bKeep.ResourceVersion {

@@ -51,11 +51,19 @@ impl Cache for Api {
                     revision,
                 }))
             }
-            None if want.is_empty() => Err(Reason::NotFound.status(format!(
-                "{} {key} is not in the cache: it does not exist, or the configuration's \
+            // Deleted (or out of the filter) at the version asked for or later: that version
+            // of the object never comes.
+            None if want.is_empty()
+                || store
+                    .deleted_at(&key)
+                    .is_some_and(|rv| resource_version_at_least(&rv, want)) =>
+            {
+                Err(Reason::NotFound.status(format!(
+                    "{} {key} is not in the cache: it does not exist, or the configuration's \
                  filter or selectors leave it out",
-                resource.name()
-            ))),
+                    resource.name()
+                )))
+            }
             _ => Ok(None),
         };
         let timed_out = || {

@@ -7,6 +7,14 @@
 //! A (re)list is level-based: the objects a scope lists are compared with what that scope held,
 //! and only real differences become changes. Unchanged objects produce nothing, objects that
 //! vanished while the stream was down become DELETED, and other scopes are never touched.
+//!
+//! A DELETED carries the resourceVersion of the change that removed the object, as the
+//! apiserver's own watch does: the deletion's for a real deletion, the relabel's for an object
+//! that leaves the filter. Decision: for an object that vanished while the stream was down,
+//! the list's resourceVersion is what an apiserver's reflector-based cache knows; kube-runtime's
+//! watcher does not hand it over, so the scope uses the newest resourceVersion among the
+//! objects the list delivered (a lower bound of the list's), and never one older than the
+//! object's own (see `store::version`).
 
 use ahash::AHashSet;
 use kube::{runtime::watcher, Resource as _};
@@ -14,7 +22,7 @@ use serde_json::Value;
 
 use super::{object::Projected, pipeline::Pipeline};
 
-use crate::store::ObjectKey;
+use crate::store::{newer, ObjectKey};
 
 /// Counters a scope reports in its status.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -37,9 +45,18 @@ pub struct ScopeIngest {
     /// The namespace this scope covers; `None` for a cluster-wide stream.
     namespace: Option<String>,
     /// `Some` while an initial list or relist is in progress.
-    listing: Option<AHashSet<ObjectKey>>,
+    listing: Option<Listing>,
     /// What this scope did so far.
     pub counters: Applied,
+}
+
+/// What the list in progress has delivered so far.
+#[derive(Default)]
+struct Listing {
+    /// The keys of the objects it listed that the store holds.
+    seen: AHashSet<ObjectKey>,
+    /// The newest resourceVersion among its objects (see the module's decision).
+    newest: Option<String>,
 }
 
 /// What happened to the scope on one event.
@@ -70,22 +87,28 @@ impl ScopeIngest {
     pub fn handle(&mut self, event: watcher::Event<Projected>) -> Progress {
         match event {
             watcher::Event::Init => {
-                self.listing = Some(AHashSet::new());
+                self.listing = Some(Listing::default());
                 Progress::ListStarted
             }
             watcher::Event::InitApply(obj) => {
                 self.counters.received += 1;
-                if let Some(key) = self.upsert(obj) {
-                    if let Some(seen) = self.listing.as_mut() {
-                        seen.insert(key);
+                let rv = obj.meta().resource_version.clone();
+                let key = self.upsert(obj);
+                if let Some(listing) = self.listing.as_mut() {
+                    if newer(rv.as_deref(), listing.newest.as_deref()) == rv.as_deref() {
+                        listing.newest = rv;
                     }
+                    listing.seen.extend(key);
                 }
                 Progress::Listed
             }
             watcher::Event::InitDone => {
-                let seen = self.listing.take().unwrap_or_default();
+                let listing = self.listing.take().unwrap_or_default();
+                let at = listing.newest.as_deref();
                 for key in self.pipeline.store.keys(self.namespace.as_deref()) {
-                    if !seen.contains(&key) && self.pipeline.store.delete(&key).is_some() {
+                    if !listing.seen.contains(&key)
+                        && self.pipeline.store.delete_at(&key, at).is_some()
+                    {
                         self.counters.changes += 1;
                     }
                 }
@@ -99,7 +122,8 @@ impl ScopeIngest {
             watcher::Event::Delete(obj) => {
                 self.counters.received += 1;
                 if let Some(key) = key_of(&obj) {
-                    if self.pipeline.store.delete(&key).is_some() {
+                    let at = obj.meta().resource_version.as_deref();
+                    if self.pipeline.store.delete_at(&key, at).is_some() {
                         self.counters.changes += 1;
                     }
                 }
@@ -111,6 +135,7 @@ impl ScopeIngest {
     /// Filters, transforms and stores one object; returns its key when the store holds it.
     fn upsert(&mut self, obj: Projected) -> Option<ObjectKey> {
         let key = key_of(&obj)?;
+        let rv = obj.meta().resource_version.clone();
         let transformed = obj.transformed;
         let mut value = obj.object;
         // List items carry no apiVersion/kind while watch events do: set both so the stored
@@ -137,7 +162,11 @@ impl ScopeIngest {
         };
         if !keep {
             self.counters.filtered_out += 1;
-            if self.pipeline.store.delete(&key).is_some() {
+            if self.stored_is_newer(&key, rv.as_deref()) {
+                // A lagging apiserver's old state does not take the object out of view.
+                return Some(key);
+            }
+            if self.pipeline.store.delete_at(&key, rv.as_deref()).is_some() {
                 self.counters.changes += 1;
             }
             return None;
@@ -153,13 +182,23 @@ impl ScopeIngest {
                 // as a relist would.
                 tracing::warn!(object = %key, error = %e, "object not stored");
                 self.counters.refused += 1;
-                if self.pipeline.store.delete(&key).is_some() {
+                if self.stored_is_newer(&key, rv.as_deref()) {
+                    return Some(key);
+                }
+                if self.pipeline.store.delete_at(&key, rv.as_deref()).is_some() {
                     self.counters.changes += 1;
                 }
                 return None;
             }
         }
         Some(key)
+    }
+
+    /// Whether the store holds a newer version of `key` than `resource_version`.
+    fn stored_is_newer(&self, key: &ObjectKey, resource_version: Option<&str>) -> bool {
+        self.pipeline.store.get(key).is_some_and(|stored| {
+            crate::store::is_older(resource_version, Some(stored.resource_version()))
+        })
     }
 }
 
@@ -302,6 +341,92 @@ mod tests {
                 (ChangeKind::Deleted, "a/x".to_string()),
                 (ChangeKind::Added, "a/y".to_string())
             ]
+        );
+    }
+
+    /// The resourceVersions of the changes after `since`, with their kinds.
+    fn versions(store: &Store, since: u64) -> Vec<(ChangeKind, String)> {
+        let changes = store.changes_since(since).expect("log");
+        changes
+            .into_iter()
+            .map(|c| {
+                let json = c.object.as_json()["metadata"]["resourceVersion"].clone();
+                assert_eq!(json.as_str(), Some(c.object.resource_version()));
+                (c.kind, c.object.resource_version().to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_deleted_carries_the_resource_version_of_the_change_that_removed_the_object() {
+        let p = pipeline(Some(r#"object.metadata.labels["tier"] == "keep""#));
+        let mut scope = ScopeIngest::new(p.clone(), Some("a".into()));
+        list(
+            &mut scope,
+            vec![pod("a", "x", "1", "keep"), pod("a", "y", "2", "keep")],
+        );
+        let synced = p.store.revision();
+        // A deletion, then a relabel out of the filter.
+        scope.handle(watcher::Event::Delete(pod("a", "x", "7", "keep")));
+        scope.handle(watcher::Event::Apply(pod("a", "y", "8", "drop")));
+        assert_eq!(
+            versions(&p.store, synced),
+            vec![
+                (ChangeKind::Deleted, "7".to_string()),
+                (ChangeKind::Deleted, "8".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_relist_deletes_at_the_newest_listed_version_and_never_before_the_objects_own() {
+        let (p, mut scope, synced) = synced_x_and_y();
+        // y vanished while the stream was down: the list (at 9 or later) has x at 9.
+        list(&mut scope, vec![pod("a", "x", "9", "keep")]);
+        assert_eq!(
+            versions(&p.store, synced),
+            vec![
+                (ChangeKind::Modified, "9".to_string()),
+                (ChangeKind::Deleted, "9".to_string())
+            ]
+        );
+        // z, at 20, vanished; the only listed object is older than z.
+        scope.handle(watcher::Event::Apply(pod("a", "z", "20", "keep")));
+        let before = p.store.revision();
+        list(&mut scope, vec![pod("a", "x", "9", "keep")]);
+        assert_eq!(
+            versions(&p.store, before),
+            vec![(ChangeKind::Deleted, "20".to_string())]
+        );
+        // An empty list says nothing of its version: the last stored one stays.
+        let before = p.store.revision();
+        list(&mut scope, vec![]);
+        assert_eq!(
+            versions(&p.store, before),
+            vec![(ChangeKind::Deleted, "9".to_string())]
+        );
+    }
+
+    #[test]
+    fn a_lagging_relist_never_moves_an_object_back() {
+        let p = pipeline(Some(r#"object.metadata.labels["tier"] == "keep""#));
+        let mut scope = ScopeIngest::new(p.clone(), Some("a".into()));
+        list(&mut scope, vec![pod("a", "x", "1", "keep")]);
+        scope.handle(watcher::Event::Apply(pod("a", "x", "10", "keep")));
+        let watched = p.store.revision();
+        // A lagging apiserver lists x as it was at 5: once changed, once outside the filter.
+        let mut older = pod("a", "x", "5", "keep");
+        older.object["spec"]["nodeName"] = json!("node-2");
+        list(&mut scope, vec![older]);
+        list(&mut scope, vec![pod("a", "x", "5", "drop")]);
+        assert!(changes(&p.store, watched).is_empty());
+        let stored = p.store.get(&ObjectKey::new(Some("a"), "x")).expect("kept");
+        assert_eq!(stored.resource_version(), "10");
+        // The apiserver caught up: the newer state applies as usual.
+        list(&mut scope, vec![pod("a", "x", "11", "drop")]);
+        assert_eq!(
+            versions(&p.store, watched),
+            vec![(ChangeKind::Deleted, "11".to_string())]
         );
     }
 

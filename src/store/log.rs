@@ -25,7 +25,8 @@ pub(super) struct LogEntry {
     /// The new state (last state for Deleted). For Added/Modified it is also held by the
     /// object's slot, or by the log entry of the object's next change.
     pub(super) object: Blob,
-    /// The replaced state (Modified): the log entry is its last holder.
+    /// The replaced state (Modified, and Deleted with its own resourceVersion): the log entry
+    /// is its last holder.
     pub(super) previous: Option<Blob>,
 }
 
@@ -36,13 +37,18 @@ impl LogEntry {
         object: Blob,
         previous: Option<Blob>,
     ) -> Self {
-        // The state only the log keeps: the replaced one, or the last one of a deleted object
-        // (the new state of an ADDED/MODIFIED change is the current object's).
-        let own = match (&previous, kind) {
-            (Some(p), _) => codec::exclusive_bytes(atoms, p),
-            (None, ChangeKind::Deleted) => codec::exclusive_bytes(atoms, &object),
-            (None, _) => 0,
+        // The state only the log keeps: the replaced one, and the last one of a deleted object
+        // (the new state of an ADDED/MODIFIED change is the current object's). A Deleted entry
+        // has a replaced state when the deletion was sealed with its own resourceVersion.
+        let replaced = previous
+            .as_ref()
+            .map_or(0, |p| codec::exclusive_bytes(atoms, p));
+        let deleted = if kind == ChangeKind::Deleted {
+            codec::exclusive_bytes(atoms, &object)
+        } else {
+            0
         };
+        let own = replaced + deleted;
         let bytes = size_of::<Self>() + own;
         Self {
             kind,
@@ -114,6 +120,11 @@ impl Log {
             let now = self.made.elapsed().as_secs();
             Duration::from_secs(now.saturating_sub(u64::from(oldest.at)))
         })
+    }
+
+    /// The newest entry that `is` picks.
+    pub(super) fn newest(&self, is: impl Fn(&LogEntry) -> bool) -> Option<&LogEntry> {
+        self.entries.iter().rev().find(|e| is(e))
     }
 
     /// Exactly the entries after `revision`, oldest first, with their revisions (the store is

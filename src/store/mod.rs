@@ -32,6 +32,7 @@ mod slots;
 mod state;
 #[cfg(test)]
 mod tests;
+mod version;
 mod writer;
 
 use std::fmt;
@@ -41,6 +42,7 @@ use serde_json::Value;
 
 pub use object::{Change, ChangeKind, ObjectKey, StoredObject};
 pub use reader::{Store, StoreStats};
+pub use version::{is_older, newer};
 pub use writer::Writer;
 
 /// An encoded object, shared by the current state, the change log and readers. (`triomphe`'s

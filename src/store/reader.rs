@@ -10,8 +10,9 @@ use tokio::sync::watch;
 use super::atoms::{AtomId, Atoms, KIND_STR};
 use super::codec;
 use super::object::Namespaces;
+use super::slots::blob_is;
 use super::state::Shared;
-use super::{Change, ObjectKey, StoreError, StoreOptions, StoredObject};
+use super::{Change, ChangeKind, ObjectKey, StoreError, StoreOptions, StoredObject};
 
 /// The cache of one resource, read-only: the api and everything that serves reads hold this.
 /// Thread-safe: reads run in parallel, writes (through the [`Writer`](super::Writer)) one at a
@@ -200,7 +201,12 @@ impl Store {
                     Some(rev),
                     &mut namespaces,
                 );
-                let previous = e.previous.as_ref().map(|p| {
+                // A Deleted entry's replaced state is the log's to retire, not a change's.
+                let previous = e
+                    .previous
+                    .as_ref()
+                    .filter(|_| e.kind == ChangeKind::Modified);
+                let previous = previous.map(|p| {
                     StoredObject::from_blob(sh, &st.atoms, p.clone(), None, &mut namespaces)
                 });
                 Change {
@@ -212,6 +218,23 @@ impl Store {
                 }
             })
             .collect())
+    }
+
+    /// The resourceVersion at which `key` left the store (deleted upstream, or out of the
+    /// filter), while the change log still holds that change; `None` when the store holds it,
+    /// or knows nothing of it. A read that waits for a resourceVersion of a deleted object ends
+    /// on it rather than waiting for a version that never comes.
+    pub fn deleted_at(&self, key: &ObjectKey) -> Option<String> {
+        let st = self.shared.read();
+        let (ns, name) = (key.namespace(), key.name());
+        if st.slots.find(&st.atoms, ns, name).is_some() {
+            return None;
+        }
+        let last = st.log.newest(|e| blob_is(&st.atoms, &e.object, ns, name))?;
+        if last.kind != ChangeKind::Deleted {
+            return None;
+        }
+        codec::parse_header(&last.object).rv.to_string()
     }
 
     /// What the store holds now.

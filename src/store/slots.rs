@@ -85,13 +85,7 @@ impl Slots {
         let blob = self.blobs[slot as usize]
             .as_deref()
             .expect("indexed slots are occupied");
-        let h = codec::parse_header(blob);
-        let ns_matches = match (h.namespace, namespace) {
-            (None, None) => true,
-            (Some(a), Some(ns)) => atoms.payload(a) == ns.as_bytes(),
-            _ => false,
-        };
-        ns_matches && h.name.eq_str(atoms, name)
+        blob_is(atoms, blob, namespace, name)
     }
 
     /// The object in `slot` (`None` for a free slot).
@@ -161,4 +155,15 @@ impl Slots {
             .flatten()
             .filter(move |blob| ns.is_none() || codec::parse_header(blob).namespace == ns)
     }
+}
+
+/// Whether `blob` is the object `namespace`/`name`.
+pub(super) fn blob_is(atoms: &Atoms, blob: &[u8], namespace: Option<&str>, name: &str) -> bool {
+    let h = codec::parse_header(blob);
+    let ns_matches = match (h.namespace, namespace) {
+        (None, None) => true,
+        (Some(a), Some(ns)) => atoms.payload(a) == ns.as_bytes(),
+        _ => false,
+    };
+    ns_matches && h.name.eq_str(atoms, name)
 }

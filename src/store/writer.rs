@@ -94,6 +94,12 @@ fn compare(
         .expect("found slots are occupied")
         .clone();
     let h = codec::parse_header(&old);
+    if h.rv.is_newer_than(id.resource_version) {
+        // Decision: a relist served by a lagging apiserver (a watch cache behind the one the
+        // scope watched) never moves an object back to an older resourceVersion; see
+        // `store::version` for why resourceVersions are compared as integers.
+        return None;
+    }
     let same_rv = h.rv.matches(id.resource_version);
     if same_rv && old[h.body_start..] == body[..] {
         return None;
@@ -125,6 +131,22 @@ fn seal(st: &mut State, id: &Identity<'_>, body: Vec<u8>) -> (u64, Blob) {
     bytes.extend_from_slice(&body);
     drop(body);
     (revision, Blob::from(&bytes[..]))
+}
+
+/// Sets `value`'s `metadata.resourceVersion` to `rv` and seals it with the next revision.
+fn reseal(st: &mut State, key: &ObjectKey, rv: &str, value: &mut Value) -> (u64, Blob) {
+    if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert("resourceVersion".into(), Value::String(rv.to_owned()));
+    }
+    let id = Identity {
+        namespace: key.namespace(),
+        name: key.name(),
+        resource_version: Some(rv),
+    };
+    let empty = Map::new();
+    let root = value.as_object().unwrap_or(&empty);
+    let body = codec::encode_body(&mut st.atoms, &id, root);
+    seal(st, &id, body)
 }
 
 /// Stores a new object (key hash `hash`) and records its addition.
@@ -184,7 +206,8 @@ impl Writer {
 
     /// Inserts or replaces the object with this `metadata.namespace`/`metadata.name`.
     ///
-    /// Returns the change, or `None` when the stored object is already identical.
+    /// Returns the change, or `None` when the stored object is already identical, or newer
+    /// (its resourceVersion is a greater integer: the object comes from a lagging apiserver).
     pub fn apply(&self, object: Value) -> Result<Option<Change>, StoreError> {
         let sh = &self.store.shared;
         let (root, id) = storable(&object)?;
@@ -240,6 +263,16 @@ impl Writer {
 
     /// Removes an object; the change carries its last state. `None` when it is not stored.
     pub fn delete(&self, key: &ObjectKey) -> Option<Change> {
+        self.delete_at(key, None)
+    }
+
+    /// Removes an object that the apiserver deleted (or that left the view) at
+    /// `resource_version`: the change carries its last state with that resourceVersion, as the
+    /// apiserver's DELETED event does. `None` when it is not stored.
+    ///
+    /// Decision: the deletion never carries a resourceVersion older than the stored one (see
+    /// `store::version`); with `None`, or an older one, it carries the stored one.
+    pub fn delete_at(&self, key: &ObjectKey, resource_version: Option<&str>) -> Option<Change> {
         let sh = &self.store.shared;
         let (ns, name) = (key.namespace(), key.name());
         let mut guard = sh.write();
@@ -247,21 +280,34 @@ impl Writer {
         let hash = st.slots.hash(ns, name);
         let slot = st.slots.find_hashed(&st.atoms, hash, ns, name)?;
         let blob = st.slots.remove(&st.atoms, hash, slot);
-        let old_value = codec::decode_blob(&st.atoms, &blob);
-        let old_values = sh.indexers.values(&old_value);
+        let mut value = codec::decode_blob(&st.atoms, &blob);
+        let old_values = sh.indexers.values(&value);
         reindex(&mut st.indexes, slot, &old_values, &[]);
-        st.revision += 1;
-        let revision = st.revision;
-        let resource_version = codec::parse_header(&blob).rv.to_string().map(Box::from);
+        let stored = codec::parse_header(&blob).rv;
+        let deleted_at = resource_version
+            .filter(|rv| !stored.matches(Some(rv)) && !stored.is_newer_than(Some(rv)));
+        let (revision, entry, resource_version) = match deleted_at {
+            None => {
+                st.revision += 1;
+                let entry = LogEntry::new(&st.atoms, ChangeKind::Deleted, blob.clone(), None);
+                (st.revision, entry, stored.to_string().map(Box::from))
+            }
+            Some(rv) => {
+                // The last state, sealed again with the deletion's resourceVersion; the entry
+                // holds the replaced blob as a Modified entry does, to retire it.
+                let (revision, sealed) = reseal(st, key, rv, &mut value);
+                let entry = LogEntry::new(&st.atoms, ChangeKind::Deleted, sealed, Some(blob));
+                (revision, entry, Some(Box::from(rv)))
+            }
+        };
         let object = StoredObject::from(Handle {
             shared: sh.clone(),
-            blob: blob.clone(),
+            blob: entry.object.clone(),
             key: key.clone(),
             revision,
             resource_version,
-            json: OnceLock::from(old_value),
+            json: OnceLock::from(value),
         });
-        let entry = LogEntry::new(&st.atoms, ChangeKind::Deleted, blob, None);
         st.log_push(entry);
         sh.revisions.send_replace(revision);
         st.after_write();

@@ -162,6 +162,14 @@ impl Rv<'_> {
         }
     }
 
+    /// Whether this resourceVersion is known to be newer than `rv` (see `store::version`).
+    pub(crate) fn is_newer_than(self, rv: Option<&str>) -> bool {
+        match (self, rv.and_then(parse_uint_str)) {
+            (Rv::Uint(stored), Some(other)) => other < stored,
+            _ => false,
+        }
+    }
+
     pub(crate) fn to_string(self) -> Option<String> {
         match self {
             Rv::None => None,

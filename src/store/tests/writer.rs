@@ -104,6 +104,51 @@ fn memory_is_released_when_objects_go() {
 }
 
 #[test]
+fn a_deletion_carries_its_own_resource_version_and_releases_everything() {
+    let store = Writer::new(StoreOptions::default());
+    store.apply(pod("ns", "a", "n1", 10)).unwrap();
+    let d = store.delete_at(&key("ns", "a"), Some("12")).unwrap();
+    let mut expected = pod("ns", "a", "n1", 10);
+    expected["metadata"]["resourceVersion"] = json!("12");
+    assert_eq!(d.object.resource_version(), "12");
+    assert_eq!(d.object.to_json_value(), expected);
+    let logged = store.changes_since(1).unwrap();
+    assert_eq!(logged[0].kind, ChangeKind::Deleted);
+    assert_eq!(logged[0].object.resource_version(), "12");
+    assert_eq!(logged[0].object.to_json_value(), expected);
+    assert!(logged[0].previous.is_none());
+    // Never older than the stored version; without one, the stored version.
+    store.apply(pod("ns", "b", "n1", 20)).unwrap();
+    let d = store.delete_at(&key("ns", "b"), Some("15")).unwrap();
+    assert_eq!(d.object.resource_version(), "20");
+    store.apply(pod("ns", "c", "n1", 30)).unwrap();
+    let d = store.delete_at(&key("ns", "c"), None).unwrap();
+    assert_eq!(d.object.resource_version(), "30");
+
+    // The store remembers the deletion's version while the log holds it.
+    assert_eq!(store.deleted_at(&key("ns", "a")).as_deref(), Some("12"));
+    assert_eq!(store.deleted_at(&key("ns", "c")).as_deref(), Some("30"));
+    assert_eq!(store.deleted_at(&key("ns", "nope")), None);
+    store.apply(pod("ns", "a", "n1", 40)).unwrap();
+    assert_eq!(store.deleted_at(&key("ns", "a")), None, "stored again");
+
+    // Both the last state and the state sealed at the deletion are released.
+    let store = Writer::new(StoreOptions {
+        log_max_events: 0,
+        ..node_index()
+    });
+    let empty = store.stats();
+    for (_, p) in fixture_pods() {
+        store.apply(p).unwrap();
+    }
+    for k in store.keys(None) {
+        store.delete_at(&k, Some("99999999"));
+    }
+    store.reclaim();
+    assert_eq!(store.stats(), empty);
+}
+
+#[test]
 fn rejects_objects_without_identity() {
     let store = Writer::new(StoreOptions::default());
     assert_eq!(
