@@ -30,6 +30,54 @@ pub(super) static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
     Arc::new(env)
 });
 
+/// The stack of the thread that parses an expression.
+///
+/// Decision: the cel crate's ANTLR parser recurses about ten frames per level of nesting, and
+/// large ones: in a debug build a dozen nested parentheses overflowed a 2 MiB stack (a Tokio
+/// worker's, where a Watch request's `predicate_cel` is compiled), and the crate refuses only
+/// past 96 levels. Parsing runs on a thread whose stack holds those 96 levels; the stack is
+/// address space reserved for the few milliseconds of a parse, not memory touched.
+const PARSE_STACK: usize = 256 << 20;
+
+/// Parses `source` with [`ENV`] on a thread of its own (see [`PARSE_STACK`]).
+fn parse(source: &str) -> Result<Program, FilterError> {
+    let parsed = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("cel-parse".into())
+            .stack_size(PARSE_STACK)
+            .spawn_scoped(scope, || ENV.compile(source))
+            .map(|parsing| parsing.join())
+    })
+    .map_err(|e| {
+        FilterError::Compile(format!(
+            "cannot start a thread to parse the expression: {e}"
+        ))
+    })?
+    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    parsed.map_err(|errors| syntax_error(source, &errors))
+}
+
+/// The error of an expression that does not parse: the first problem, where, and how many more.
+fn syntax_error(source: &str, errors: &cel::ParseErrors) -> FilterError {
+    let first = errors.errors.first();
+    let message = match first {
+        Some(e) => {
+            let at = if source.contains('\n') {
+                format!("line {}, column {}", e.pos.0, e.pos.1)
+            } else {
+                format!("column {}", e.pos.1)
+            };
+            let more = match errors.errors.len() {
+                1 => String::new(),
+                n => format!(" (and {} more)", n - 1),
+            };
+            format!("{} at {at} of the expression{more}", e.msg)
+        }
+        None => "syntax error".to_string(),
+    };
+    FilterError::Compile(message)
+}
+
 /// A compiled expression and what it reads of `object`.
 pub(super) struct Compiled {
     pub(super) source: String,
@@ -51,25 +99,7 @@ impl Compiled {
 
     /// Compiles an expression that may also use the variables `extra`.
     pub(super) fn compile_with(source: &str, extra: &[&str]) -> Result<Compiled, FilterError> {
-        let program = ENV.compile(source).map_err(|errors| {
-            let first = errors.errors.first();
-            let message = match first {
-                Some(e) => {
-                    let at = if source.contains('\n') {
-                        format!("line {}, column {}", e.pos.0, e.pos.1)
-                    } else {
-                        format!("column {}", e.pos.1)
-                    };
-                    let more = match errors.errors.len() {
-                        1 => String::new(),
-                        n => format!(" (and {} more)", n - 1),
-                    };
-                    format!("{} at {at} of the expression{more}", e.msg)
-                }
-                None => "syntax error".to_string(),
-            };
-            FilterError::Compile(message)
-        })?;
+        let program = parse(source)?;
         let analysis = Analysis::run(program.expression(), extra);
         if let Some(name) = analysis.undeclared {
             let allowed = if extra.is_empty() {

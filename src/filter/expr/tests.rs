@@ -276,3 +276,28 @@ fn filters_are_send_sync_and_cheap_to_clone() {
     assert_send_sync::<Filter>();
     assert_send_sync::<StringsExpr>();
 }
+
+#[test]
+fn nested_expressions_compile_on_a_worker_sized_stack() {
+    // Found by fuzzing: 12 nested parentheses overflowed the 2 MiB stack of the thread that
+    // compiled them (in a debug build), aborting the process; a Watch request's predicate_cel
+    // is compiled on a Tokio worker, whose stack is that size.
+    let compile_on_2_mib = |depth: usize| {
+        let text = format!("{}object.spec == null{}", "(".repeat(depth), ")".repeat(depth));
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                let filter = Filter::compile(&text).map_err(|e| e.to_string())?;
+                let predicate = ChangePredicate::compile(&text).map_err(|e| e.to_string())?;
+                Ok::<_, String>((filter, predicate))
+            })
+            .unwrap()
+            .join()
+            .unwrap()
+    };
+    let (filter, predicate) = compile_on_2_mib(64).expect("64 levels compile");
+    assert_eq!(filter.matches(&json!({"spec": null})), Ok(true));
+    assert!(!predicate.matches(&json!({"spec": 1}), &json!({})));
+    let err = compile_on_2_mib(10_000).unwrap_err();
+    assert!(err.contains("Recursion limit of 96 exceeded"), "{err}");
+}
