@@ -21,6 +21,7 @@ help:
 	@echo "make cluster-down  stop them"
 	@echo "make seed PODS=N NAMESPACES=M   create realistic pods in the running cluster"
 	@echo "make deploy-rbac   regenerate deploy/sidecar/rbac.yaml from deploy/sidecar/informerd.yaml"
+	@echo "make fuzz          the fuzz targets' long form (FUZZ_CASES=100000 per property; make test runs 256)"
 	@echo "make bench         memory per pod: informerd's profiles against kube-rs and client-go caches"
 	@echo "                   (BENCH_PODS=10000,50000 ...; results in benches/results/compare.*)"
 	@echo "make chaos         the chaos suite's long form (CHAOS_ROUNDS=5 CHAOS_CHURN_SECONDS=20 ...;"
@@ -113,6 +114,13 @@ image: static $(BIN)/image
 	  --oci $(IMAGE_OCI) --docker $(IMAGE_DIR)/informerd.docker.tar
 
 # --- tests ---------------------------------------------------------------------------------------
+# The fuzz targets (tests/fuzz) with many more generated cases than `make test`'s 256; a failure
+# is saved under proptest-regressions/fuzz/ (commit it: every later run tries it first).
+FUZZ_CASES ?= 100000
+.PHONY: fuzz
+fuzz:
+	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release --test fuzz
+
 # Where cargo puts the binary the client tests run as a sidecar.
 CARGO_TARGET := $(or $(CARGO_TARGET_DIR),target)
 

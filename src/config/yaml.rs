@@ -8,11 +8,19 @@
 //! values are null; `true`/`false` booleans; decimal, `0x` and `0o` integers; decimal floats,
 //! `.inf` and `.nan`; anything quoted, and every other plain scalar, a string. Anchors and
 //! aliases work; merge keys (`<<`) are not supported, and duplicate keys are an error.
+//!
+//! Decision: aliases copy their anchor's value, so a few lines of anchors of aliases (a "billion
+//! laughs" document) would expand to gigabytes; the nodes that aliases copy are counted and
+//! more than [`MAX_ALIASED_NODES`] in a file is an error (no configuration needs a fraction of
+//! that; serde_yaml refuses such documents likewise).
 
 use std::collections::HashMap;
 
 use granit_parser::{Event, Parser, ScalarStyle, Span};
 use serde_json::{Map, Number, Value};
+
+/// The most nodes (scalars, maps, lists) that the aliases of one file may copy in all.
+pub const MAX_ALIASED_NODES: usize = 100_000;
 
 /// A position in the file: line and column, both counting from 1.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -105,7 +113,10 @@ struct Builder {
     documents: usize,
     stack: Vec<Frame>,
     root: Option<Value>,
-    anchors: HashMap<usize, Value>,
+    /// Each anchor's value and its number of nodes.
+    anchors: HashMap<usize, (Value, usize)>,
+    /// The nodes copied by aliases so far.
+    aliased: usize,
     positions: HashMap<String, Place>,
 }
 
@@ -169,7 +180,7 @@ impl Builder {
     /// Adds a complete value to the innermost container (or makes it the root).
     fn finish_value(&mut self, value: Value, anchor: usize) {
         if anchor != 0 {
-            self.anchors.insert(anchor, value.clone());
+            self.anchors.insert(anchor, (value.clone(), nodes(&value)));
         }
         match self.stack.last_mut() {
             None => self.root = Some(value),
@@ -204,8 +215,18 @@ impl Builder {
             }
             Event::Alias(id) => {
                 self.refuse_key(span, "aliases as keys")?;
+                let (value, count) = self.anchors.get(&id).cloned().unwrap_or_default();
+                self.aliased += count;
+                if self.aliased > MAX_ALIASED_NODES {
+                    return Err(YamlError::at(
+                        Pos::of(span),
+                        format!(
+                            "the aliases of this file copy more than {MAX_ALIASED_NODES} values; \
+                             write the values out instead of aliasing aliases"
+                        ),
+                    ));
+                }
                 self.start_value(span);
-                let value = self.anchors.get(&id).cloned().unwrap_or(Value::Null);
                 self.finish_value(value, 0);
                 Ok(())
             }
@@ -277,6 +298,21 @@ impl Builder {
         };
         self.finish_value(value, anchor);
     }
+}
+
+/// The number of nodes of `value` (itself included), counted without recursion.
+fn nodes(value: &Value) -> usize {
+    let mut count = 0;
+    let mut pending = vec![value];
+    while let Some(value) = pending.pop() {
+        count += 1;
+        match value {
+            Value::Array(items) => pending.extend(items),
+            Value::Object(map) => pending.extend(map.values()),
+            _ => {}
+        }
+    }
+    count
 }
 
 /// Resolves a plain scalar with the YAML 1.2 core schema.
@@ -426,6 +462,23 @@ j: 64Mi
         }
         let (value, _) = parse("a: !!str 12\nb: '12'\nc: |\n  x\n").unwrap();
         assert_eq!(value, json!({"a": "12", "b": "12", "c": "x\n"}));
+    }
+
+    #[test]
+    fn aliases_of_aliases_are_bounded() {
+        // Found by fuzzing: ten levels of ten aliases each expanded to 10^10 values (the memory
+        // of the machine) before this limit.
+        let mut text = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n".to_string();
+        for level in 1..10 {
+            let aliases = vec![format!("*a{}", level - 1); 10].join(", ");
+            text.push_str(&format!("a{level}: &a{level} [{aliases}]\n"));
+        }
+        let err = parse(&text).unwrap_err();
+        assert_eq!(err.pos.line, 5, "{err:?}");
+        assert!(err.message.contains("more than 100000 values"), "{err:?}");
+        // Aliases within the limit still work.
+        let (value, _) = parse("a: &a [1, 2]\nb: [*a, *a]\n").unwrap();
+        assert_eq!(value["b"], json!([[1, 2], [1, 2]]));
     }
 
     #[test]

@@ -77,7 +77,8 @@ pub(crate) fn split_hex64(s: &str) -> Option<(&str, [u8; 32])> {
     if b.len() < 64 {
         return None;
     }
-    let (prefix, hex) = s.split_at(b.len() - 64);
+    // Not `split_at`: the 64th byte from the end may fall inside a multi-byte character.
+    let (prefix, hex) = s.split_at_checked(b.len() - 64)?;
     if !prefix.is_empty() && !prefix.ends_with("://") {
         return None;
     }
@@ -369,5 +370,13 @@ mod tests {
         let (p, d) = split_hex64(&id).unwrap();
         assert_eq!(format_hex64(p, &d), id);
         assert_eq!(split_hex64(&format!("sha256:{}", "ab".repeat(32))), None);
+    }
+
+    #[test]
+    fn a_string_cut_inside_a_character_is_not_a_digest() {
+        // Found by fuzzing: 64 bytes from the end fall inside the 3-byte character U+FFDA.
+        let s = format!("\u{ffda}{}", "a".repeat(62));
+        assert_eq!(split_hex64(&s), None);
+        assert_eq!(split_hex64(&format!("x\u{e9}{}", "0".repeat(63))), None);
     }
 }

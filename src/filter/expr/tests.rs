@@ -1,6 +1,6 @@
 use serde_json::json;
 
-use super::compile::{Compiled, ENV};
+use super::compile::{self, Compiled, ENV};
 use super::*;
 use crate::filter::FilterError;
 use crate::transform::test_fixtures::{all_pods, kube_system_pods, name};
@@ -275,4 +275,47 @@ fn filters_are_send_sync_and_cheap_to_clone() {
     fn assert_send_sync<T: Send + Sync + Clone + 'static>() {}
     assert_send_sync::<Filter>();
     assert_send_sync::<StringsExpr>();
+}
+
+#[test]
+fn nested_expressions_compile_on_a_worker_sized_stack() {
+    // Found by fuzzing: 12 nested parentheses overflowed the 2 MiB stack of the thread that
+    // compiled them (in a debug build), and 64 nested lists the one that evaluated them,
+    // aborting the process; a Watch request's predicate_cel is compiled and evaluated on a
+    // Tokio worker, whose stack is that size.
+    let on_2_mib = |text: String| {
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                let filter = Filter::compile(&text).map_err(|e| e.to_string())?;
+                let predicate = ChangePredicate::compile(&text).map_err(|e| e.to_string())?;
+                let object = json!({"spec": null, "a": {"a": {}}});
+                Ok::<_, String>((filter.matches(&object), predicate.matches(&object, &object)))
+            })
+            .unwrap()
+            .join()
+            .unwrap()
+    };
+    let deepest = compile::MAX_NESTING - 3;
+    for text in [
+        format!("{}object.spec == null{}", "(".repeat(90), ")".repeat(90)),
+        format!("size({}1{}) == 1", "[".repeat(deepest), "]".repeat(deepest)),
+        format!("{}true", "true ? true : ".repeat(deepest)),
+        format!("has(object{})", ".a".repeat(deepest)),
+    ] {
+        let (filter, _) = on_2_mib(text.clone()).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert!(
+            matches!(filter, Ok(_) | Err(FilterError::Evaluation(_))),
+            "{text}: {filter:?}"
+        );
+    }
+    let err = on_2_mib(format!("{}1{}", "(".repeat(10_000), ")".repeat(10_000))).unwrap_err();
+    assert!(err.contains("Recursion limit of 96 exceeded"), "{err}");
+    let err = on_2_mib(format!("size({}1{}) == 1", "[".repeat(64), "]".repeat(64))).unwrap_err();
+    assert!(
+        err.contains("nests 67 levels deep, more than the 32 allowed"),
+        "{err}"
+    );
+    let err = on_2_mib(format!("has(object{})", ".a".repeat(10_000))).unwrap_err();
+    assert!(err.contains("levels deep"), "{err}");
 }
