@@ -13,7 +13,7 @@ use super::reason::{self, invalid, Reason};
 use super::watch::{self, WatchSpec};
 use super::{Api, Resource};
 use crate::proto::{self, cache_server::Cache};
-use crate::store::ObjectKey;
+use crate::store::{self, ObjectKey};
 
 /// How long Get waits for `min_resource_version`, and calls wait for sync, without a deadline.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(30);
@@ -37,10 +37,7 @@ impl Cache for Api {
         let store = resource.store();
         let want = &req.min_resource_version;
         let found = |revision: u64| match store.get(&key) {
-            Some(stored)
-                if want.is_empty()
-                    || resource_version_at_least(stored.resource_version(), want) =>
-            {
+            Some(stored) if want.is_empty() || store::at_least(stored.resource_version(), want) => {
                 let object = mask.render_owned(stored.to_json_value(), stored.revision(), None);
                 // The object may have changed after `revision` was read; it is then the
                 // state at its own revision (the latest: it was just read).
@@ -56,7 +53,7 @@ impl Cache for Api {
             None if want.is_empty()
                 || store
                     .deleted_at(&key)
-                    .is_some_and(|rv| resource_version_at_least(&rv, want)) =>
+                    .is_some_and(|rv| store::at_least(&rv, want)) =>
             {
                 Err(Reason::NotFound.status(format!(
                     "{} {key} is not in the cache: it does not exist, or the configuration's \
@@ -229,28 +226,4 @@ async fn wait_for_resource_version(
         ))
     };
     resource.wait_for_store(until, seen, timed_out).await
-}
-
-/// Whether the cache's resourceVersion is `want` or later. resourceVersions are opaque in the
-/// API, but the apiserver's (etcd's) are increasing integers, and its own watch cache compares
-/// them as such; a resourceVersion that is not a number must match exactly.
-fn resource_version_at_least(have: &str, want: &str) -> bool {
-    match (have.parse::<u64>(), want.parse::<u64>()) {
-        (Ok(have), Ok(want)) => have >= want,
-        _ => have == want,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::resource_version_at_least;
-
-    #[test]
-    fn resource_versions_compare_as_numbers() {
-        assert!(resource_version_at_least("120", "99"));
-        assert!(resource_version_at_least("120", "120"));
-        assert!(!resource_version_at_least("99", "120"));
-        assert!(resource_version_at_least("abc", "abc"));
-        assert!(!resource_version_at_least("abc", "abd"));
-    }
 }

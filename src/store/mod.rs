@@ -42,7 +42,7 @@ use serde_json::Value;
 
 pub use object::{Change, ChangeKind, ObjectKey, StoredObject};
 pub use reader::{Store, StoreStats};
-pub use version::{is_older, newer};
+pub use version::{at_least, is_older, newer};
 pub use writer::Writer;
 
 /// An encoded object, shared by the current state, the change log and readers. (`triomphe`'s

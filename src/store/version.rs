@@ -18,6 +18,15 @@ pub fn is_older(a: Option<&str>, b: Option<&str>) -> bool {
     }
 }
 
+/// Whether the cache's resourceVersion `have` is `want` or later, for `min_resource_version`:
+/// integers compare as numbers; a resourceVersion that is not a number must match exactly.
+pub fn at_least(have: &str, want: &str) -> bool {
+    match (parse_uint_str(have), parse_uint_str(want)) {
+        (Some(have), Some(want)) => have >= want,
+        _ => have == want,
+    }
+}
+
 /// The newer of two resourceVersions (`a` when they cannot be ordered).
 pub fn newer<'a>(a: Option<&'a str>, b: Option<&'a str>) -> Option<&'a str> {
     if is_older(a, b) || a.is_none() {
@@ -43,5 +52,14 @@ mod tests {
         assert_eq!(newer(Some("x"), Some("120")), Some("x"));
         assert_eq!(newer(None, Some("7")), Some("7"));
         assert_eq!(newer(Some("7"), None), Some("7"));
+    }
+
+    #[test]
+    fn at_least_compares_integers_as_numbers_and_anything_else_by_equality() {
+        assert!(at_least("120", "99"));
+        assert!(at_least("120", "120"));
+        assert!(!at_least("99", "120"));
+        assert!(at_least("abc", "abc"));
+        assert!(!at_least("abc", "abd"));
     }
 }
