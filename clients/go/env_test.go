@@ -4,107 +4,56 @@ package informerd_test
 // binary (INFORMERD_BIN), started by each test with a configuration of its own. No mocks.
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	informerd "informerd.io/clients/go"
+	"informerd.io/clients/go/internal/testenv"
 )
 
 // Generous bounds that only keep a broken run from hanging; nothing asserts on timing.
 const (
-	syncTimeout   = 2 * time.Minute
+	syncTimeout   = testenv.SyncTimeout
 	settleTimeout = 2 * time.Minute
 )
 
-type env struct {
-	bin        string
-	kubeconfig string
-	seedBin    string
-	kube       kubernetes.Interface
-}
+// env is the shared harness (testenv) with this suite's pod helpers.
+type env struct{ *testenv.Env }
 
 // setup reads the environment `make test` provides; it fails (never skips) without it.
-func setup(t *testing.T) *env {
-	t.Helper()
-	bin, kubeconfig := os.Getenv("INFORMERD_BIN"), os.Getenv("INFORMERD_KUBECONFIG")
-	if bin == "" || kubeconfig == "" {
-		t.Fatalf("INFORMERD_BIN and INFORMERD_KUBECONFIG must be set (got %q, %q): these tests run against a "+
-			"real informerd and kube-apiserver; run `make test` from the repository root, which builds both and sets them", bin, kubeconfig)
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatalf("kubeconfig %s: %v", kubeconfig, err)
-	}
-	cfg.QPS, cfg.Burst = 200, 400
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &env{bin: bin, kubeconfig: kubeconfig, seedBin: os.Getenv("INFORMERD_SEED_BIN"), kube: kube}
-}
+func setup(t *testing.T) *env { return &env{testenv.Setup(t, "igo", "clients-go")} }
 
-func randSuffix() string {
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
+var (
+	randSuffix = testenv.RandSuffix
+	dialTarget = testenv.DialTarget
+)
 
-// namespace creates a namespace with a unique name and deletes it when the test ends.
-func (e *env) namespace(t *testing.T, hint string) string {
+// eventually polls cond (every 200 ms) until it returns "" or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() string) {
 	t.Helper()
-	name := fmt.Sprintf("igo-%s-%s", hint, randSuffix())
-	_, err := e.kube.CoreV1().Namespaces().Create(context.Background(),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"informerd.io/test": "clients-go"}}},
-		metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create namespace %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		// Pods first (grace period 0: no kubelet runs), then the namespace.
-		zero := int64(0)
-		_ = e.kube.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
-		_ = e.kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
-	})
-	return name
+	testenv.Eventually(t, timeout, 200*time.Millisecond, what, cond)
 }
 
 var zero = int64(0)
 
-func podSpec(image string) corev1.PodSpec {
-	return corev1.PodSpec{
-		TerminationGracePeriodSeconds: &zero,
-		Containers:                    []corev1.Container{{Name: "app", Image: image}},
-	}
-}
-
 func (e *env) createPod(t *testing.T, ns, name string, labels map[string]string) *corev1.Pod {
 	t.Helper()
-	p, err := e.kube.CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{
+	p, err := e.Kube.CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{"informerd.io/n": "0"}},
-		Spec:       podSpec("registry.invalid/app:1"),
+		Spec:       testenv.PodSpec("registry.invalid/app:1"),
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create pod %s/%s: %v", ns, name, err)
@@ -118,7 +67,7 @@ func (e *env) mutatePod(t *testing.T, ns, name string, status bool, change func(
 	t.Helper()
 	ctx := context.Background()
 	for attempt := 0; ; attempt++ {
-		p, err := e.kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		p, err := e.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -127,9 +76,9 @@ func (e *env) mutatePod(t *testing.T, ns, name string, status bool, change func(
 		}
 		change(p)
 		if status {
-			p, err = e.kube.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+			p, err = e.Kube.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
 		} else {
-			p, err = e.kube.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{})
+			p, err = e.Kube.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{})
 		}
 		if err == nil {
 			return p
@@ -145,7 +94,7 @@ func (e *env) mutatePod(t *testing.T, ns, name string, status bool, change func(
 
 func (e *env) deletePod(t *testing.T, ns, name string) {
 	t.Helper()
-	err := e.kube.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	err := e.Kube.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatalf("delete pod %s/%s: %v", ns, name, err)
 	}
@@ -157,7 +106,7 @@ func (e *env) apiserverPods(t *testing.T, selector string, namespaces ...string)
 	t.Helper()
 	m := map[string]string{}
 	for _, ns := range namespaces {
-		list, err := e.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: selector})
+		list, err := e.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
 			t.Fatalf("list pods in %s: %v", ns, err)
 		}
@@ -203,38 +152,6 @@ func diff(wantName string, want map[string]string, gotName string, got map[strin
 	return strings.Join(lines, "\n")
 }
 
-// eventually polls cond until it returns "" (done) or the timeout passes, then fails with the
-// last description cond gave.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		msg := cond()
-		if msg == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still not the case after %s:\n%s", what, timeout, msg)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// --- the sidecar -----------------------------------------------------------------------------
-
-type sidecar struct {
-	t      *testing.T
-	e      *env
-	dir    string
-	config string
-	socket string
-	log    *lockedBuffer
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
-	runs   int
-}
-
 // podsConfig is a configuration caching the pods of the namespaces, without managedFields.
 func podsConfig(socket string, namespaces []string, extra string) string {
 	return fmt.Sprintf(`apiVersion: informerd.io/v1alpha1
@@ -252,127 +169,6 @@ server:
   - name: image
     path: spec.containers[*].image
 `, socket, extra, strings.Join(namespaces, ", "))
-}
-
-// startSidecar writes the configuration made by mkConfig(socket) and runs informerd with it
-// until the test ends, waiting until Status reports every resource synced.
-func (e *env) startSidecar(t *testing.T, mkConfig func(socket string) string) *sidecar {
-	t.Helper()
-	dir := t.TempDir()
-	s := &sidecar{t: t, e: e, dir: dir, socket: filepath.Join(dir, "informerd.sock"), log: &lockedBuffer{}}
-	s.config = filepath.Join(dir, "informerd.yaml")
-	if err := os.WriteFile(s.config, []byte(mkConfig(s.socket)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		s.stop()
-		if t.Failed() {
-			t.Logf("informerd log:\n%s", s.log.String())
-		}
-	})
-	s.start()
-	s.waitSynced()
-	return s
-}
-
-func (s *sidecar) start() {
-	s.t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.runs++
-	fmt.Fprintf(s.log, "=== run %d\n", s.runs)
-	cmd := exec.Command(s.e.bin, "serve", "--config", s.config, "--kubeconfig", s.e.kubeconfig)
-	cmd.Stdout, cmd.Stderr = s.log, s.log
-	cmd.Env = append(os.Environ(), "RUST_LOG=info")
-	if err := cmd.Start(); err != nil {
-		s.t.Fatalf("start %s: %v", s.e.bin, err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	s.cmd, s.exited = cmd, exited
-}
-
-// client dials the sidecar's socket; it is closed when the test ends.
-func (s *sidecar) client() *informerd.Client {
-	return dialTarget(s.t, "unix://"+s.socket)
-}
-
-func dialTarget(t *testing.T, target string) *informerd.Client {
-	t.Helper()
-	c, err := informerd.Dial(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
-func (s *sidecar) waitSynced() {
-	s.t.Helper()
-	c, err := informerd.Dial("unix://" + s.socket)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), syncTimeout)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- c.WaitForSynced(ctx, 200*time.Millisecond) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			s.t.Fatalf("informerd did not report synced on %s: %v\nlog:\n%s", s.socket, err, s.log.String())
-		}
-	case <-s.exited:
-		cancel()
-		s.t.Fatalf("informerd exited before it synced\nlog:\n%s", s.log.String())
-	}
-}
-
-// kill ends the sidecar at once (SIGKILL), as a crash would.
-func (s *sidecar) kill() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGKILL)
-	<-s.exited
-	s.cmd = nil
-}
-
-// stop asks the sidecar to stop (SIGINT) and kills it if it has not within 10 s.
-func (s *sidecar) stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return
-	}
-	_ = s.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-s.exited:
-	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Signal(syscall.SIGKILL)
-		<-s.exited
-	}
-	s.cmd = nil
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // --- a proxy whose connections the test can break ---------------------------------------------

@@ -36,7 +36,7 @@ func callCtx(t *testing.T) context.Context {
 // every read option.
 func TestListEverything(t *testing.T) {
 	e := setup(t)
-	ns := e.namespace(t, "list")
+	ns := e.Namespace(t, "list")
 	for i := range 25 {
 		tier := []string{"keep", "drop"}[i%2]
 		p := e.createPod(t, ns, fmt.Sprintf("pod-%d", i), map[string]string{"app": "web", "tier": tier})
@@ -45,10 +45,10 @@ func TestListEverything(t *testing.T) {
 		}
 	}
 	port := freePort(t)
-	s := e.startSidecar(t, func(sock string) string {
+	s := e.StartSidecar(t, func(sock string) string {
 		return podsConfig(sock, []string{ns}, fmt.Sprintf("  listen: 127.0.0.1:%d\n", port))
 	})
-	c := s.client()
+	c := s.Client()
 	ctx := callCtx(t)
 
 	t.Run("all", func(t *testing.T) {
@@ -193,7 +193,7 @@ func TestListEverything(t *testing.T) {
 	})
 
 	t.Run("get", func(t *testing.T) {
-		want, err := e.kube.CoreV1().Pods(ns).Get(ctx, "pod-7", metav1.GetOptions{})
+		want, err := e.Kube.CoreV1().Pods(ns).Get(ctx, "pod-7", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -464,13 +464,13 @@ func churn(t *testing.T, e *env, ns string, seed uint64, n, breakEvery int, brk 
 // state and the sidecar's, having seen every object's resourceVersions only increase.
 func TestWatchResumeDuringChurn(t *testing.T) {
 	e := setup(t)
-	ns := e.namespace(t, "churn")
+	ns := e.Namespace(t, "churn")
 	for i := range 30 {
 		e.createPod(t, ns, fmt.Sprintf("pod-%d", i), map[string]string{"app": "web", "tier": "keep"})
 	}
-	s := e.startSidecar(t, func(sock string) string { return podsConfig(sock, []string{ns}, "") })
-	direct := s.client()
-	px := newProxy(t, s.socket)
+	s := e.StartSidecar(t, func(sock string) string { return podsConfig(sock, []string{ns}, "") })
+	direct := s.Client()
+	px := newProxy(t, s.Socket)
 	c := dialTarget(t, px.target())
 	ctx := callCtx(t)
 
@@ -573,12 +573,12 @@ func keys(m *sync.Map) []string {
 // updates: checked at the start.)
 func TestGenerationChangedPredicate(t *testing.T) {
 	e := setup(t)
-	ns := e.namespace(t, "gen")
+	ns := e.Namespace(t, "gen")
 	for i := range 3 {
 		e.createPod(t, ns, fmt.Sprintf("pod-%d", i), map[string]string{"app": "web"})
 	}
-	s := e.startSidecar(t, func(sock string) string { return podsConfig(sock, []string{ns}, "") })
-	c := s.client()
+	s := e.StartSidecar(t, func(sock string) string { return podsConfig(sock, []string{ns}, "") })
+	c := s.Client()
 	ctx := callCtx(t)
 
 	// Every update, as a control: the status updates do reach the cache.
@@ -639,7 +639,7 @@ func TestGenerationChangedPredicate(t *testing.T) {
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	})
 	patch := []byte(`{"status":{"message":"patched status","reason":"Test"}}`)
-	p1, err := e.kube.CoreV1().Pods(ns).Patch(ctx, "pod-1", types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	p1, err := e.Kube.CoreV1().Pods(ns).Patch(ctx, "pod-1", types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	if err != nil {
 		t.Fatalf("patch status of pod-1: %v", err)
 	}
@@ -700,11 +700,11 @@ func TestGenerationChangedPredicate(t *testing.T) {
 // for it, and ADDED when they match again.
 func TestLabelSelectorWatch(t *testing.T) {
 	e := setup(t)
-	ns := e.namespace(t, "sel")
+	ns := e.Namespace(t, "sel")
 	e.createPod(t, ns, "a", map[string]string{"tier": "keep"})
 	e.createPod(t, ns, "b", map[string]string{"tier": "drop"})
-	s := e.startSidecar(t, func(sock string) string { return podsConfig(sock, []string{ns}, "") })
-	c := s.client()
+	s := e.StartSidecar(t, func(sock string) string { return podsConfig(sock, []string{ns}, "") })
+	c := s.Client()
 	ctx := callCtx(t)
 
 	w, err := c.Watch(ctx, "pods", informerd.InNamespace(ns), informerd.WithLabelSelector("tier=keep"), informerd.SendInitialState())
@@ -799,12 +799,12 @@ func TestLabelSelectorWatch(t *testing.T) {
 // informer's token is from another epoch: it relists and delivers the differences.
 func TestSidecarRestartRelists(t *testing.T) {
 	e := setup(t)
-	ns := e.namespace(t, "restart")
+	ns := e.Namespace(t, "restart")
 	for i := range 20 {
 		e.createPod(t, ns, fmt.Sprintf("pod-%d", i), map[string]string{"app": "web"})
 	}
-	s := e.startSidecar(t, func(sock string) string { return podsConfig(sock, []string{ns}, "") })
-	c := s.client()
+	s := e.StartSidecar(t, func(sock string) string { return podsConfig(sock, []string{ns}, "") })
+	c := s.Client()
 	ctx := callCtx(t)
 
 	rec := newRecorder()
@@ -826,15 +826,15 @@ func TestSidecarRestartRelists(t *testing.T) {
 	before := inf.Stats()
 	oldToken := before.Token
 
-	s.kill()
+	s.Kill()
 	// While it is down: additions, updates, deletions the informer can only learn by relisting.
 	for i := range 3 {
 		e.createPod(t, ns, fmt.Sprintf("new-%d", i), map[string]string{"app": "web"})
 		e.mutatePod(t, ns, fmt.Sprintf("pod-%d", i), false, func(p *corev1.Pod) { p.Labels["changed"] = "yes" })
 		e.deletePod(t, ns, fmt.Sprintf("pod-%d", 10+i))
 	}
-	s.start()
-	s.waitSynced()
+	s.Start()
+	s.WaitSynced()
 
 	want := e.apiserverPods(t, "", ns)
 	eventually(t, settleTimeout, "the informer's view is the apiserver's after the restart", func() string {
@@ -879,14 +879,14 @@ func TestSidecarRestartRelists(t *testing.T) {
 // log holds gets Expired on resuming, relists, and delivers exactly the differences.
 func TestInformerRelistOnExpired(t *testing.T) {
 	e := setup(t)
-	ns := e.namespace(t, "expired")
+	ns := e.Namespace(t, "expired")
 	for i := range 10 {
 		e.createPod(t, ns, fmt.Sprintf("pod-%d", i), map[string]string{"app": "web"})
 	}
-	s := e.startSidecar(t, func(sock string) string {
+	s := e.StartSidecar(t, func(sock string) string {
 		return podsConfig(sock, []string{ns}, "changeLog:\n  maxEvents: 5\n")
 	})
-	px := newProxy(t, s.socket)
+	px := newProxy(t, s.Socket)
 	c := dialTarget(t, px.target())
 	ctx := callCtx(t)
 
@@ -910,7 +910,7 @@ func TestInformerRelistOnExpired(t *testing.T) {
 	}
 	want := e.apiserverPods(t, "", ns)
 	// Wait until the sidecar has all of it, so that the token is surely out of its log.
-	direct := s.client()
+	direct := s.Client()
 	eventually(t, settleTimeout, "informerd has the apiserver's pods", func() string {
 		got, _, err := sidecarPods(ctx, direct, "pods", informerd.InNamespace(ns))
 		if err != nil {
@@ -952,10 +952,10 @@ func TestInformerRelistOnExpired(t *testing.T) {
 // EpochChanged; a watch since a List's token follows on from it.
 func TestWatchEndsWithReason(t *testing.T) {
 	e := setup(t)
-	ns := e.namespace(t, "reason")
+	ns := e.Namespace(t, "reason")
 	e.createPod(t, ns, "a", nil)
-	s := e.startSidecar(t, func(sock string) string { return podsConfig(sock, []string{ns}, "") })
-	c := s.client()
+	s := e.StartSidecar(t, func(sock string) string { return podsConfig(sock, []string{ns}, "") })
+	c := s.Client()
 	ctx := callCtx(t)
 	res, err := c.List(ctx, "pods")
 	if err != nil {
@@ -1026,21 +1026,21 @@ func freePort(t *testing.T) int {
 // event it handled (no relist) and ends with exactly the apiserver's state.
 func TestFellBehindResumes(t *testing.T) {
 	e := setup(t)
-	ns := e.namespace(t, "behind")
+	ns := e.Namespace(t, "behind")
 	const pods = 40
 	for i := range pods {
 		e.createPod(t, ns, fmt.Sprintf("pod-%d", i), map[string]string{"app": "web"})
 	}
-	s := e.startSidecar(t, func(sock string) string { return podsConfig(sock, []string{ns}, "") })
+	s := e.StartSidecar(t, func(sock string) string { return podsConfig(sock, []string{ns}, "") })
 	// Fixed HTTP/2 windows (no dynamic growth): the client's transport holds little, so the
 	// sidecar's own buffer fills.
-	c, err := informerd.Dial("unix://"+s.socket, informerd.WithGRPCDialOptions(
+	c, err := informerd.Dial("unix://"+s.Socket, informerd.WithGRPCDialOptions(
 		grpc.WithInitialWindowSize(1<<16), grpc.WithInitialConnWindowSize(1<<16)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	direct := s.client()
+	direct := s.Client()
 	ctx := callCtx(t)
 
 	rec := newRecorder()
@@ -1123,10 +1123,10 @@ func TestFellBehindResumes(t *testing.T) {
 // TestShutdownReason: a sidecar asked to stop ends its watches with UNAVAILABLE ShuttingDown.
 func TestShutdownReason(t *testing.T) {
 	e := setup(t)
-	ns := e.namespace(t, "stop")
+	ns := e.Namespace(t, "stop")
 	e.createPod(t, ns, "a", nil)
-	s := e.startSidecar(t, func(sock string) string { return podsConfig(sock, []string{ns}, "") })
-	c := s.client()
+	s := e.StartSidecar(t, func(sock string) string { return podsConfig(sock, []string{ns}, "") })
+	c := s.Client()
 	w, err := c.Watch(callCtx(t), "pods", informerd.SendInitialState())
 	if err != nil {
 		t.Fatal(err)
@@ -1141,7 +1141,7 @@ func TestShutdownReason(t *testing.T) {
 			break
 		}
 	}
-	s.stop()
+	s.Stop()
 	for {
 		ev, err := w.Next()
 		if err != nil {
@@ -1157,14 +1157,14 @@ func TestShutdownReason(t *testing.T) {
 // again; the informer ends with exactly the apiserver's state. Needs INFORMERD_SEED_BIN.
 func TestSeederChurn(t *testing.T) {
 	e := setup(t)
-	if e.seedBin == "" {
+	if e.SeedBin == "" {
 		t.Skip("INFORMERD_SEED_BIN is not set (make test sets it to the seeder, .cache/bin/seed)")
 	}
 	prefix := "igo-seed-" + randSuffix()
 	seed := func(args ...string) {
 		t.Helper()
-		args = append(args[:1:1], append([]string{"--kubeconfig", e.kubeconfig, "--prefix", prefix}, args[1:]...)...)
-		out, err := exec.Command(e.seedBin, args...).CombinedOutput()
+		args = append(args[:1:1], append([]string{"--kubeconfig", e.Kubeconfig, "--prefix", prefix}, args[1:]...)...)
+		out, err := exec.Command(e.SeedBin, args...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("seed %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
@@ -1172,17 +1172,17 @@ func TestSeederChurn(t *testing.T) {
 		t.Logf("seed %s: %s", args[0], lines[len(lines)-1])
 	}
 	t.Cleanup(func() {
-		out, err := exec.Command(e.seedBin, "clean", "--kubeconfig", e.kubeconfig, "--prefix", prefix, "--wait", "0").CombinedOutput()
+		out, err := exec.Command(e.SeedBin, "clean", "--kubeconfig", e.Kubeconfig, "--prefix", prefix, "--wait", "0").CombinedOutput()
 		if err != nil {
 			t.Logf("seed clean: %v\n%s", err, out)
 		}
 	})
 	seed("pods", "--pods", "300", "--namespaces", "2")
 	namespaces := []string{prefix + "-0", prefix + "-1"}
-	s := e.startSidecar(t, func(sock string) string { return podsConfig(sock, namespaces, "") })
-	px := newProxy(t, s.socket)
+	s := e.StartSidecar(t, func(sock string) string { return podsConfig(sock, namespaces, "") })
+	px := newProxy(t, s.Socket)
 	c := dialTarget(t, px.target())
-	direct := s.client()
+	direct := s.Client()
 	ctx := callCtx(t)
 
 	rec := newRecorder()

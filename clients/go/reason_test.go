@@ -17,9 +17,9 @@ import (
 // and the package's Reason constants are those names.
 func TestReasonTrailerIsTheGeneratedName(t *testing.T) {
 	e := setup(t)
-	ns := e.namespace(t, "reason-enum")
-	s := e.startSidecar(t, func(sock string) string { return podsConfig(sock, []string{ns}, "") })
-	c := s.client()
+	ns := e.Namespace(t, "reason-enum")
+	s := e.StartSidecar(t, func(sock string) string { return podsConfig(sock, []string{ns}, "") })
+	c := s.Client()
 	ctx := callCtx(t)
 
 	var trailer metadata.MD

@@ -139,7 +139,7 @@ func startController(t *testing.T, e *env, name string, opts ctrl.Options) *labe
 	opts.Scheme = scheme.Scheme
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
 	opts.HealthProbeBindAddress = "0"
-	mgr, err := ctrl.NewManager(e.cfg, opts)
+	mgr, err := ctrl.NewManager(e.Config, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestControllerBothCaches(t *testing.T) {
 	run := randSuffix()
 	targets := map[string]*churnTarget{}
 	for _, which := range []string{"default", "informerd"} {
-		tg := &churnTarget{ns: e.namespace(t, "cmp"+which[:1]), owner: map[string]*appsv1.Deployment{}}
+		tg := &churnTarget{ns: e.Namespace(t, "cmp"+which[:1]), owner: map[string]*appsv1.Deployment{}}
 		for i := range 3 {
 			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 				Name:   fmt.Sprintf("icr-%s-%s-n%d", run, which[:1], i),
@@ -195,7 +195,7 @@ func TestControllerBothCaches(t *testing.T) {
 		}
 		targets[which] = tg
 	}
-	s := e.startSidecar(t, func(sock string) string {
+	s := e.StartSidecar(t, func(sock string) string {
 		return config(sock, targets["informerd"].ns) + fmt.Sprintf(`- name: nodes
   apiVersion: v1
   kind: Node
@@ -209,7 +209,7 @@ func TestControllerBothCaches(t *testing.T) {
 		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{targets["default"].ns: {}}},
 	})
 	viaInformerd := startController(t, e, "label-informerd", ctrl.Options{
-		NewCache: crcache.NewCacheFunc(crcache.Options{Target: "unix://" + s.socket}),
+		NewCache: crcache.NewCacheFunc(crcache.Options{Target: "unix://" + s.Socket}),
 	})
 
 	// The churn, applied to both targets step by step.

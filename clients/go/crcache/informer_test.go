@@ -86,9 +86,9 @@ func (r *recorder) waitFor(t *testing.T, who, line string) {
 
 func TestInformerHandlers(t *testing.T) {
 	e := setup(t)
-	ns := e.namespace(t, "inf")
-	s := e.startSidecar(t, func(sock string) string { return config(sock, ns) })
-	c := s.cache(t)
+	ns := e.Namespace(t, "inf")
+	s := e.StartSidecar(t, func(sock string) string { return config(sock, ns) })
+	c := startCache(t, s)
 	ctx := context.Background()
 	before := pod(ns, "before", "", map[string]string{"v": "0"})
 	e.create(t, before)
@@ -146,7 +146,7 @@ func TestInformerHandlers(t *testing.T) {
 		}
 		return "not yet"
 	})
-	st, err := s.client().Status(ctx, "pods")
+	st, err := s.Client().Status(ctx, "pods")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,11 +177,12 @@ func TestInformerHandlers(t *testing.T) {
 
 	// A deletion the watch could not see (the sidecar was down) arrives by relisting as a
 	// tombstone carrying the object's last metadata.
-	s.stop()
+	s.Stop()
 	if err := e.kube.Delete(ctx, before, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
-	s.start()
+	s.Start()
+	s.WaitSynced()
 	b.waitFor(t, "B", fmt.Sprintf("tombstone %s/before *unstructured.Unstructured before v=0", ns))
 
 	if err := c.RemoveInformer(ctx, &corev1.Pod{}); err != nil {

@@ -39,9 +39,9 @@ func waitSeen(t *testing.T, c *crcache.Cache, p *corev1.Pod) {
 
 func TestGetEachShape(t *testing.T) {
 	e := setup(t)
-	ns := e.namespace(t, "get")
-	s := e.startSidecar(t, func(sock string) string { return config(sock, ns) })
-	c := s.cache(t)
+	ns := e.Namespace(t, "get")
+	s := e.StartSidecar(t, func(sock string) string { return config(sock, ns) })
+	c := startCache(t, s)
 	ctx := context.Background()
 
 	p := pod(ns, "web-0", "node-1", map[string]string{"app": "web"})
@@ -155,9 +155,9 @@ func names(list client.ObjectList) []string {
 
 func TestListOptions(t *testing.T) {
 	e := setup(t)
-	a, b := e.namespace(t, "lista"), e.namespace(t, "listb")
-	s := e.startSidecar(t, func(sock string) string { return config(sock, a, b) })
-	c := s.cache(t)
+	a, b := e.Namespace(t, "lista"), e.Namespace(t, "listb")
+	s := e.StartSidecar(t, func(sock string) string { return config(sock, a, b) })
+	c := startCache(t, s)
 	ctx := context.Background()
 	if err := c.IndexField(ctx, &corev1.Pod{}, "spec.nodeName", func(o client.Object) []string {
 		return []string{o.(*corev1.Pod).Spec.NodeName}
@@ -248,9 +248,9 @@ func metadataList() *metav1.PartialObjectMetadataList {
 // wrong answer.
 func TestBadInput(t *testing.T) {
 	e := setup(t)
-	ns := e.namespace(t, "bad")
-	s := e.startSidecar(t, func(sock string) string { return config(sock, ns) })
-	c := s.cache(t)
+	ns := e.Namespace(t, "bad")
+	s := e.StartSidecar(t, func(sock string) string { return config(sock, ns) })
+	c := startCache(t, s)
 	ctx := context.Background()
 	p := pod(ns, "p", "node-1", nil)
 	e.create(t, p)
@@ -300,11 +300,11 @@ func TestBadInput(t *testing.T) {
 	}
 	expect("AddIndexers", inf.AddIndexers(nil), "IndexField")
 
-	_, err = crcache.New(crcache.Options{Client: s.client()}, cache.Options{Scheme: scheme.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	_, err = crcache.New(crcache.Options{Client: s.Client()}, cache.Options{Scheme: scheme.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
 	expect("cache.Options.DefaultNamespaces", err, "DefaultNamespaces", "namespaces:")
-	_, err = crcache.New(crcache.Options{Client: s.client()}, cache.Options{Scheme: scheme.Scheme, ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {}}})
+	_, err = crcache.New(crcache.Options{Client: s.Client()}, cache.Options{Scheme: scheme.Scheme, ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {}}})
 	expect("cache.Options.ByObject", err, "ByObject")
-	other, err := crcache.New(crcache.Options{Client: s.client(), Resources: map[schema.GroupVersionKind]string{podGVK: "pods-elsewhere"}}, cache.Options{})
+	other, err := crcache.New(crcache.Options{Client: s.Client(), Resources: map[schema.GroupVersionKind]string{podGVK: "pods-elsewhere"}}, cache.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,9 +315,9 @@ func TestBadInput(t *testing.T) {
 // reads an older object.
 func TestMinResourceVersion(t *testing.T) {
 	e := setup(t)
-	ns := e.namespace(t, "rv")
-	s := e.startSidecar(t, func(sock string) string { return config(sock, ns) })
-	c := s.cache(t)
+	ns := e.Namespace(t, "rv")
+	s := e.StartSidecar(t, func(sock string) string { return config(sock, ns) })
+	c := startCache(t, s)
 	ctx := context.Background()
 	p := pod(ns, "p", "", map[string]string{"n": "0"})
 	e.create(t, p)
@@ -378,11 +378,11 @@ func mustFieldSelector(t *testing.T, text string) fields.Selector {
 // starts beside the controller, maybe a moment later).
 func TestSidecarStartingLater(t *testing.T) {
 	e := setup(t)
-	ns := e.namespace(t, "late")
+	ns := e.Namespace(t, "late")
 	p := pod(ns, "p", "", nil)
 	e.create(t, p)
-	s := e.newSidecar(t, func(sock string) string { return config(sock, ns) })
-	c, err := crcache.New(crcache.Options{Target: "unix://" + s.socket}, cache.Options{})
+	s := e.NewSidecar(t, func(sock string) string { return config(sock, ns) })
+	c, err := crcache.New(crcache.Options{Target: "unix://" + s.Socket}, cache.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +390,8 @@ func TestSidecarStartingLater(t *testing.T) {
 	go func() {
 		got <- c.Get(context.Background(), client.ObjectKeyFromObject(p), &corev1.Pod{}, crcache.MinResourceVersion(p.ResourceVersion))
 	}()
-	s.start()
+	s.Start()
+	s.WaitSynced()
 	if err := <-got; err != nil {
 		t.Fatalf("a Get made before the sidecar listened: %v", err)
 	}
