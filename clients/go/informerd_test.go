@@ -897,6 +897,11 @@ func TestInformerRelistOnExpired(t *testing.T) {
 		if err := alive(); err != nil {
 			return err.Error()
 		}
+		// The initial pods reach the handler before the SYNCED event sets the resume token:
+		// wait for the token too, or the Watch below would start from nothing.
+		if inf.Stats().Token.IsZero() {
+			return "the informer has no resume token yet (SYNCED not handled)"
+		}
 		return diff("apiserver", e.apiserverPods(t, "", ns), "informer handler", rec.snapshot())
 	})
 	oldToken := inf.Stats().Token
