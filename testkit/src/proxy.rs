@@ -54,6 +54,23 @@ struct Shared {
     mid_stream: AtomicU64,
 }
 
+impl Shared {
+    /// Forwarding to `upstream`, nothing armed, nothing counted yet.
+    fn new(upstream: SocketAddr) -> Shared {
+        Shared {
+            upstream,
+            forwarding: watch::channel(true).0,
+            cuts: watch::channel(0).0,
+            armed: Mutex::new(None),
+            arming: AtomicU64::new(0),
+            open: AtomicU64::new(0),
+            accepted: AtomicU64::new(0),
+            reset: AtomicU64::new(0),
+            mid_stream: AtomicU64::new(0),
+        }
+    }
+}
+
 impl FaultProxy {
     /// Starts a proxy to the control plane's apiserver on a free port of 127.0.0.1, and writes
     /// a copy of the admin kubeconfig whose server is the proxy. Runs on the current Tokio
@@ -70,17 +87,7 @@ impl FaultProxy {
             .map_err(|e| io("read the fault proxy's address", e))?;
         let (_, text) = rewrite_server(cp.kubeconfig(), Some(addr))?;
         std::fs::write(&kubeconfig, text).map_err(|e| io("write the proxy kubeconfig", e))?;
-        let shared = Arc::new(Shared {
-            upstream,
-            forwarding: watch::channel(true).0,
-            cuts: watch::channel(0).0,
-            armed: Mutex::new(None),
-            arming: AtomicU64::new(0),
-            open: AtomicU64::new(0),
-            accepted: AtomicU64::new(0),
-            reset: AtomicU64::new(0),
-            mid_stream: AtomicU64::new(0),
-        });
+        let shared = Arc::new(Shared::new(upstream));
         let accept = tokio::spawn(accept_loop(listener, shared.clone()));
         let via = ControlPlane {
             repo: cp.repo.clone(),
@@ -339,17 +346,7 @@ mod tests {
     use super::*;
 
     fn shared() -> Shared {
-        Shared {
-            upstream: "127.0.0.1:1".parse().unwrap(),
-            forwarding: watch::channel(true).0,
-            cuts: watch::channel(0).0,
-            armed: Mutex::new(None),
-            arming: AtomicU64::new(0),
-            open: AtomicU64::new(0),
-            accepted: AtomicU64::new(0),
-            reset: AtomicU64::new(0),
-            mid_stream: AtomicU64::new(0),
-        }
+        Shared::new("127.0.0.1:1".parse().unwrap())
     }
 
     #[test]
