@@ -10,7 +10,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use informerd_testkit::{delete_namespace, unique_namespace, ControlPlane, Sidecar};
+use informerd_testkit::{delete_namespace, free_port, unique_namespace, ControlPlane, Sidecar};
 use k8s_openapi::api::core::v1::Pod;
 use kube::{
     api::{Patch, PatchParams},
@@ -614,14 +614,6 @@ fn an_absent_sidecar_is_named_with_what_to_do() {
         "{}",
         stderr(&out)
     );
-}
-
-/// A free TCP port on loopback (free when asked; the sidecar binds it just after).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
 }
 
 /// Runs `informerd status -o json ARGS` (connection flags only); the output.

@@ -14,7 +14,8 @@ use futures::TryStreamExt;
 use informerd::client;
 use informerd::proto::{watch_request::Start, EventType, GetRequest, ListRequest, WatchRequest};
 use informerd_testkit::{
-    delete_namespace, repo_root, unique_namespace, wait_default_service_account, ControlPlane,
+    delete_namespace, free_port, repo_root, unique_namespace, wait_default_service_account,
+    ControlPlane,
 };
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
@@ -223,13 +224,6 @@ async fn create_pod(pods: &Api<Pod>, name: &str) -> anyhow::Result<()> {
     }))?;
     pods.create(&PostParams::default(), &pod).await?;
     Ok(())
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
 }
 
 /// Writes `dir/informerd.yaml`: a socket in `dir`, `server.metrics: {metrics}`, and

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use informerd::client::{self, ConnectOptions};
 use informerd::proto::StatusRequest;
-use informerd_testkit::{delete_namespace, unique_namespace, ControlPlane, Sidecar};
+use informerd_testkit::{delete_namespace, free_port, unique_namespace, ControlPlane, Sidecar};
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair, KeyUsagePurpose,
@@ -116,13 +116,6 @@ impl Client {
         api.status(StatusRequest::default()).await?;
         Ok(())
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
 }
 
 /// Waits until `check` passes, up to [`RELOAD_DEADLINE`]; the sidecar's log on failure.

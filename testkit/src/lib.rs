@@ -59,6 +59,14 @@ pub struct ControlPlane {
 
 static SHARED: OnceLock<std::result::Result<ControlPlane, String>> = OnceLock::new();
 
+/// A free TCP port on loopback (free when asked; the caller binds it just after).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
 /// The repository root (the parent of this crate).
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
