@@ -48,6 +48,7 @@
 //! state beyond the [`Config`] it returns.
 
 mod diagnostic;
+mod env;
 mod model;
 mod quantity;
 mod raw;
@@ -78,10 +79,18 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
     parse(&path.display().to_string(), &text)
 }
 
-/// Validates the configuration in `text`; `file_name` is used in error messages.
+/// Validates the configuration in `text`, `${VAR}`s from the process's environment (see `env`);
+/// `file_name` is used in error messages.
 pub fn parse(file_name: &str, text: &str) -> Result<Config, ConfigError> {
-    let (value, positions) = yaml::parse(text)
-        .map_err(|e| Diagnostic::at(file_name, e.pos, e.path, e.message).into_error())?;
+    parse_with_env(file_name, text, &env::process)
+}
+
+/// [`parse`], with `${VAR}`s from `env`.
+fn parse_with_env(file_name: &str, text: &str, env: env::Lookup) -> Result<Config, ConfigError> {
+    let (value, positions) = yaml::parse(text, env).map_err(|errors| {
+        let at = |e: yaml::YamlError| Diagnostic::at(file_name, e.pos, e.path, e.message);
+        ConfigError::Invalid(errors.into_iter().map(at).collect())
+    })?;
     if value.is_null() {
         let message = format!(
             "the file is empty; expected apiVersion: {API_VERSION}, kind: {KIND} and resources"

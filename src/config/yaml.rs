@@ -8,6 +8,7 @@
 //! values are null; `true`/`false` booleans; decimal, `0x` and `0o` integers; decimal floats,
 //! `.inf` and `.nan`; anything quoted, and every other plain scalar, a string. Anchors and
 //! aliases work; merge keys (`<<`) are not supported, and duplicate keys are an error.
+//! `${VAR}` in a value is replaced by the environment variable's value (`env` has the rules).
 //!
 //! Decision: aliases copy their anchor's value, so a few lines of anchors of aliases (a "billion
 //! laughs" document) would expand to gigabytes; the nodes that aliases copy are counted and
@@ -18,6 +19,8 @@ use std::collections::HashMap;
 
 use granit_parser::{Event, Parser, ScalarStyle, Span};
 use serde_json::{Map, Number, Value};
+
+use super::env::{Expander, Lookup};
 
 /// The most nodes (scalars, maps, lists) that the aliases of one file may copy in all.
 pub const MAX_ALIASED_NODES: usize = 100_000;
@@ -108,7 +111,7 @@ enum Frame {
 }
 
 #[derive(Default)]
-struct Builder {
+struct Builder<'a> {
     /// How many documents have started.
     documents: usize,
     stack: Vec<Frame>,
@@ -118,6 +121,8 @@ struct Builder {
     /// The nodes copied by aliases so far.
     aliased: usize,
     positions: HashMap<String, Place>,
+    /// Replaces `${VAR}` in scalar values.
+    env: Expander<'a>,
 }
 
 fn join(parent: &str, key: &str) -> String {
@@ -128,7 +133,7 @@ fn join(parent: &str, key: &str) -> String {
     }
 }
 
-impl Builder {
+impl Builder<'_> {
     /// Whether the next node is a key of the innermost map.
     fn expecting_key(&self) -> bool {
         matches!(self.stack.last(), Some(Frame::Map { key: None, .. }))
@@ -194,7 +199,7 @@ impl Builder {
     }
 }
 
-impl Builder {
+impl Builder<'_> {
     /// Takes in one event of the parser.
     fn event(&mut self, event: Event<'_>, span: &Span) -> Result<(), YamlError> {
         match event {
@@ -204,12 +209,13 @@ impl Builder {
                     return self.key(&value, span);
                 }
                 let tag = tag.as_ref().and_then(|t| t.core_suffix());
+                let path = self.start_value(span);
+                let value = self.env.expand(&path, value, span);
                 let value = match (tag, style) {
                     (Some("str"), _) => Value::String(value.into_owned()),
                     (_, ScalarStyle::Plain) | (Some(_), _) => resolve_plain(&value),
                     _ => Value::String(value.into_owned()),
                 };
-                self.start_value(span);
                 self.finish_value(value, anchor);
                 Ok(())
             }
@@ -373,19 +379,24 @@ fn resolve_plain(text: &str) -> Value {
     Value::String(text.to_string())
 }
 
-/// Parses `text` into a JSON value and the positions of its nodes.
-pub fn parse(text: &str) -> Result<(Value, Positions), YamlError> {
-    let mut builder = Builder::default();
+/// Parses `text` into a JSON value and the positions of its nodes, `${VAR}`s read from `env`.
+/// A YAML error stops at the first; the environment's are all reported.
+pub fn parse(text: &str, env: Lookup<'_>) -> Result<(Value, Positions), Vec<YamlError>> {
+    let mut builder = Builder {
+        env: Expander::new(text, env),
+        ..Builder::default()
+    };
     for event in Parser::new_from_str(text) {
         let (event, span) = event.map_err(|e| {
             let pos = Pos {
                 line: e.marker().line(),
                 column: e.marker().col() + 1,
             };
-            YamlError::at(pos, format!("invalid YAML: {}", e.info()))
+            vec![YamlError::at(pos, format!("invalid YAML: {}", e.info()))]
         })?;
-        builder.event(event, &span)?;
+        builder.event(event, &span).map_err(|e| vec![e])?;
     }
+    builder.env.finish()?;
     let root = builder.root.unwrap_or(Value::Null);
     Ok((root, Positions(builder.positions)))
 }
@@ -394,6 +405,11 @@ pub fn parse(text: &str) -> Result<(Value, Positions), YamlError> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Parses without an environment: the first error.
+    fn parse(text: &str) -> Result<(Value, Positions), YamlError> {
+        super::parse(text, &|_| None).map_err(|mut errors| errors.remove(0))
+    }
 
     #[test]
     fn values_and_positions() {
