@@ -22,7 +22,9 @@ use std::{
 };
 
 use informerd::proto::{ResourceStatus, StatusRequest};
-use informerd_testkit::{delete_namespace, repo_root, wait_default_service_account, ControlPlane};
+use informerd_testkit::{
+    delete_namespace, documents, repo_root, wait_default_service_account, ControlPlane, Kubectl,
+};
 use k8s_openapi::{
     api::{
         apps::v1::Deployment,
@@ -309,62 +311,6 @@ async fn rbac_with_a_kubeconfig_asks_discovery_for_custom_resources() -> anyhow:
     Ok(())
 }
 
-/// The kubectl the Makefile builds, against the control plane as its admin.
-struct Kubectl {
-    bin: PathBuf,
-    kubeconfig: PathBuf,
-}
-
-impl Kubectl {
-    fn new(cp: &ControlPlane) -> Kubectl {
-        let bin = match std::env::var_os("INFORMERD_KUBECTL") {
-            Some(path) => PathBuf::from(path),
-            None => {
-                let made = Command::new("make")
-                    .args(["-s", "-C"])
-                    .arg(repo_root())
-                    .arg(".cache/bin/kubectl")
-                    .status()
-                    .expect("run make");
-                assert!(made.success(), "make .cache/bin/kubectl failed");
-                cp.bin("kubectl")
-            }
-        };
-        Kubectl {
-            bin,
-            kubeconfig: cp.kubeconfig().to_path_buf(),
-        }
-    }
-
-    /// Runs `kubectl ARGS` in the repository with `stdin`; its output, or a panic with its errors.
-    fn run(&self, args: &[&str], stdin: &str) -> String {
-        use std::io::Write;
-        let mut child = Command::new(&self.bin)
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .args(args)
-            .current_dir(repo_root())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start kubectl");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-}
-
 fn unique_prefix() -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -395,13 +341,6 @@ async fn create_pod(client: &Client, ns: &str) -> anyhow::Result<()> {
         )
         .await?;
     Ok(())
-}
-
-/// The YAML documents of `manifests`.
-fn documents(manifests: &str) -> Vec<serde_yaml::Value> {
-    serde_yaml::Deserializer::from_str(manifests)
-        .map(|d| <serde_yaml::Value as serde::Deserialize>::deserialize(d).unwrap())
-        .collect()
 }
 
 /// Reads the ConfigMap the manifests deployed back from the apiserver and writes its

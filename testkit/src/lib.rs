@@ -11,9 +11,11 @@
 
 mod etcd;
 pub mod fixtures;
+mod kubectl;
 mod proxy;
 mod sidecar;
 
+pub use kubectl::{documents, Kubectl};
 pub use proxy::FaultProxy;
 pub use sidecar::Sidecar;
 

@@ -17,6 +17,8 @@ pub struct Sidecar {
     config: PathBuf,
     socket: PathBuf,
     kubeconfig: PathBuf,
+    /// Environment variables of the process, beside the test's own.
+    env: Vec<(String, String)>,
     child: Option<Child>,
 }
 
@@ -37,6 +39,18 @@ impl Sidecar {
         server_yaml: &str,
         resources_yaml: &str,
     ) -> Result<Sidecar> {
+        Self::start_with_env(bin, cluster, &[], server_yaml, resources_yaml)
+    }
+
+    /// Like [`Sidecar::start_with`], with environment variables for the process (which the
+    /// configuration reads as `${NAME}`).
+    pub fn start_with_env(
+        bin: &Path,
+        cluster: &ControlPlane,
+        env: &[(&str, &str)],
+        server_yaml: &str,
+        resources_yaml: &str,
+    ) -> Result<Sidecar> {
         let dir = temp_dir()?;
         let socket = dir.join("informerd.sock");
         let config = dir.join("informerd.yaml");
@@ -51,6 +65,10 @@ impl Sidecar {
             config,
             socket,
             kubeconfig: cluster.kubeconfig().to_path_buf(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             child: None,
         };
         sidecar.spawn()?;
@@ -99,6 +117,7 @@ impl Sidecar {
             .arg(&self.config)
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

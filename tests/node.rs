@@ -1,0 +1,418 @@
+//! deploy/node, node-local mode, as a platform team meets it: `kubectl kustomize deploy/node |
+//! kubectl apply --server-side` (and the example agent beside it) succeeds on the real
+//! apiserver; the manifests agree with each other (the socket directory informerd serves in is
+//! the hostPath the agent mounts, NODE_NAME comes from the downward API, the agent's token is
+//! projected for the audience informerd); RBAC lets informerd list and watch pods cluster-wide
+//! and review tokens and access, as the apiserver itself answers; and the ConfigMap's
+//! configuration, run by the real binary with NODE_NAME set to a node that seeded pods are bound
+//! to, keeps exactly the pods the apiserver lists with that node's field selector.
+//!
+//! The control plane has no kubelet (nor DaemonSet controller), so informerd runs here rather
+//! than in the DaemonSet's pod, with the resources of the deployed ConfigMap as they are
+//! (`${NODE_NAME}` included). Decision: `server:` is left out of that run. Its socket and
+//! metrics address are the pod's, and its `authorization: kubernetes` is proved by the
+//! authorization tests; here the test's client would otherwise need a token, and what is under
+//! test is which pods the node's cache keeps.
+//!
+//! Decision: each run renames the base's namespace and cluster-wide names (`informerd-node`,
+//! `informerd-agent`) to a prefix of its own, as tests/deploy.rs does, so that runs never
+//! collide on the shared control plane.
+
+use std::{
+    collections::BTreeMap,
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use futures::TryStreamExt;
+use informerd::proto::ListRequest;
+use informerd_testkit::{delete_namespace, documents, repo_root, ControlPlane, Kubectl, Sidecar};
+use k8s_openapi::api::{
+    apps::v1::DaemonSet,
+    authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec},
+    core::v1::{ConfigMap, Container, Pod, PodSpec},
+};
+use kube::{
+    api::{ListParams, PostParams},
+    Api, Client,
+};
+
+const BIN: &str = env!("CARGO_BIN_EXE_informerd");
+/// The base's namespace, and the name of its cluster-wide objects; renamed for each run.
+const BASE: &str = "informerd-node";
+/// The example agent's namespace and cluster-wide names; renamed for each run.
+const AGENT: &str = "informerd-agent";
+/// Only to avoid hanging: every wait polls and ends as soon as its condition holds.
+const PATIENCE: Duration = Duration::from_secs(180);
+
+#[test]
+fn the_node_config_names_an_unset_node_name_at_its_reference() {
+    let file = "deploy/node/informerd.yaml";
+    let text = std::fs::read_to_string(repo_root().join(file)).unwrap();
+    let (line, written) = text
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.contains("fieldSelector:"))
+        .expect("a fieldSelector in the node config");
+    let column = written
+        .find("${NODE_NAME}")
+        .expect("spec.nodeName=${NODE_NAME}")
+        + 1;
+    let out = Command::new(BIN)
+        .args(["check-config", file])
+        .current_dir(repo_root())
+        .env_remove("NODE_NAME")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "{file}:{}:{column}: resources[0].fieldSelector: environment variable NODE_NAME is not set\n",
+            line + 1
+        )
+    );
+}
+
+#[tokio::test]
+async fn the_node_base_applies_and_keeps_exactly_the_pods_of_its_node() -> anyhow::Result<()> {
+    let cp = ControlPlane::get();
+    let admin = cp.client().await?;
+    let kubectl = Kubectl::new(cp);
+    let prefix = unique_prefix();
+    let agent_prefix = format!("{prefix}-agent");
+    let render = |dir: &str| {
+        kubectl
+            .run(&["kustomize", dir], "")
+            .replace(BASE, &prefix)
+            .replace(AGENT, &agent_prefix)
+    };
+    let base = render("deploy/node");
+    let agent = render("deploy/node/example-agent");
+    for manifests in [&base, &agent] {
+        kubectl.run(&["apply", "--server-side", "-f", "-"], manifests);
+    }
+    let all = format!("{base}---\n{agent}");
+    let applied = kubectl.run(&["get", "-f", "-", "-o", "name"], &all);
+    for object in [
+        "daemonset.apps/informerd".to_string(),
+        "serviceaccount/informerd".into(),
+        format!("clusterrole.rbac.authorization.k8s.io/{prefix}"),
+        format!("clusterrolebinding.rbac.authorization.k8s.io/{prefix}"),
+        "daemonset.apps/agent".into(),
+        format!("clusterrolebinding.rbac.authorization.k8s.io/{agent_prefix}"),
+    ] {
+        assert!(
+            applied.lines().any(|l| l == object),
+            "{object} in {applied}"
+        );
+    }
+
+    let config = deployed_config(&admin, &prefix, &base).await?;
+    let server = &config["server"];
+    assert_eq!(
+        server["authorization"], "kubernetes",
+        "node mode serves many clients: each sees only what it may read"
+    );
+    let socket = server["socket"].as_str().expect("server.socket");
+    the_daemonsets_agree(&admin, &prefix, &agent_prefix, socket).await?;
+    the_rbac_suffices(&admin, &prefix, &agent_prefix).await?;
+
+    // Pods bound to fake nodes (node-0...), in namespaces of this run.
+    let seeded = format!("{prefix}-s");
+    cp.seed(&seeded, 60, 2)?;
+    let namespaces = [format!("{seeded}-0"), format!("{seeded}-1")];
+    let first = Api::<Pod>::namespaced(admin.clone(), &namespaces[0])
+        .list(&ListParams::default().limit(1))
+        .await?;
+    let node = first.items[0]
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .expect("seeded pods are bound to a node");
+
+    let resources = serde_yaml::to_string(&config["resources"])?;
+    assert!(resources.contains("${NODE_NAME}"), "{resources}");
+    let sidecar = Sidecar::start_with_env(
+        BIN.as_ref(),
+        cp,
+        &[("NODE_NAME", node.as_str())],
+        "",
+        &resources,
+    )?;
+    let socket = sidecar.socket().display().to_string();
+    let mut api = informerd::client::connect(&socket).await?;
+
+    // Cluster-wide, the cache holds pods of this node only (other tests' pods included).
+    let everything = list(&mut api, "").await?;
+    for (key, pod) in &everything {
+        let bound = pod["spec"]["nodeName"].as_str();
+        assert_eq!(bound, Some(node.as_str()), "{key} is not on {node}");
+    }
+    // In the seeded namespaces, exactly what the apiserver lists with the same selector.
+    let selector = format!("spec.nodeName={node}");
+    for ns in &namespaces {
+        let pods = Api::<Pod>::namespaced(admin.clone(), ns);
+        let all = pods.list(&ListParams::default()).await?.items.len();
+        let expected: BTreeMap<String, String> = pods
+            .list(&ListParams::default().fields(&selector))
+            .await?
+            .items
+            .into_iter()
+            .map(|p| {
+                let key = format!("{ns}/{}", p.metadata.name.unwrap_or_default());
+                (key, p.metadata.resource_version.unwrap_or_default())
+            })
+            .collect();
+        if ns == &namespaces[0] {
+            assert!(
+                !expected.is_empty(),
+                "{ns} has the pod on {node} it was chosen by"
+            );
+        }
+        assert!(expected.len() < all, "{ns}: the selector leaves pods out");
+        // A write made just before start-up may arrive a moment after the sync.
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let cached: BTreeMap<String, String> = list(&mut api, ns)
+                .await?
+                .into_iter()
+                .map(|(key, pod)| {
+                    let version = pod["metadata"]["resourceVersion"].as_str().unwrap_or("");
+                    (key, version.to_string())
+                })
+                .collect();
+            if cached == expected {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{ns}: informerd holds {cached:?}, the apiserver lists {expected:?} on {node}; log: {}",
+                sidecar.log()
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    drop(sidecar);
+
+    kubectl.run(&["delete", "--wait=false", "-f", "-"], &all);
+    for ns in &namespaces {
+        delete_namespace(&admin, ns).await?;
+    }
+    Ok(())
+}
+
+fn unique_prefix() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!("nod-{}-{nanos:x}", std::process::id())
+}
+
+/// The configuration in the ConfigMap the manifests deployed, read back from the apiserver.
+async fn deployed_config(
+    admin: &Client,
+    ns: &str,
+    manifests: &str,
+) -> anyhow::Result<serde_yaml::Value> {
+    let docs = documents(manifests);
+    let name = docs
+        .iter()
+        .find(|d| d["kind"] == "ConfigMap")
+        .and_then(|d| d["metadata"]["name"].as_str())
+        .expect("a ConfigMap in deploy/node");
+    let cm = Api::<ConfigMap>::namespaced(admin.clone(), ns)
+        .get(name)
+        .await?;
+    let text = cm.data.unwrap_or_default().remove("informerd.yaml");
+    Ok(serde_yaml::from_str(&text.expect("informerd.yaml"))?)
+}
+
+/// The DaemonSets as the apiserver kept them: informerd on every node with its node's name,
+/// serving in the hostPath directory the agent mounts, the agent with a token for informerd.
+async fn the_daemonsets_agree(
+    admin: &Client,
+    ns: &str,
+    agent_ns: &str,
+    socket: &str,
+) -> anyhow::Result<()> {
+    let informerd = pod_spec(admin, ns, "informerd").await?;
+    let tolerations = informerd.tolerations.clone().unwrap_or_default();
+    assert!(
+        tolerations
+            .iter()
+            .any(|t| t.operator.as_deref() == Some("Exists") && t.key.is_none()),
+        "tolerates every taint: {tolerations:?}"
+    );
+    let container = &informerd.containers[0];
+    let node_name = container
+        .env
+        .iter()
+        .flatten()
+        .find(|e| e.name == "NODE_NAME")
+        .and_then(|e| e.value_from.as_ref()?.field_ref.as_ref())
+        .map(|f| f.field_path.as_str());
+    assert_eq!(
+        node_name,
+        Some("spec.nodeName"),
+        "NODE_NAME from the downward API"
+    );
+    let dir = socket.rsplit_once('/').map(|(dir, _)| dir).unwrap();
+    let host_dir = host_path_at(&informerd, container, dir).expect("the socket in a hostPath");
+
+    let agent = pod_spec(admin, agent_ns, "agent").await?;
+    let container = &agent.containers[0];
+    let env = |name: &str| {
+        let var = container.env.iter().flatten().find(|e| e.name == name);
+        var.and_then(|e| e.value.clone()).unwrap_or_default()
+    };
+    let agent_socket = env("INFORMERD_SOCKET");
+    let (agent_dir, file) = agent_socket.rsplit_once('/').unwrap();
+    assert_eq!(
+        file,
+        socket.rsplit_once('/').unwrap().1,
+        "the agent's socket file"
+    );
+    assert_eq!(
+        host_path_at(&agent, container, agent_dir),
+        Some(host_dir),
+        "the agent mounts the directory informerd serves in"
+    );
+    let token_file = env("INFORMERD_TOKEN_FILE");
+    let (token_dir, token_path) = token_file.rsplit_once('/').unwrap();
+    let mount = container
+        .volume_mounts
+        .iter()
+        .flatten()
+        .find(|m| m.mount_path == token_dir)
+        .expect("INFORMERD_TOKEN_FILE is in a mounted volume");
+    let token = agent
+        .volumes
+        .iter()
+        .flatten()
+        .find(|v| v.name == mount.name)
+        .and_then(|v| v.projected.as_ref()?.sources.as_ref())
+        .and_then(|s| s.iter().find_map(|s| s.service_account_token.clone()))
+        .expect("a projected ServiceAccount token");
+    assert_eq!(token.audience.as_deref(), Some("informerd"));
+    assert_eq!(token.path, token_path);
+    assert!(
+        token.expiration_seconds.is_some_and(|s| s >= 600),
+        "{token:?}"
+    );
+    Ok(())
+}
+
+async fn pod_spec(admin: &Client, ns: &str, name: &str) -> anyhow::Result<PodSpec> {
+    let ds = Api::<DaemonSet>::namespaced(admin.clone(), ns)
+        .get(name)
+        .await?;
+    let spec = ds.spec.expect("spec");
+    let strategy = spec.update_strategy.expect("an update strategy");
+    assert_eq!(strategy.type_.as_deref(), Some("RollingUpdate"), "{name}");
+    Ok(spec.template.spec.expect("a pod template"))
+}
+
+/// The hostPath of the volume `container` mounts at `path`.
+fn host_path_at(pod: &PodSpec, container: &Container, path: &str) -> Option<String> {
+    let mount = container
+        .volume_mounts
+        .iter()
+        .flatten()
+        .find(|m| m.mount_path == path)?;
+    let volume = pod
+        .volumes
+        .iter()
+        .flatten()
+        .find(|v| v.name == mount.name)?;
+    Some(volume.host_path.as_ref()?.path.clone())
+}
+
+/// What the apiserver answers for informerd's and the agent's ServiceAccounts: informerd may
+/// list and watch pods in every namespace and create TokenReviews and SubjectAccessReviews;
+/// the agent may get, list and watch pods in every namespace. Polls: the authorizer follows
+/// new bindings through its own informer.
+async fn the_rbac_suffices(admin: &Client, ns: &str, agent_ns: &str) -> anyhow::Result<()> {
+    let pods = |verb: &str| (verb.to_string(), String::new(), "pods".to_string());
+    let create = |group: &str, resource: &str| {
+        (
+            "create".to_string(),
+            group.to_string(),
+            resource.to_string(),
+        )
+    };
+    let checks = [
+        (ns, "informerd", pods("list")),
+        (ns, "informerd", pods("watch")),
+        (
+            ns,
+            "informerd",
+            create("authentication.k8s.io", "tokenreviews"),
+        ),
+        (
+            ns,
+            "informerd",
+            create("authorization.k8s.io", "subjectaccessreviews"),
+        ),
+        (agent_ns, "agent", pods("get")),
+        (agent_ns, "agent", pods("list")),
+        (agent_ns, "agent", pods("watch")),
+    ];
+    let reviews: Api<SubjectAccessReview> = Api::all(admin.clone());
+    for (ns, account, (verb, group, resource)) in checks {
+        let review = SubjectAccessReview {
+            spec: SubjectAccessReviewSpec {
+                user: Some(format!("system:serviceaccount:{ns}:{account}")),
+                groups: Some(vec![
+                    "system:serviceaccounts".into(),
+                    format!("system:serviceaccounts:{ns}"),
+                    "system:authenticated".into(),
+                ]),
+                resource_attributes: Some(ResourceAttributes {
+                    verb: Some(verb.clone()),
+                    group: Some(group.clone()),
+                    resource: Some(resource.clone()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let answer = reviews.create(&PostParams::default(), &review).await?;
+            if answer.status.as_ref().is_some_and(|s| s.allowed) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{ns}/{account} may not {verb} {resource} ({group:?}) cluster-wide: {:?}",
+                answer.status
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    Ok(())
+}
+
+/// The objects informerd lists in `namespace` (all namespaces when empty), once synced, by
+/// `namespace/name`.
+async fn list(
+    api: &mut informerd::proto::cache_client::CacheClient<tonic::transport::Channel>,
+    namespace: &str,
+) -> anyhow::Result<BTreeMap<String, serde_json::Value>> {
+    let request = ListRequest {
+        resource: "pods".into(),
+        namespace: namespace.into(),
+        wait_for_sync: true,
+        ..Default::default()
+    };
+    let chunks: Vec<_> = api.list(request).await?.into_inner().try_collect().await?;
+    let mut objects = BTreeMap::new();
+    for object in chunks.into_iter().flat_map(|c| c.objects) {
+        let key = format!("{}/{}", object.namespace, object.name);
+        objects.insert(key, serde_json::from_slice(&object.json)?);
+    }
+    Ok(objects)
+}
