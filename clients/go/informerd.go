@@ -42,6 +42,8 @@ type DialOption func(*dialOptions)
 
 type dialOptions struct {
 	grpc []grpc.DialOption
+	// check runs at Dial: an option's error (an unreadable token file) fails Dial.
+	check []func() error
 }
 
 // WithGRPCDialOptions adds options to the underlying grpc.NewClient call (interceptors,
@@ -80,6 +82,11 @@ func Dial(target string, opts ...DialOption) (*Client, error) {
 			MinConnectTimeout: 5 * time.Second,
 		}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64 << 20)),
+	}
+	for _, check := range o.check {
+		if err := check(); err != nil {
+			return nil, err
+		}
 	}
 	gopts = append(gopts, o.grpc...)
 	conn, err := grpc.NewClient(target, gopts...)
