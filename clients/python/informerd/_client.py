@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import json
+import os
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -13,6 +14,7 @@ from typing import Any
 import grpc
 
 from ._errors import InformerdError, from_rpc_error
+from ._token import BearerToken, token_source
 from .v1 import cache_pb2 as pb
 from .v1 import cache_pb2_grpc as pb_grpc
 
@@ -197,7 +199,10 @@ class Client:
 
     `address` is `unix:///path/to.sock` (or just `/path/to.sock`), or `host:port`, e.g.
     `127.0.0.1:7070`. `timeout` is the default deadline in seconds of Get, List and Status
-    (None: no deadline); Watch has none unless given one.
+    (None: no deadline); Watch has none unless given one. `token` (fixed) or `token_file` (a
+    projected ServiceAccount token, read again whenever the kubelet rotates it) is sent as
+    `authorization: Bearer` on every call, for a sidecar with `server.authorization:
+    kubernetes`; an unreadable `token_file` raises InformerdError (UNAUTHENTICATED).
 
         with Client() as c:
             pods = c.list("pods", namespace="default", label_selector="app=web")
@@ -212,6 +217,8 @@ class Client:
         timeout: float | None = None,
         channel: grpc.Channel | None = None,
         options: Sequence[tuple[str, Any]] = (),
+        token: str | None = None,
+        token_file: str | os.PathLike[str] | None = None,
     ):
         self.address = address
         self.timeout = timeout
@@ -224,7 +231,9 @@ class Client:
             # and grpc-go use "localhost" for Unix sockets; so do we.
             opts.append(("grpc.default_authority", "localhost"))
         self._channel = channel or grpc.insecure_channel(target, options=opts + list(options))
-        self._stub = pb_grpc.CacheStub(self._channel)
+        source = token_source(token, token_file)
+        calls = self._channel if source is None else grpc.intercept_channel(self._channel, BearerToken(source))
+        self._stub = pb_grpc.CacheStub(calls)
         self.closed = False
 
     @property
