@@ -23,13 +23,14 @@ use std::{
 
 use informerd::proto::{ResourceStatus, StatusRequest};
 use informerd_testkit::{
-    delete_namespace, documents, repo_root, wait_default_service_account, ControlPlane, Kubectl,
+    delete_namespace, documents, repo_root, unique_prefix, wait_default_service_account,
+    ControlPlane, Kubectl,
 };
 use k8s_openapi::{
     api::{
         apps::v1::Deployment,
         authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec},
-        core::v1::{ConfigMap, Pod},
+        core::v1::Pod,
     },
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 };
@@ -106,7 +107,7 @@ async fn the_sidecar_base_applies_and_serves_with_the_identity_it_creates() -> a
     let cp = ControlPlane::get();
     let admin = cp.client().await?;
     let kubectl = Kubectl::new(cp);
-    let prefix = unique_prefix();
+    let prefix = unique_prefix("dpl");
     let [own, ns0, ns1] = ["", "-0", "-1"].map(|s| format!("{prefix}{s}"));
 
     let manifests = kubectl
@@ -226,7 +227,7 @@ async fn rbac_with_a_kubeconfig_asks_discovery_for_custom_resources() -> anyhow:
     let cp = ControlPlane::get();
     let admin = cp.client().await?;
     // A plural no rule of English would guess.
-    let group = format!("{}.informerd.io", unique_prefix());
+    let group = format!("{}.informerd.io", unique_prefix("dpl"));
     let crd: CustomResourceDefinition = serde_json::from_value(json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": format!("gadgetries.{group}")},
@@ -311,14 +312,6 @@ async fn rbac_with_a_kubeconfig_asks_discovery_for_custom_resources() -> anyhow:
     Ok(())
 }
 
-fn unique_prefix() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!("dpl-{}-{nanos:x}", std::process::id())
-}
-
 /// Short: a Unix socket path is limited to about 100 bytes.
 fn tempdir(prefix: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(prefix);
@@ -354,16 +347,7 @@ async fn deployed_config(
     dir: &Path,
 ) -> anyhow::Result<(PathBuf, u16)> {
     let docs = documents(manifests);
-    let name = docs
-        .iter()
-        .find(|d| d["kind"] == "ConfigMap")
-        .and_then(|d| d["metadata"]["name"].as_str())
-        .expect("a ConfigMap in deploy/sidecar");
-    let cm = Api::<ConfigMap>::namespaced(admin.clone(), ns)
-        .get(name)
-        .await?;
-    let text = cm.data.unwrap_or_default().remove("informerd.yaml");
-    let mut config: serde_yaml::Value = serde_yaml::from_str(&text.expect("informerd.yaml"))?;
+    let mut config = informerd_testkit::deployed_config(admin, ns, manifests).await?;
     let server = &mut config["server"];
     server["socket"] = dir.join("informerd.sock").display().to_string().into();
     let configured = server["metrics"]

@@ -26,11 +26,13 @@ use std::{
 
 use futures::TryStreamExt;
 use informerd::proto::ListRequest;
-use informerd_testkit::{delete_namespace, documents, repo_root, ControlPlane, Kubectl, Sidecar};
+use informerd_testkit::{
+    delete_namespace, deployed_config, repo_root, unique_prefix, ControlPlane, Kubectl, Sidecar,
+};
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
     authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec},
-    core::v1::{ConfigMap, Container, Pod, PodSpec},
+    core::v1::{Container, Pod, PodSpec},
 };
 use kube::{
     api::{ListParams, PostParams},
@@ -79,7 +81,7 @@ async fn the_node_base_applies_and_keeps_exactly_the_pods_of_its_node() -> anyho
     let cp = ControlPlane::get();
     let admin = cp.client().await?;
     let kubectl = Kubectl::new(cp);
-    let prefix = unique_prefix();
+    let prefix = unique_prefix("nod");
     let agent_prefix = format!("{prefix}-agent");
     let render = |dir: &str| {
         kubectl
@@ -200,33 +202,6 @@ async fn the_node_base_applies_and_keeps_exactly_the_pods_of_its_node() -> anyho
         delete_namespace(&admin, ns).await?;
     }
     Ok(())
-}
-
-fn unique_prefix() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!("nod-{}-{nanos:x}", std::process::id())
-}
-
-/// The configuration in the ConfigMap the manifests deployed, read back from the apiserver.
-async fn deployed_config(
-    admin: &Client,
-    ns: &str,
-    manifests: &str,
-) -> anyhow::Result<serde_yaml::Value> {
-    let docs = documents(manifests);
-    let name = docs
-        .iter()
-        .find(|d| d["kind"] == "ConfigMap")
-        .and_then(|d| d["metadata"]["name"].as_str())
-        .expect("a ConfigMap in deploy/node");
-    let cm = Api::<ConfigMap>::namespaced(admin.clone(), ns)
-        .get(name)
-        .await?;
-    let text = cm.data.unwrap_or_default().remove("informerd.yaml");
-    Ok(serde_yaml::from_str(&text.expect("informerd.yaml"))?)
 }
 
 /// The DaemonSets as the apiserver kept them: informerd on every node with its node's name,

@@ -1,13 +1,17 @@
-//! kubectl as a user runs it, for the tests that apply `deploy/`: the one the Makefile builds
-//! from the control plane's own release (`make .cache/bin/kubectl`; `$INFORMERD_KUBECTL` names
-//! another), as the control plane's admin, in the repository.
+//! For the tests that apply `deploy/`: kubectl as a user runs it (the one the Makefile builds
+//! from the control plane's own release, `make .cache/bin/kubectl`; `$INFORMERD_KUBECTL` names
+//! another), as the control plane's admin, in the repository; the documents of what it
+//! renders; and the informerd configuration those manifests deployed.
 
 use std::{
     path::PathBuf,
     process::{Command, Stdio},
 };
 
-use crate::{repo_root, ControlPlane};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::{Api, Client};
+
+use crate::{repo_root, ControlPlane, Result};
 
 /// The kubectl the Makefile builds, against the control plane as its admin.
 pub struct Kubectl {
@@ -71,4 +75,33 @@ pub fn documents(manifests: &str) -> Vec<serde_yaml::Value> {
     serde_yaml::Deserializer::from_str(manifests)
         .map(|d| <serde_yaml::Value as serde::Deserialize>::deserialize(d).unwrap())
         .collect()
+}
+
+/// A name prefix of this run's own (`{base}-{pid}-{nanos}`), so that runs on a shared control
+/// plane never collide.
+pub fn unique_prefix(base: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or_default();
+    format!("{base}-{}-{nanos:x}", std::process::id())
+}
+
+/// The `informerd.yaml` of the ConfigMap in `manifests`, as the apiserver holds it in `ns`.
+pub async fn deployed_config(
+    client: &Client,
+    ns: &str,
+    manifests: &str,
+) -> Result<serde_yaml::Value> {
+    let docs = documents(manifests);
+    let name = docs
+        .iter()
+        .find(|d| d["kind"] == "ConfigMap")
+        .and_then(|d| d["metadata"]["name"].as_str())
+        .expect("a ConfigMap in the manifests");
+    let cm = Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .get(name)
+        .await?;
+    let text = cm.data.unwrap_or_default().remove("informerd.yaml");
+    Ok(serde_yaml::from_str(&text.expect("informerd.yaml in the ConfigMap")).expect("YAML"))
 }

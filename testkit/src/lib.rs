@@ -15,7 +15,7 @@ mod kubectl;
 mod proxy;
 mod sidecar;
 
-pub use kubectl::{documents, Kubectl};
+pub use kubectl::{deployed_config, documents, unique_prefix, Kubectl};
 pub use proxy::FaultProxy;
 pub use sidecar::Sidecar;
 
