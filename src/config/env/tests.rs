@@ -149,6 +149,12 @@ fn every_unset_variable_is_reported_at_the_column_of_its_reference() {
             "node.yaml:8:32: resources[0].filter: environment variable N is not set",
         ]
     );
+    // Columns count characters, after text that is not ASCII on earlier lines and its own.
+    let text = "# größe\napiVersion: informerd.io/v1alpha1\nkind: Config\nresources:\n- apiVersion: v1\n  kind: Pod\n  labelSelector: \"é=${X}\"\n";
+    assert_eq!(
+        diagnostics(text, &[]),
+        ["node.yaml:7:21: resources[0].labelSelector: environment variable X is not set"]
+    );
     // A malformed reference names the escape.
     let text = "apiVersion: informerd.io/v1alpha1\nkind: Config\nresources:\n- apiVersion: v1\n  kind: Pod\n  labelSelector: 'a=$${b},c=${d'\n";
     let errors = diagnostics(text, &[]);
