@@ -27,7 +27,8 @@ use std::{
 use futures::TryStreamExt;
 use informerd::proto::ListRequest;
 use informerd_testkit::{
-    delete_namespace, deployed_config, repo_root, unique_prefix, ControlPlane, Kubectl, Sidecar,
+    delete_namespace, deployed_config, documents, repo_root, unique_prefix, ControlPlane, Kubectl,
+    Sidecar,
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
@@ -74,6 +75,75 @@ fn the_node_config_names_an_unset_node_name_at_its_reference() {
             line + 1
         )
     );
+}
+
+/// deploy/node/rbac.yaml is written by hand (it adds the reviews, and node mode is cluster-wide),
+/// so it must grant at least what `informerd rbac` asks for the node configuration: a resource
+/// added to informerd.yaml without its rules fails here rather than as a forbidden scope on
+/// every node. The configuration is read without its `authorization` line (what the resources
+/// need does not depend on it, and a build without per-client authorization refuses the key).
+#[test]
+fn the_cluster_role_grants_what_informerd_rbac_asks_for_the_node_config() {
+    let dir = std::env::temp_dir().join(unique_prefix("nod-rbac"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(repo_root().join("deploy/node/informerd.yaml")).unwrap();
+    let config = dir.join("informerd.yaml");
+    let without: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("authorization:"))
+        .collect();
+    std::fs::write(&config, without.join("\n")).unwrap();
+    let out = Command::new(BIN)
+        .args(["rbac", "--config"])
+        .arg(&config)
+        .env("NODE_NAME", "any")
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let committed = std::fs::read_to_string(repo_root().join("deploy/node/rbac.yaml")).unwrap();
+    let granted = grants(&committed, "ClusterRole");
+    let needed = grants(&printed, "ClusterRole");
+    assert!(!needed.is_empty(), "{printed}");
+    assert!(
+        grants(&printed, "Role").is_empty(),
+        "node mode is cluster-wide: {printed}"
+    );
+    for rule in &needed {
+        assert!(
+            granted.contains(rule),
+            "deploy/node/rbac.yaml does not grant {rule:?}, which `informerd rbac` asks for deploy/node/informerd.yaml"
+        );
+    }
+}
+
+/// (apiGroup, resource, verb) of every rule of the `kind` objects in `manifests`.
+fn grants(manifests: &str, kind: &str) -> Vec<(String, String, String)> {
+    let strings = |v: &serde_yaml::Value| -> Vec<String> {
+        let items = v.as_sequence().cloned().unwrap_or_default();
+        items
+            .iter()
+            .filter_map(|s| s.as_str().map(String::from))
+            .collect()
+    };
+    let mut grants = Vec::new();
+    for doc in documents(manifests).iter().filter(|d| d["kind"] == kind) {
+        for rule in doc["rules"].as_sequence().into_iter().flatten() {
+            for group in strings(&rule["apiGroups"]) {
+                for resource in strings(&rule["resources"]) {
+                    for verb in strings(&rule["verbs"]) {
+                        grants.push((group.clone(), resource.clone(), verb));
+                    }
+                }
+            }
+        }
+    }
+    grants
 }
 
 #[tokio::test]
