@@ -27,14 +27,15 @@ use std::{
 use futures::TryStreamExt;
 use informerd::proto::ListRequest;
 use informerd_testkit::{
-    delete_namespace, deployed_config, documents, repo_root, unique_prefix, ControlPlane, Kubectl,
-    Sidecar,
+    delete_namespace, deployed_config, documents, repo_root, unique_namespace, unique_prefix,
+    wait_default_service_account, ControlPlane, Kubectl, Sidecar,
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
     authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec},
     core::v1::{Container, Pod, PodSpec},
 };
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::{
     api::{ListParams, PostParams},
     Api, Client,
@@ -282,6 +283,17 @@ async fn the_daemonsets_agree(
     agent_ns: &str,
     socket: &str,
 ) -> anyhow::Result<()> {
+    // The apiserver keeps a surge: one informerd serves on every node during a rollout.
+    let ds = Api::<DaemonSet>::namespaced(admin.clone(), ns)
+        .get("informerd")
+        .await?;
+    let rolling = ds.spec.and_then(|s| s.update_strategy?.rolling_update);
+    let surge = rolling.map(|r| (r.max_surge, r.max_unavailable));
+    assert_eq!(
+        surge,
+        Some((Some(IntOrString::Int(1)), Some(IntOrString::Int(0)))),
+        "maxSurge 1, maxUnavailable 0"
+    );
     let informerd = pod_spec(admin, ns, "informerd").await?;
     let tolerations = informerd.tolerations.clone().unwrap_or_default();
     assert!(
@@ -460,4 +472,167 @@ async fn list(
         objects.insert(key, serde_json::from_slice(&object.json)?);
     }
     Ok(objects)
+}
+
+/// A surge rollout on one node (deploy/node: `maxSurge: 1`, `maxUnavailable: 0`): the new
+/// informerd starts while the old one serves the socket. It waits for the socket without
+/// exiting, syncing meanwhile (so that it would become ready and the old pod be stopped), the
+/// old one goes on serving; on the old one's SIGTERM the new one takes the same path over, and
+/// the old one's exit leaves the new one's socket in place.
+#[tokio::test]
+async fn a_surge_pod_waits_for_the_socket_and_takes_it_over() -> anyhow::Result<()> {
+    let cp = ControlPlane::get();
+    let admin = cp.client().await?;
+    let ns = unique_namespace(&admin, "nod-surge").await?;
+    wait_default_service_account(&admin, &ns).await?;
+    let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
+    Api::<Pod>::namespaced(admin.clone(), &ns)
+        .create(&PostParams::default(), &serde_json::from_value(pod)?)
+        .await?;
+    // Short: a Unix socket path is limited to about 100 bytes.
+    let dir = std::env::temp_dir().join(unique_prefix("nod"));
+    std::fs::create_dir_all(&dir)?;
+    let socket = dir.join("s.sock");
+    let config = dir.join("informerd.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "apiVersion: informerd.io/v1alpha1\nkind: Config\nserver:\n  socket: {}\nresources:\n- {{apiVersion: v1, kind: Pod, namespaces: [{ns}]}}\n",
+            socket.display()
+        ),
+    )?;
+    let target = format!("unix://{}", socket.display());
+
+    let mut old = Serving::start(cp, &config, &dir.join("old.log"));
+    let old_epoch = old.epoch_at(&target).await;
+    let mut new = Serving::start(cp, &config, &dir.join("new.log"));
+    let deadline = Instant::now() + PATIENCE;
+    while !new.log().contains("every scope synced") {
+        assert!(new.running(), "the new one exited: {}", new.log());
+        assert!(
+            Instant::now() < deadline,
+            "the new one never synced: {}",
+            new.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        new.log().contains("another process serves on the socket"),
+        "{}",
+        new.log()
+    );
+    assert_eq!(
+        old.epoch_at(&target).await,
+        old_epoch,
+        "the old one serves on"
+    );
+
+    old.terminate();
+    // The old one answers until it stops listening; then the new one does, on the same path.
+    let deadline = Instant::now() + PATIENCE;
+    let new_epoch = loop {
+        let epoch = new.epoch_at(&target).await;
+        if epoch != old_epoch {
+            break epoch;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the new one never took over: {}",
+            new.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    old.wait();
+    assert_eq!(
+        new.epoch_at(&target).await,
+        new_epoch,
+        "the old one's exit left the new one's socket: {}",
+        old.log()
+    );
+    new.terminate();
+    new.wait();
+    assert!(!socket.exists(), "the last one removes its socket");
+    delete_namespace(&admin, &ns).await?;
+    std::fs::remove_dir_all(&dir)?;
+    Ok(())
+}
+
+/// `informerd serve` with a configuration, its log in a file; killed when dropped.
+struct Serving {
+    child: std::process::Child,
+    log: std::path::PathBuf,
+}
+
+impl Serving {
+    fn start(cp: &ControlPlane, config: &std::path::Path, log: &std::path::Path) -> Serving {
+        let child = Command::new(BIN)
+            .arg("serve")
+            .arg("--config")
+            .arg(config)
+            .arg("--kubeconfig")
+            .arg(cp.kubeconfig())
+            .stderr(std::fs::File::create(log).unwrap())
+            .spawn()
+            .expect("start informerd serve");
+        Serving {
+            child,
+            log: log.to_path_buf(),
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
+    /// SIGTERM, as the kubelet stops a container.
+    fn terminate(&self) {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        assert!(sent.success());
+    }
+
+    fn wait(&mut self) {
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "{status}: {}", self.log());
+    }
+
+    /// The epoch of the informerd that answers a List on `target` once synced (this one must
+    /// still run meanwhile).
+    async fn epoch_at(&mut self, target: &str) -> u64 {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            assert!(self.running(), "exited: {}", self.log());
+            if let Ok(mut api) = informerd::client::connect(target).await {
+                let request = ListRequest {
+                    resource: "pod".into(),
+                    wait_for_sync: true,
+                    ..Default::default()
+                };
+                if let Ok(reply) = api.list(request).await {
+                    let chunks: Result<Vec<_>, _> = reply.into_inner().try_collect().await;
+                    if let Some(last) = chunks.ok().and_then(|c| c.into_iter().last()) {
+                        return last.epoch;
+                    }
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no List on {target}: {}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

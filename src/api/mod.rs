@@ -22,6 +22,7 @@
 //! What it must NOT do: change a cache. The API only READS the stores: it holds
 //! `store::Store` (through the fleet's caches), never a `Writer`.
 
+mod handover;
 mod health;
 mod list;
 mod mask;
@@ -181,12 +182,17 @@ impl Api {
     }
 
     /// Health and reflection beside the Cache service, the readiness task, the listeners, and
-    /// graceful shutdown; then the socket file is removed.
+    /// graceful shutdown; then the socket file is removed. A socket another process serves is
+    /// waited for (`handover`: a DaemonSet's surge rollout).
     async fn serve_until(
         &self,
         server: &ServerConfig,
         shutdown: impl Future<Output = ()> + Send,
     ) -> Result<(), ApiError> {
+        let shutdown = futures::FutureExt::shared(shutdown);
+        if !handover::wait_until_free(&server.socket, shutdown.clone()).await {
+            return Ok(()); // SIGTERM while another process served the socket
+        }
         let cache = proto::cache_server::CacheServer::new(self.clone());
         let (routes, health) = health::add_health(Routes::new(cache)).await;
         let routes = health::add_reflection(routes)?;
@@ -196,9 +202,10 @@ impl Api {
             self.inner.stop.subscribe(),
         );
         let serving = server::listen(server, routes, &self.inner.stop).await?;
+        let ours = handover::identity(&server.socket);
         let result = server::until_shutdown(serving, shutdown, || self.stop()).await;
         readiness.abort();
-        let _ = std::fs::remove_file(&server.socket);
+        handover::remove_if_ours(&server.socket, ours);
         result.map_err(ApiError::from)
     }
 }
