@@ -32,9 +32,10 @@ pub async fn wait_until_free(path: &Path, shutdown: impl Future<Output = ()>) ->
         return true;
     }
     let wait = async {
-        let mut waited = Duration::ZERO;
+        let (mut waited, mut warn_at) = (Duration::ZERO, Duration::ZERO);
         while served(path) {
-            if waited.as_millis() % WARN_EVERY.as_millis() == 0 {
+            if waited >= warn_at {
+                warn_at += WARN_EVERY;
                 tracing::warn!(socket = %path.display(), waited_seconds = waited.as_secs(),
                     "another process serves on the socket (a rolling update?): serving here once \
                      it stops; the caches sync meanwhile");
