@@ -41,9 +41,9 @@
 //! (discovery says a kind does not exist) still point into the file with [`Config::error_at`].
 //!
 //! This module owns the file: reading it ([`load`]), its YAML with the place of every field
-//! (`yaml`), the serde structs of the file as written (`raw`), byte quantities (`quantity`),
-//! the rules of every field (`validate`), the validated types and their defaults (`model`) and
-//! how problems are reported (`diagnostic`). It must NOT talk to the cluster (what needs
+//! (`yaml`), `${VAR}` values from the environment (`env`), the serde structs of the file as
+//! written (`raw`), byte quantities (`quantity`), the rules of every field (`validate`), the
+//! validated types and their defaults (`model`) and how problems are reported (`diagnostic`). It must NOT talk to the cluster (what needs
 //! discovery is checked by the fleet, which reports it with [`Config::error_at`]), nor hold any
 //! state beyond the [`Config`] it returns.
 
