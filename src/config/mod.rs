@@ -43,9 +43,9 @@
 //! This module owns the file: reading it ([`load`]), its YAML with the place of every field
 //! (`yaml`), `${VAR}` values from the environment (`env`), the serde structs of the file as
 //! written (`raw`), byte quantities (`quantity`), the rules of every field (`validate`), the
-//! validated types and their defaults (`model`) and how problems are reported (`diagnostic`). It must NOT talk to the cluster (what needs
-//! discovery is checked by the fleet, which reports it with [`Config::error_at`]), nor hold any
-//! state beyond the [`Config`] it returns.
+//! validated types and their defaults (`model`) and how problems are reported (`diagnostic`).
+//! It must NOT talk to the cluster (what needs discovery is checked by the fleet, which reports
+//! it with [`Config::error_at`]), nor hold any state beyond the [`Config`] it returns.
 
 mod diagnostic;
 mod env;
