@@ -23,10 +23,12 @@
 //! `store::Store` (through the fleet's caches), never a `Writer`.
 
 mod health;
+mod limits;
 mod list;
 mod mask;
 mod query;
 pub mod reason;
+mod request_size;
 mod resource;
 mod send;
 mod server;
@@ -94,6 +96,8 @@ struct Inner {
     fleet: Arc<Fleet>,
     resources: Vec<Arc<Resource>>,
     stop: signal::Sender<bool>,
+    limits: limits::Limits,
+    max_request_size: u64,
 }
 
 impl Api {
@@ -119,6 +123,8 @@ impl Api {
                 fleet,
                 resources,
                 stop,
+                limits: limits::Limits::new(&config.limits),
+                max_request_size: config.limits.max_request_size,
             }),
         }
     }
@@ -162,6 +168,11 @@ impl Api {
             .collect()
     }
 
+    /// Calls refused for a limit so far, by the limit's configuration key: for metrics.
+    pub fn limit_refusals(&self) -> [(&'static str, u64); 3] {
+        self.inner.limits.refusals()
+    }
+
     /// Ends every watch with `UNAVAILABLE`/`ShuttingDown` and stops the hubs.
     pub fn stop(&self) {
         self.inner.stop.send_replace(true);
@@ -187,7 +198,10 @@ impl Api {
         server: &ServerConfig,
         shutdown: impl Future<Output = ()> + Send,
     ) -> Result<(), ApiError> {
-        let cache = proto::cache_server::CacheServer::new(self.clone());
+        let size = usize::try_from(self.inner.max_request_size).unwrap_or(usize::MAX);
+        let cache =
+            proto::cache_server::CacheServer::new(self.clone()).max_decoding_message_size(size);
+        let cache = request_size::RequestSize::new(cache, self.inner.max_request_size);
         let (routes, health) = health::add_health(Routes::new(cache)).await;
         let routes = health::add_reflection(routes)?;
         let readiness = health::follow_readiness(
