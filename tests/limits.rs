@@ -60,7 +60,7 @@ impl Fixture {
         let sidecar = Sidecar::start_with(BIN.as_ref(), cluster, &extra, &resources)
             .expect("start the sidecar");
         let mut api = connect(sidecar.socket()).await;
-        wait_synced(&mut api).await;
+        wait_synced(&mut api, &ns).await;
         Fixture {
             kube,
             ns,
@@ -141,17 +141,21 @@ async fn connect(socket: &Path) -> CacheClient<Channel> {
         .expect("connect")
 }
 
-async fn wait_synced(api: &mut CacheClient<Channel>) {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while tokio::time::Instant::now() < deadline {
-        if let Ok(s) = api.status(StatusRequest::default()).await {
-            if s.get_ref().synced {
-                return;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+/// Returns once the sidecar has synced: a Get that waits for the sync answers (found or not)
+/// only then. (A Get, not a List: Lists may be what the fixture's limits refuse.)
+async fn wait_synced(api: &mut CacheClient<Channel>, ns: &str) {
+    let mut request = tonic::Request::new(GetRequest {
+        resource: "configmaps".into(),
+        namespace: ns.into(),
+        name: "kube-root-ca.crt".into(),
+        wait_for_sync: true,
+        ..Default::default()
+    });
+    request.set_timeout(PATIENCE);
+    match api.get(request).await {
+        Ok(_) => {}
+        Err(e) => assert_eq!(e.code(), Code::NotFound, "synced: {e:?}"),
     }
-    panic!("the sidecar did not sync");
 }
 
 /// The next event that is not a bookmark.
