@@ -14,6 +14,8 @@
 //! - `watch`: one hub per resource broadcasts decoded changes; each watcher filters, applies
 //!   transitions and predicates, and has a bounded buffer.
 //! - `send`: how a stream sends into its bounded buffer, and gives up on a client that stalls.
+//! - `limits`: the slots of Watch and List calls (`limits.maxWatchers`,
+//!   `maxConcurrentLists`) and the `maxMemory` guard. `request_size`: `maxRequestSize`.
 //!
 //! Where it listens (decided in `config`): a Unix socket always; TCP on loopback, or on any
 //! address with TLS. Health: the overall service ("") and `informerd.v1.Cache` are SERVING once

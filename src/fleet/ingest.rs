@@ -8,6 +8,9 @@
 //! and only real differences become changes. Unchanged objects produce nothing, objects that
 //! vanished while the stream was down become DELETED, and other scopes are never touched.
 //!
+//! An object larger than `limits.maxObjectSize` is not kept (`size`): it is treated as one
+//! that left the filter, and counted.
+//!
 //! A DELETED carries the resourceVersion of the change that removed the object, as the
 //! apiserver's own watch does: the deletion's for a real deletion, the relabel's for an object
 //! that leaves the filter. Decision: for an object that vanished while the stream was down,
