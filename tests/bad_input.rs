@@ -124,6 +124,11 @@ fn config_files_answer_as_the_catalogue_says() {
 #[test]
 fn command_lines_answer_as_the_catalogue_says() {
     let dir = temp_dir("cli");
+    let ok = format!(
+        "apiVersion: informerd.io/v1alpha1\nkind: Config\nserver: {{socket: {}}}\n{R}\n",
+        dir.join("informerd.sock").display()
+    );
+    std::fs::write(dir.join("ok.yaml"), ok).expect("write ok.yaml");
     let mut mismatches = Vec::new();
     for row in rows("Command line") {
         let (id, command, exit, answer) = (&row[0], &row[1], &row[2], &row[3]);
