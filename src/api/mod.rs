@@ -14,6 +14,8 @@
 //! - `watch`: one hub per resource broadcasts decoded changes; each watcher filters, applies
 //!   transitions and predicates, and has a bounded buffer.
 //! - `send`: how a stream sends into its bounded buffer, and gives up on a client that stalls.
+//! - `limits`: the slots of Watch and List calls (`limits.maxWatchers`,
+//!   `maxConcurrentLists`) and the `maxMemory` guard. `request_size`: `maxRequestSize`.
 //!
 //! Where it listens (decided in `config`): a Unix socket always; TCP on loopback, or on any
 //! address with TLS. Health: the overall service ("") and `informerd.v1.Cache` are SERVING once
@@ -24,10 +26,12 @@
 
 mod handover;
 mod health;
+mod limits;
 mod list;
 mod mask;
 mod query;
 pub mod reason;
+mod request_size;
 mod resource;
 mod send;
 mod server;
@@ -95,6 +99,8 @@ struct Inner {
     fleet: Arc<Fleet>,
     resources: Vec<Arc<Resource>>,
     stop: signal::Sender<bool>,
+    limits: limits::Limits,
+    max_request_size: u64,
 }
 
 impl Api {
@@ -120,6 +126,8 @@ impl Api {
                 fleet,
                 resources,
                 stop,
+                limits: limits::Limits::new(&config.limits),
+                max_request_size: config.limits.max_request_size,
             }),
         }
     }
@@ -163,6 +171,11 @@ impl Api {
             .collect()
     }
 
+    /// Calls refused for a limit so far, by the limit's configuration key: for metrics.
+    pub fn limit_refusals(&self) -> [(&'static str, u64); 3] {
+        self.inner.limits.refusals()
+    }
+
     /// Ends every watch with `UNAVAILABLE`/`ShuttingDown` and stops the hubs.
     pub fn stop(&self) {
         self.inner.stop.send_replace(true);
@@ -193,7 +206,10 @@ impl Api {
         if !handover::wait_until_free(&server.socket, shutdown.clone()).await {
             return Ok(()); // SIGTERM while another process served the socket
         }
-        let cache = proto::cache_server::CacheServer::new(self.clone());
+        let size = usize::try_from(self.inner.max_request_size).unwrap_or(usize::MAX);
+        let cache =
+            proto::cache_server::CacheServer::new(self.clone()).max_decoding_message_size(size);
+        let cache = request_size::RequestSize::new(cache, self.inner.max_request_size);
         let (routes, health) = health::add_health(Routes::new(cache)).await;
         let routes = health::add_reflection(routes)?;
         let readiness = health::follow_readiness(

@@ -6,6 +6,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tonic::{Request, Response, Status};
 
+use super::limits;
 use super::list::{self, ListStream};
 use super::mask::Mask;
 use super::query::{Query, QueryRequest};
@@ -93,6 +94,7 @@ impl Cache for Api {
             )
         })?;
         let min_resource_version = list_min_resource_version(&req.min_resource_version)?;
+        let slot = self.inner.limits.admit_list()?;
         if req.wait_for_sync {
             resource.wait_synced(until).await?;
         }
@@ -100,9 +102,8 @@ impl Cache for Api {
             wait_for_resource_version(&resource, query.namespace(), want, until).await?;
         }
         let chunk_size = req.chunk_size as usize;
-        Ok(Response::new(list::stream(
-            resource, query, chunk_size, limit,
-        )))
+        let stream = list::stream(resource, query, chunk_size, limit);
+        Ok(Response::new(limits::holding(stream, slot)))
     }
 
     type WatchStream = watch::WatchStream;
@@ -113,10 +114,12 @@ impl Cache for Api {
     ) -> Result<Response<watch::WatchStream>, Status> {
         let (until, req, resource) = self.open(request, |r| &r.resource)?;
         let spec = WatchSpec::new(&resource, &req)?;
+        let slot = self.inner.limits.admit_watch()?;
         if req.wait_for_sync {
             resource.wait_synced(until).await?;
         }
-        Ok(Response::new(watch::start(resource, spec)?))
+        let stream = watch::start(resource, spec)?;
+        Ok(Response::new(limits::holding(stream, slot)))
     }
 
     async fn status(

@@ -17,6 +17,12 @@
 //! changeLog:                   # optional bounds of the store's change log
 //!   maxEvents: 10000           # the default
 //!   maxBytes: 64Mi             # the default; Kubernetes quantity syntax
+//! limits:                      # optional; what is refused beyond each: docs/bad-input.md
+//!   maxObjectSize: 3Mi         # the default; larger objects (JSON as kept) are skipped
+//!   maxWatchers: 1000          # the default; Watch calls open at once
+//!   maxConcurrentLists: 100    # the default; List calls open at once
+//!   maxRequestSize: 4Mi        # the default; one request message
+//!   maxMemory: 200Mi           # default off; above it new List and Watch calls are refused
 //! resources:
 //! - name: pods                 # optional; default: the lowercase kind; a unique DNS-1123 label
 //!   apiVersion: v1             # "v1" or "group/version"
@@ -49,6 +55,7 @@
 
 mod diagnostic;
 mod env;
+mod limits;
 mod model;
 mod quantity;
 mod raw;
@@ -61,6 +68,10 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub use diagnostic::{ConfigError, Diagnostic};
+pub use limits::{
+    LimitsConfig, DEFAULT_MAX_CONCURRENT_LISTS, DEFAULT_MAX_OBJECT_SIZE, DEFAULT_MAX_REQUEST_SIZE,
+    DEFAULT_MAX_WATCHERS,
+};
 pub use model::{
     ChangeLogConfig, Config, IndexConfig, ResourceConfig, Scope, ServerConfig, TlsConfig,
     API_VERSION, DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, DEFAULT_SOCKET, DEFAULT_SOCKET_MODE, KIND,

@@ -125,6 +125,8 @@ pub struct Config {
     pub server: ServerConfig,
     /// Bounds of the change log.
     pub change_log: ChangeLogConfig,
+    /// What the process accepts before it refuses (`limits`).
+    pub limits: super::limits::LimitsConfig,
     /// The cached resources, in file order.
     pub resources: Vec<ResourceConfig>,
     pub(super) source: Arc<Source>,

@@ -15,6 +15,8 @@ pub struct RawConfig {
     #[serde(default)]
     pub change_log: Option<RawChangeLog>,
     #[serde(default)]
+    pub limits: Option<RawLimits>,
+    #[serde(default)]
     pub resources: Vec<RawResource>,
 }
 
@@ -52,6 +54,22 @@ pub struct RawChangeLog {
     /// A quantity string (`64Mi`) or a number of bytes.
     #[serde(default)]
     pub max_bytes: Option<Value>,
+}
+
+/// `limits`: sizes are quantity strings (`3Mi`) or numbers of bytes.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawLimits {
+    #[serde(default)]
+    pub max_object_size: Option<Value>,
+    #[serde(default)]
+    pub max_watchers: Option<u64>,
+    #[serde(default)]
+    pub max_concurrent_lists: Option<u64>,
+    #[serde(default)]
+    pub max_request_size: Option<Value>,
+    #[serde(default)]
+    pub max_memory: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -8,6 +8,9 @@
 //! and only real differences become changes. Unchanged objects produce nothing, objects that
 //! vanished while the stream was down become DELETED, and other scopes are never touched.
 //!
+//! An object larger than `limits.maxObjectSize` is not kept (`size`): it is treated as one
+//! that left the filter, and counted.
+//!
 //! A DELETED carries the resourceVersion of the change that removed the object, as the
 //! apiserver's own watch does: the deletion's for a real deletion, the relabel's for an object
 //! that leaves the filter. Decision: for an object that vanished while the stream was down,
@@ -37,6 +40,9 @@ pub struct Applied {
     pub filter_errors: u64,
     /// Objects the store refused (see [`crate::store::StoreError`]).
     pub refused: u64,
+    /// Objects larger than `limits.maxObjectSize`, not kept (see `size`), every time one
+    /// arrives.
+    pub too_large: u64,
 }
 
 /// The state of one scope's stream between events: which keys the current (re)list has seen.
@@ -162,17 +168,17 @@ impl ScopeIngest {
         };
         if !keep {
             self.counters.filtered_out += 1;
-            if self.stored_is_newer(&key, rv.as_deref()) {
-                // A lagging apiserver's old state does not take the object out of view.
-                return Some(key);
-            }
-            if self.pipeline.store.delete_at(&key, rv.as_deref()).is_some() {
-                self.counters.changes += 1;
-            }
-            return None;
+            return self.not_kept(key, rv.as_deref());
         }
         if !transformed {
             self.pipeline.transform.apply(&mut value);
+        }
+        if let Some(size) = self.pipeline.oversize(&value) {
+            self.counters.too_large += 1;
+            tracing::warn!(object = %key, size, limit = self.pipeline.max_object_size,
+                "object larger than limits.maxObjectSize; not kept (raise the limit, or drop \
+                 its large fields with a transform)");
+            return self.not_kept(key, rv.as_deref());
         }
         match self.pipeline.store.apply(value) {
             Ok(Some(_)) => self.counters.changes += 1,
@@ -182,16 +188,29 @@ impl ScopeIngest {
                 // as a relist would.
                 tracing::warn!(object = %key, error = %e, "object not stored");
                 self.counters.refused += 1;
-                if self.stored_is_newer(&key, rv.as_deref()) {
-                    return Some(key);
-                }
-                if self.pipeline.store.delete_at(&key, rv.as_deref()).is_some() {
-                    self.counters.changes += 1;
-                }
-                return None;
+                return self.not_kept(key, rv.as_deref());
             }
         }
         Some(key)
+    }
+
+    /// An object that is not kept (out of the filter, too large, refused by the store): the
+    /// version stored, if any, is removed (DELETED at `resource_version`), unless it is newer
+    /// (a lagging apiserver's old state does not take an object out of view). Returns the key
+    /// when the store still holds the object.
+    fn not_kept(&mut self, key: ObjectKey, resource_version: Option<&str>) -> Option<ObjectKey> {
+        if self.stored_is_newer(&key, resource_version) {
+            return Some(key);
+        }
+        if self
+            .pipeline
+            .store
+            .delete_at(&key, resource_version)
+            .is_some()
+        {
+            self.counters.changes += 1;
+        }
+        None
     }
 
     /// Whether the store holds a newer version of `key` than `resource_version`.
@@ -209,6 +228,8 @@ fn key_of(obj: &Projected) -> Option<ObjectKey> {
         meta.name.as_deref()?,
     ))
 }
+
+mod size;
 
 #[cfg(test)]
 mod tests;

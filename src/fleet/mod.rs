@@ -130,7 +130,7 @@ impl Fleet {
         let mut caches = Vec::with_capacity(resolved.len());
         let mut tasks = Vec::new();
         for (rc, ar, caps) in resolved {
-            let pipeline = Pipeline::new(&config.change_log, rc);
+            let pipeline = Pipeline::new(&config.change_log, rc).with_limits(&config.limits);
             let cache = Arc::new(ResourceCache {
                 name: rc.name.clone(),
                 api_resource: ar.clone(),

@@ -25,6 +25,8 @@ pub struct Pipeline {
     pub transform: Transform,
     /// The store every scope of the resource writes to.
     pub store: Arc<Writer>,
+    /// `limits.maxObjectSize`: larger objects are not kept (`ingest/size.rs`).
+    pub max_object_size: u64,
 }
 
 impl Pipeline {
@@ -52,6 +54,7 @@ impl Pipeline {
             filter: rc.filter.clone(),
             transform: rc.transform.clone(),
             store: Arc::new(store),
+            max_object_size: crate::config::DEFAULT_MAX_OBJECT_SIZE,
         }
     }
 

@@ -63,6 +63,11 @@ const FILTER_ERRORS: Descriptor = family(
     "scope_filter_errors",
     "Objects on which the filter failed to evaluate (counted as not kept)",
 );
+const SKIPPED: Descriptor = family(
+    "scope_objects_skipped",
+    "Objects not kept because of a limit, each time one arrived, by reason: too_large (over \
+     limits.maxObjectSize)",
+);
 const RELISTS: Descriptor = family(
     "scope_relists",
     "Lists after the first, by reason: expired (410 Gone), forbidden (after a 403), reconnect",
@@ -169,6 +174,15 @@ pub(super) fn encode_resources(
     counters(e, &STORED, per_scope(|s| s.changes))?;
     counters(e, &DROPPED, per_scope(|s| s.filtered_out))?;
     counters(e, &FILTER_ERRORS, per_scope(|s| s.filter_errors))?;
+    let skipped = scopes().map(|(resource, scope, s)| {
+        let labels = [
+            ("resource", resource),
+            ("scope", scope),
+            ("reason", "too_large"),
+        ];
+        (labels, s.too_large)
+    });
+    counters(e, &SKIPPED, skipped)?;
     let relists = scopes().flat_map(|(resource, scope, s)| {
         RelistReason::ALL.iter().map(move |reason| {
             let labels = [

@@ -15,6 +15,11 @@ const SENT: Descriptor = family(
     "watch_events_sent",
     "Events put in the watchers' buffers, by type (ADDED, MODIFIED, DELETED, BOOKMARK, SYNCED)",
 );
+const REFUSED: Descriptor = family(
+    "limit_refusals",
+    "List and Watch calls refused with RESOURCE_EXHAUSTED for a limit of the configuration, \
+     by its key: maxWatchers, maxConcurrentLists, maxMemory",
+);
 const ENDED: Descriptor = family(
     "watchers_ended",
     "Watch calls ended, by reason: the informerd-reason of the status (FellBehind, \
@@ -41,7 +46,13 @@ impl ServingCollector {
 
 impl Collector for ServingCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
-        encode_watches(&mut encoder, &self.api.watch_counts())
+        encode_watches(&mut encoder, &self.api.watch_counts())?;
+        let refused = self.api.limit_refusals();
+        counters(
+            &mut encoder,
+            &REFUSED,
+            refused.map(|(l, n)| ([("limit", l)], n)),
+        )
     }
 }
 

@@ -10,6 +10,7 @@
 
 mod change_log;
 mod indexes;
+mod limits;
 mod resource;
 mod scope;
 mod server;
@@ -30,6 +31,7 @@ pub(super) fn validate(source: Arc<Source>, raw: RawConfig) -> Result<Config, Co
     validator.document(&raw.api_version, &raw.kind);
     let server = validator.server(raw.server.unwrap_or_default());
     let change_log = validator.change_log(raw.change_log.unwrap_or_default());
+    let limits = validator.limits(raw.limits.unwrap_or_default());
     let resources = validator.resources(raw.resources);
     if !validator.diagnostics.is_empty() {
         let mut diagnostics = validator.diagnostics;
@@ -39,6 +41,7 @@ pub(super) fn validate(source: Arc<Source>, raw: RawConfig) -> Result<Config, Co
     Ok(Config {
         server,
         change_log,
+        limits,
         resources,
         source: validator.source,
     })

@@ -25,6 +25,7 @@ fn pipeline(filter: Option<&str>) -> Pipeline {
         filter: filter.map(|f| Filter::compile(f).expect("filter")),
         transform: Transform::identity(),
         store: Arc::new(Writer::new(StoreOptions::default())),
+        max_object_size: crate::config::DEFAULT_MAX_OBJECT_SIZE,
     }
 }
 

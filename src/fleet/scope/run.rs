@@ -118,6 +118,7 @@ impl Scope {
             s.changes = counters.changes;
             s.filtered_out = counters.filtered_out;
             s.filter_errors = counters.filter_errors;
+            s.too_large = counters.too_large;
             status.apply(s);
         });
         self.log_progress(progress, log);

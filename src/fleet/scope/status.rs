@@ -73,6 +73,8 @@ pub struct ScopeStatus {
     pub received: u64,
     /// Objects the filter did not keep, every time one arrived (evaluation errors included).
     pub filtered_out: u64,
+    /// Objects larger than `limits.maxObjectSize`, not kept, every time one arrived.
+    pub too_large: u64,
     /// When the last object event arrived from the apiserver; when the scope started, before
     /// the first one.
     pub last_event: Instant,
@@ -104,6 +106,7 @@ impl Default for ScopeStatus {
             relists_by_reason: [0; RelistReason::ALL.len()],
             received: 0,
             filtered_out: 0,
+            too_large: 0,
             last_event: Instant::now(),
             last_error: None,
         }
