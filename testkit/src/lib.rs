@@ -9,11 +9,15 @@
 
 #![forbid(unsafe_code)]
 
+mod apiserver;
 mod etcd;
 pub mod fixtures;
+mod metrics;
 mod proxy;
 mod sidecar;
 
+pub use apiserver::PrivateControlPlane;
+pub use metrics::{scrape_metrics, Sample, Samples};
 pub use proxy::FaultProxy;
 pub use sidecar::Sidecar;
 
