@@ -43,13 +43,7 @@ impl PrivateControlPlane {
         let repo = repo_root();
         crate::make(&repo, "control-plane")?;
         let dir = crate::sidecar::temp_dir()?.join("cluster");
-        let out = run(Command::new(repo.join(".cache/bin/cluster"))
-            .arg("up")
-            .arg("--dir")
-            .arg(&dir)
-            .arg("--bin")
-            .arg(repo.join(".cache/bin")))?;
-        let kubeconfig = PathBuf::from(out.trim());
+        let kubeconfig = cluster_up(&repo, &dir)?;
         Ok(PrivateControlPlane {
             cp: ControlPlane {
                 repo,
@@ -265,6 +259,18 @@ impl Launch {
             .spawn()
             .map_err(|e| io(&format!("start {}", self.exe.display()), e))
     }
+}
+
+/// `cluster up --dir DIR`: starts the control plane in `dir` unless it runs; returns the path
+/// of its admin kubeconfig.
+pub(crate) fn cluster_up(repo: &Path, dir: &Path) -> Result<PathBuf> {
+    let out = run(Command::new(repo.join(".cache/bin/cluster"))
+        .arg("up")
+        .arg("--dir")
+        .arg(dir)
+        .arg("--bin")
+        .arg(repo.join(".cache/bin")))?;
+    Ok(PathBuf::from(out.trim()))
 }
 
 /// SIGKILL to one process, by its id.

@@ -97,13 +97,7 @@ impl ControlPlane {
             .unwrap_or_else(|| repo.join(".cluster"));
         // Builds what is missing; a no-op when `make test` has just built it.
         make(&repo, "control-plane")?;
-        let out = run(Command::new(repo.join(".cache/bin/cluster"))
-            .arg("up")
-            .arg("--dir")
-            .arg(&dir)
-            .arg("--bin")
-            .arg(repo.join(".cache/bin")))?;
-        let kubeconfig = PathBuf::from(out.trim());
+        let kubeconfig = apiserver::cluster_up(&repo, &dir)?;
         Ok(ControlPlane {
             repo,
             dir,

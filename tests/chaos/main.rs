@@ -8,21 +8,23 @@
 //! memory is back within a bound of its post-sync baseline.
 //!
 //! `cargo test --test chaos` (and so `make test`) runs one round of every fault; `make chaos`
-//! runs more: CHAOS_ROUNDS (default 1), CHAOS_CHURN_SECONDS (default 6), CHAOS_PODS (default
+//! runs more: CHAOS_ROUNDS (default 1), CHAOS_CHURN_SECONDS (default 4), CHAOS_PODS (default
 //! 200) and CHAOS_SUBSCRIBERS (default 100) set the size; CHAOS_CONVERGE_SECONDS (default 180)
 //! bounds the wait for agreement after each phase; CHAOS_SEED seeds the mixed phase (the time
 //! when unset; printed). With CHAOS_RESULTS=FILE the table is also written there (`make chaos`
 //! writes benches/results/chaos.md). `make soak` runs the soak (soak.rs) in the same target.
 
 mod faults;
+mod plot;
 mod rig;
+mod soak;
 mod subscriber;
 mod table;
 mod truth;
 
 use std::{collections::BTreeMap, sync::atomic::Ordering, time::Duration};
 
-use rand::{rngs::StdRng, SeedableRng};
+use rand::rngs::StdRng;
 
 use faults::{inject, undo, Fault, PHASES};
 use rig::Rig;
@@ -42,16 +44,6 @@ fn env_number(name: &str, default: u64) -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-/// The seed of the mixed phase: CHAOS_SEED, or the time.
-fn seed() -> u64 {
-    env_number(
-        "CHAOS_SEED",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_secs()),
-    )
 }
 
 /// The last `n` lines of a log, newest first, without terminal colours.
@@ -94,17 +86,9 @@ async fn all_relists(rig: &Rig) -> anyhow::Result<u64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn informerd_tells_the_truth_under_faults() -> anyhow::Result<()> {
     let rounds = env_number("CHAOS_ROUNDS", 1);
-    let churn_seconds = env_number("CHAOS_CHURN_SECONDS", 6) as u32;
+    let churn_seconds = env_number("CHAOS_CHURN_SECONDS", 4) as u32;
     let pods = env_number("CHAOS_PODS", 200) as usize;
-    let subscribers = env_number("CHAOS_SUBSCRIBERS", 100) as usize;
-    let seed = seed();
-    eprintln!("chaos: mixed phase seed {seed} (CHAOS_SEED={seed} repeats it)");
-    let mut rng = StdRng::seed_from_u64(seed);
-    let prefix = format!("chaos{:x}", std::process::id());
-    let mut rig = Rig::start(&prefix, pods, NAMESPACES, subscribers).await?;
-    converge(&rig)
-        .await
-        .map_err(|d| anyhow::anyhow!("no agreement before any fault: {d:#?}"))?;
+    let (mut rig, mut rng, seed) = Rig::synced("chaos", pods).await?;
     let baseline = memory(&rig).await?;
     eprintln!(
         "memory after sync: RSS {:.1} MiB, allocated {:.1} MiB",
@@ -136,9 +120,10 @@ async fn informerd_tells_the_truth_under_faults() -> anyhow::Result<()> {
     print_table(
         &table,
         &format!(
-            "events checked (all {subscribers} subscribers): {events}\n\
+            "events checked (all {} subscribers): {events}\n\
              memory after sync: RSS {:.1} MiB, jemalloc allocated {:.1} MiB; bound after each phase {MEMORY_FACTOR} x + {} MiB\n\
              mixed phase seed: {seed}\n",
+            rig.subscribers.len(),
             baseline.0 / 1048576.0,
             baseline.1 / 1048576.0,
             MEMORY_SLACK / 1048576.0,

@@ -19,9 +19,12 @@ use kube::{
 use serde_json::json;
 
 use crate::{
+    env_number,
     subscriber::{subscribe, Subscriber},
-    BIN, TIER,
+    truth::converge,
+    BIN, NAMESPACES, TIER,
 };
+use rand::{rngs::StdRng, SeedableRng};
 
 /// The ServiceAccount informerd runs as (impersonated), and the ClusterRole bound to it per
 /// namespace.
@@ -47,7 +50,32 @@ pub struct Rig {
     pub plane: PrivateControlPlane,
 }
 
+/// The seed of the random faults: CHAOS_SEED, or the time.
+fn seed() -> u64 {
+    env_number(
+        "CHAOS_SEED",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_secs()),
+    )
+}
+
 impl Rig {
+    /// A rig named after `kind` (`chaos`, `soak`) with `pods` pods and CHAOS_SUBSCRIBERS
+    /// (default 100) subscribers, once they all agree with the apiserver; with the random
+    /// generator of its faults and its seed (printed).
+    pub async fn synced(kind: &str, pods: usize) -> anyhow::Result<(Rig, StdRng, u64)> {
+        let subscribers = env_number("CHAOS_SUBSCRIBERS", 100) as usize;
+        let seed = seed();
+        eprintln!("{kind}: random faults from seed {seed} (CHAOS_SEED={seed} repeats them)");
+        let prefix = format!("{kind}{:x}", std::process::id());
+        let rig = Rig::start(&prefix, pods, NAMESPACES, subscribers).await?;
+        converge(&rig)
+            .await
+            .map_err(|d| anyhow::anyhow!("no agreement before any fault: {d:#?}"))?;
+        Ok((rig, StdRng::seed_from_u64(seed), seed))
+    }
+
     /// Starts everything; `subscribers` watch (the first one stalls while `stall` is set).
     pub async fn start(
         prefix: &str,

@@ -135,10 +135,20 @@ fn fold(s: &mut Seen, event: &informerd::proto::WatchEvent) {
     match (kind, &event.object) {
         (EventType::Synced, _) => s.synced = true,
         (EventType::Added | EventType::Modified, Some(o)) => {
-            s.state.insert(
-                format!("{}/{}", o.namespace, o.name),
-                o.resource_version.clone(),
-            );
+            let key = format!("{}/{}", o.namespace, o.name);
+            // Never moved back (a relist served by a lagging apiserver must not undo a newer
+            // change). Decision: resourceVersions are compared as numbers here, which only
+            // this test may do: they are etcd revisions of the suite's own control plane.
+            let number = |rv: &str| rv.parse::<u64>().unwrap_or_default();
+            if let Some(held) = s.state.get(&key) {
+                if number(&o.resource_version) < number(held) {
+                    s.disorder.push(format!(
+                        "{kind:?} moved {key} back from resourceVersion {held} to {}",
+                        o.resource_version
+                    ));
+                }
+            }
+            s.state.insert(key, o.resource_version.clone());
         }
         (EventType::Deleted, Some(o)) => {
             s.state.remove(&format!("{}/{}", o.namespace, o.name));

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use informerd::{
     client,
-    proto::{ListRequest, StatusRequest},
+    proto::{ListRequest, ScopeStatus, StatusRequest},
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::{api::ListParams, Api, Client};
@@ -52,16 +52,20 @@ pub async fn informerd_state(socket: &str) -> anyhow::Result<State> {
     Ok(out)
 }
 
-/// The relists of every scope since informerd started (after 410 Gone, or a list cut).
-pub async fn relists(socket: &str) -> anyhow::Result<u64> {
+/// The status of every scope, by the Status RPC.
+async fn scopes(socket: &str) -> anyhow::Result<Vec<ScopeStatus>> {
     let mut cache = client::connect(socket).await?;
     let status = cache.status(StatusRequest::default()).await?.into_inner();
     Ok(status
         .resources
-        .iter()
-        .flat_map(|r| &r.scopes)
-        .map(|s| s.relists)
-        .sum())
+        .into_iter()
+        .flat_map(|r| r.scopes)
+        .collect())
+}
+
+/// The relists of every scope since informerd started (after 410 Gone, or a list cut).
+pub async fn relists(socket: &str) -> anyhow::Result<u64> {
+    Ok(scopes(socket).await?.iter().map(|s| s.relists).sum())
 }
 
 /// Waits until the apiserver, informerd and every subscriber agree; returns the time it took,
@@ -122,12 +126,9 @@ pub fn diff(want: &State, have: &State) -> String {
 
 /// The state of every scope of `pods` (namespace -> Listing, Synced, Forbidden or Failing).
 pub async fn scope_states(socket: &str) -> anyhow::Result<State> {
-    let mut cache = client::connect(socket).await?;
-    let status = cache.status(StatusRequest::default()).await?.into_inner();
-    Ok(status
-        .resources
-        .iter()
-        .flat_map(|r| &r.scopes)
-        .map(|s| (s.scope.clone(), s.state.clone()))
+    Ok(scopes(socket)
+        .await?
+        .into_iter()
+        .map(|s| (s.scope, s.state))
         .collect())
 }
