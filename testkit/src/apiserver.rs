@@ -19,6 +19,8 @@ use std::{
 
 use crate::{repo_root, run, sidecar::io, ControlPlane, Error, Result};
 
+const READY_SECONDS: u64 = 180;
+
 /// A control plane of the test's own, stopped (and its directory removed) when dropped.
 #[derive(Debug)]
 pub struct PrivateControlPlane {
@@ -69,14 +71,21 @@ impl PrivateControlPlane {
     pub async fn kill_and_restart_apiserver(&self) -> Result<()> {
         let pid = self.recorded_pid("kube-apiserver")?;
         let launch = Launch::of(pid)?;
+        let addr = self.apiserver_addr()?;
         kill(pid)?;
         self.reap(pid);
         let log = self.cp.dir.join("logs/kube-apiserver.log");
+        // The port is free once the old process has closed its files; on busy cores a new one
+        // started at once has found it still bound, so wait until it can be bound.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpListener::bind(addr).is_err() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         let child = launch.spawn(&log)?;
         let new_pid = child.id();
         self.children.lock().expect("children lock").push(child);
         self.record_pid("kube-apiserver", new_pid)?;
-        self.wait_ready(self.apiserver_addr()?, new_pid, &log).await
+        self.wait_ready(addr, new_pid, &log).await
     }
 
     /// Starts another kube-apiserver on the same etcd, on a free port of 127.0.0.1, and returns
@@ -104,13 +113,15 @@ impl PrivateControlPlane {
         Ok(addr)
     }
 
-    /// Waits (60 s at most) until the apiserver at `addr` (our child `pid`, logging to `log`)
-    /// answers `/readyz` with 200; the error has the end of its log.
+    /// Waits until the apiserver at `addr` (our child `pid`, logging to `log`) answers
+    /// `/readyz` with 200; the error has the end of its log. Decision: up to 180 s, as a
+    /// kube-apiserver builds every API group before it listens, which on busy shared cores has
+    /// taken more than a minute (`cluster up` allows 120 s).
     async fn wait_ready(&self, addr: std::net::SocketAddr, pid: u32, log: &Path) -> Result<()> {
         let mut config = self.cp.admin_config().await?;
         config.cluster_url = format!("https://{addr}").parse().expect("a URL");
         let client = kube::Client::try_from(config)?;
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let deadline = Instant::now() + Duration::from_secs(READY_SECONDS);
         loop {
             let request = hyper::Request::get("/readyz")
                 .body(Vec::new())
@@ -128,7 +139,7 @@ impl PrivateControlPlane {
                     command: format!("wait for kube-apiserver at {addr}"),
                     detail: format!(
                         "not ready ({}): {last}; end of {}: {tail:#?}",
-                        exited.unwrap_or_else(|| "after 60 s".into()),
+                        exited.unwrap_or_else(|| format!("after {READY_SECONDS} s")),
                         log.display()
                     ),
                 });
@@ -187,7 +198,7 @@ impl PrivateControlPlane {
     }
 
     /// Waits for a killed process: our own child is reaped; one `cluster up` started (and
-    /// reaps) is waited for until its /proc entry is gone.
+    /// init reaps) is waited for until it is gone or a zombie (its files closed).
     fn reap(&self, pid: u32) {
         let mut children = self.children.lock().expect("children lock");
         if let Some(at) = children.iter().position(|c| c.id() == pid) {
@@ -195,8 +206,15 @@ impl PrivateControlPlane {
             let _ = child.wait();
             return;
         }
+        let running = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                // The state follows the command name in parentheses: Z and X are dead.
+                let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
+                !matches!(state.and_then(|r| r.chars().next()), Some('Z' | 'X'))
+            })
+        };
         let deadline = Instant::now() + Duration::from_secs(30);
-        while Path::new(&format!("/proc/{pid}/exe")).exists() && Instant::now() < deadline {
+        while running() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
