@@ -24,6 +24,7 @@ pub fn svg(title: &str, panels: &[(&str, Vec<Line>)], checks: &[(f64, bool)]) ->
     let end = panels
         .iter()
         .flat_map(|(_, lines)| lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)))
+        .chain(checks.iter().map(|c| c.0))
         .fold(1.0_f64, f64::max);
     let height = TOP + panels.len() as f64 * (PANEL + 40.0) + 40.0;
     let mut out = format!(
