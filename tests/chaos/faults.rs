@@ -59,6 +59,11 @@ pub const MIXABLE: [Fault; 6] = [
 ];
 
 impl Fault {
+    /// Whether the fault may kill kube-apiserver (the mixed phase may draw one that does).
+    pub fn kills_apiserver(self) -> bool {
+        matches!(self, Fault::CompactKillApiserver | Fault::Mixed)
+    }
+
     /// How many namespaces the churn of this phase touches (the first ones): a namespace
     /// being deleted is left alone, as its pods cannot be written.
     pub fn churned(self, namespaces: usize) -> usize {
