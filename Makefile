@@ -26,6 +26,8 @@ help:
 	@echo "                   (BENCH_PODS=10000,50000 ...; results in benches/results/compare.*)"
 	@echo "make chaos         the chaos suite's long form (CHAOS_ROUNDS=5 CHAOS_CHURN_SECONDS=20 ...;"
 	@echo "                   table in benches/results/chaos.md)"
+	@echo "make soak          churn, subscribers and a fault a minute for DURATION=10m (default);"
+	@echo "                   benches/results/soak.json and soak.svg, and the memory slope"
 
 # --- the control plane, built from source through the Go module proxy -------------------------
 # The Kubernetes binaries are stamped with the release tools/go.mod names, as Kubernetes' own
@@ -170,16 +172,23 @@ bench: cluster $(BIN)/seed $(BIN)/peer-clientgo
 	cargo build --release -p informerd-peers
 	INFORMERD_CLUSTER_DIR=$(abspath $(CLUSTER_DIR)) cargo bench --bench compare
 
-# --- the chaos suite's long form (tests/chaos.rs documents its CHAOS_* settings); make test
-# runs one short round ---------------------------------------------------------------------------
+# --- the chaos suite's long form and the soak (tests/chaos/ documents their settings); make test
+# runs one short round of the chaos suite. Both start a control plane of their own (they kill its
+# apiservers), so they need the binaries, not `make cluster`. ---------------------------------------
 CHAOS_ROUNDS        ?= 5
 CHAOS_CHURN_SECONDS ?= 20
 CHAOS_PODS          ?= 1000
 .PHONY: chaos
-chaos: cluster $(BIN)/seed
+chaos: control-plane $(BIN)/seed
 	CHAOS_ROUNDS=$(CHAOS_ROUNDS) CHAOS_CHURN_SECONDS=$(CHAOS_CHURN_SECONDS) CHAOS_PODS=$(CHAOS_PODS) \
-	  CHAOS_RESULTS=$(abspath benches/results/chaos.md) INFORMERD_CLUSTER_DIR=$(abspath $(CLUSTER_DIR)) \
-	  cargo test --test chaos -- --nocapture
+	  CHAOS_RESULTS=$(abspath benches/results/chaos.md) \
+	  cargo test --test chaos informerd_tells_the_truth_under_faults -- --nocapture
+
+DURATION ?= 10m
+.PHONY: soak
+soak: control-plane $(BIN)/seed
+	SOAK_DURATION=$(DURATION) SOAK_RESULTS=$(abspath benches/results/soak.json) \
+	  cargo test --test chaos soak::soak -- --ignored --nocapture
 
 # --- the demo -----------------------------------------------------------------------------------
 DEMO_PODS ?= 5000

@@ -7,8 +7,7 @@
 //! command line (`--listen-client-url`), found through the cluster's `state.json`.
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper_util::{client::legacy::Client, rt::TokioExecutor};
+use http_body_util::Full;
 
 use crate::{ControlPlane, Error, Result};
 
@@ -60,28 +59,11 @@ impl ControlPlane {
 }
 
 async fn etcd_call(base: &str, path: &str, body: &str) -> Result<serde_json::Value> {
-    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
     let request = hyper::Request::post(format!("{base}{path}"))
         .header("content-type", "application/json")
         .body(Full::new(Bytes::from(body.to_string())))
         .map_err(|e| etcd_error(path, e.to_string()))?;
-    let response = client
-        .request(request)
-        .await
-        .map_err(|e| etcd_error(path, e.to_string()))?;
-    let status = response.status();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| etcd_error(path, e.to_string()))?
-        .to_bytes();
-    if !status.is_success() {
-        return Err(etcd_error(
-            path,
-            format!("{status}: {}", String::from_utf8_lossy(&bytes)),
-        ));
-    }
+    let bytes = crate::metrics::http(&format!("etcd {path}"), request).await?;
     serde_json::from_slice(&bytes).map_err(|e| etcd_error(path, e.to_string()))
 }
 

@@ -9,13 +9,17 @@
 
 #![forbid(unsafe_code)]
 
+mod apiserver;
 mod etcd;
 pub mod fixtures;
 mod kubectl;
+mod metrics;
 mod proxy;
 mod sidecar;
 
+pub use apiserver::PrivateControlPlane;
 pub use kubectl::{deployed_config, documents, unique_prefix, Kubectl};
+pub use metrics::{scrape_metrics, Sample, Samples};
 pub use proxy::FaultProxy;
 pub use sidecar::Sidecar;
 
@@ -95,13 +99,7 @@ impl ControlPlane {
             .unwrap_or_else(|| repo.join(".cluster"));
         // Builds what is missing; a no-op when `make test` has just built it.
         make(&repo, "control-plane")?;
-        let out = run(Command::new(repo.join(".cache/bin/cluster"))
-            .arg("up")
-            .arg("--dir")
-            .arg(&dir)
-            .arg("--bin")
-            .arg(repo.join(".cache/bin")))?;
-        let kubeconfig = PathBuf::from(out.trim());
+        let kubeconfig = apiserver::cluster_up(&repo, &dir)?;
         Ok(ControlPlane {
             repo,
             dir,

@@ -40,7 +40,8 @@ pub struct FaultProxy {
 
 #[derive(Debug)]
 struct Shared {
-    upstream: SocketAddr,
+    /// Where new connections go; [`FaultProxy::retarget`] moves it.
+    upstream: Mutex<SocketAddr>,
     /// False while stalled.
     forwarding: watch::Sender<bool>,
     /// Bumped by [`FaultProxy::cut_all`]: every connection open at that moment is reset.
@@ -58,7 +59,7 @@ impl Shared {
     /// Forwarding to `upstream`, nothing armed, nothing counted yet.
     fn new(upstream: SocketAddr) -> Shared {
         Shared {
-            upstream,
+            upstream: Mutex::new(upstream),
             forwarding: watch::channel(true).0,
             cuts: watch::channel(0).0,
             armed: Mutex::new(None),
@@ -108,6 +109,33 @@ impl FaultProxy {
         &self.via
     }
 
+    /// Like [`FaultProxy::control_plane`], acting as `user` (e.g.
+    /// `system:serviceaccount:NS:NAME`) through the admin's right to impersonate: RBAC decides
+    /// what informerd may list, as in a pod, and a test can revoke it.
+    pub fn control_plane_as(&self, user: &str) -> Result<ControlPlane> {
+        let path = &self.via.kubeconfig;
+        let bad = |detail: String| Error::Command {
+            command: format!("write an impersonating copy of {}", path.display()),
+            detail,
+        };
+        let mut kubeconfig =
+            kube::config::Kubeconfig::read_from(path).map_err(|e| bad(e.to_string()))?;
+        for auth in kubeconfig
+            .auth_infos
+            .iter_mut()
+            .filter_map(|u| u.auth_info.as_mut())
+        {
+            auth.impersonate = Some(user.to_string());
+        }
+        let text = serde_yaml::to_string(&kubeconfig).map_err(|e| bad(e.to_string()))?;
+        let copy = path.with_file_name(format!("kubeconfig-as-{}", user.replace(':', "-")));
+        std::fs::write(&copy, text).map_err(|e| bad(e.to_string()))?;
+        Ok(ControlPlane {
+            kubeconfig: copy,
+            ..self.via.clone()
+        })
+    }
+
     /// The address the proxy listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
@@ -150,6 +178,19 @@ impl FaultProxy {
             .is_some()
     }
 
+    /// Sends new connections to `upstream` (another kube-apiserver of the same etcd, as a load
+    /// balancer moves clients between apiservers) and resets the open ones, so that every
+    /// request from now on reaches `upstream`. Returns how many were open.
+    pub fn retarget(&self, upstream: SocketAddr) -> u64 {
+        *self.shared.upstream.lock().expect("proxy lock") = upstream;
+        self.cut_all()
+    }
+
+    /// Where new connections go now.
+    pub fn upstream(&self) -> SocketAddr {
+        *self.shared.upstream.lock().expect("proxy lock")
+    }
+
     /// How many connections [`FaultProxy::cut_after`] has cut so far.
     pub fn cuts_mid_stream(&self) -> u64 {
         self.shared.mid_stream.load(Ordering::SeqCst)
@@ -173,6 +214,11 @@ impl Drop for FaultProxy {
             let _ = std::fs::remove_dir_all(dir);
         }
     }
+}
+
+/// The address of the (first) cluster's server in a kubeconfig.
+pub(crate) fn server_of(kubeconfig: &Path) -> Result<SocketAddr> {
+    rewrite_server(kubeconfig, None).map(|(server, _)| server)
 }
 
 /// Reads a kubeconfig, returns the address of its (first) cluster's server and the kubeconfig
@@ -253,7 +299,8 @@ async fn relay(client: &mut TcpStream, shared: &Shared) -> End {
     if forwarding(shared).await.is_err() {
         return End::Closed;
     }
-    let Ok(mut upstream) = TcpStream::connect(shared.upstream).await else {
+    let target = *shared.upstream.lock().expect("proxy lock");
+    let Ok(mut upstream) = TcpStream::connect(target).await else {
         return End::Cut;
     };
     let (mut client_read, mut client_write) = client.split();
