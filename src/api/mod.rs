@@ -13,6 +13,7 @@
 //!   fields a request asks for, and how objects are rendered.
 //! - `watch`: one hub per resource broadcasts decoded changes; each watcher filters, applies
 //!   transitions and predicates, and has a bounded buffer.
+//! - `keys`: WatchKeys, a coalescing key queue per stream, fed by the watch hub.
 //! - `send`: how a stream sends into its bounded buffer, and gives up on a client that stalls.
 //!
 //! Where it listens (decided in `config`): a Unix socket always; TCP on loopback, or on any
@@ -23,6 +24,7 @@
 //! `store::Store` (through the fleet's caches), never a `Writer`.
 
 mod health;
+mod keys;
 mod list;
 mod mask;
 mod query;
@@ -94,6 +96,7 @@ struct Inner {
     fleet: Arc<Fleet>,
     resources: Vec<Arc<Resource>>,
     stop: signal::Sender<bool>,
+    keys: keys::Registry,
 }
 
 impl Api {
@@ -119,6 +122,7 @@ impl Api {
                 fleet,
                 resources,
                 stop,
+                keys: keys::Registry::new(config),
             }),
         }
     }
