@@ -22,13 +22,12 @@ mod queue;
 mod spec;
 
 use std::collections::{HashMap, VecDeque};
-use std::pin::Pin;
 
-use futures::{Stream, StreamExt};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::reason::{self, invalid};
+use super::send::{spawn_stream, TaskStream};
 use super::service::DEFAULT_WAIT;
 use super::Api;
 use crate::config::Config;
@@ -39,7 +38,7 @@ use queue::Queue;
 use spec::KeysSpec;
 
 /// The response stream of one WatchKeys call.
-pub type KeyStream = Pin<Box<dyn Stream<Item = Result<proto::KeyEvent, Status>> + Send>>;
+pub type KeyStream = TaskStream<proto::KeyEvent>;
 
 /// Events buffered per stream, between the queue and the connection.
 ///
@@ -98,7 +97,6 @@ pub async fn watch_keys(
     }
     let hub = resource.hub().subscribe();
     let (tx, rx) = mpsc::channel(KEY_BUFFER);
-    let (end_tx, end_rx) = oneshot::channel::<Status>();
     let mut consumer = Consumer {
         queue: Queue::new(spec.timing),
         resource,
@@ -108,25 +106,16 @@ pub async fn watch_keys(
         control: VecDeque::new(),
         last_token: None,
     };
-    tokio::spawn(async move {
-        let _counted = consumer.resource.watching();
+    let resource = consumer.resource.clone();
+    let task = async move {
         consumer.start().await;
-        let end = consumer.run(hub, inbound).await.err().flatten();
-        consumer.resource.count_ended(end.as_ref());
-        if let Some(status) = end {
-            let _ = end_tx.send(status);
-        }
-    });
-    let events = tokio_stream::wrappers::ReceiverStream::new(rx).map(Ok);
-    // The task ends every stream with a status, except when the client has gone; a task that
-    // ended otherwise (a panic) must not look like a clean end to a client still reading.
-    let end = futures::stream::once(end_rx).map(|r| {
-        Err(r.unwrap_or_else(|_| {
-            Status::internal(
-                "WatchKeys ended unexpectedly (see the sidecar's log); subscribe again with \
-                 since = the token of the last event you received",
-            )
-        }))
-    });
-    Ok(Response::new(Box::pin(events.chain(end))))
+        consumer.run(hub, inbound).await.err().flatten()
+    };
+    Ok(Response::new(spawn_stream(
+        resource,
+        rx,
+        task,
+        "WatchKeys ended unexpectedly (see the sidecar's log); subscribe again with since = \
+         the token of the last event you received",
+    )))
 }
