@@ -13,6 +13,7 @@
 //!   fields a request asks for, and how objects are rendered.
 //! - `watch`: one hub per resource broadcasts decoded changes; each watcher filters, applies
 //!   transitions and predicates, and has a bounded buffer.
+//! - `keys`: WatchKeys, a coalescing key queue per stream, fed by the watch hub.
 //! - `send`: how a stream sends into its bounded buffer, and gives up on a client that stalls.
 //! - `limits`: the slots of Watch and List calls (`limits.maxWatchers`,
 //!   `maxConcurrentLists`) and the `maxMemory` guard. `request_size`: `maxRequestSize`.
@@ -26,6 +27,7 @@
 
 mod handover;
 mod health;
+mod keys;
 mod limits;
 mod list;
 mod mask;
@@ -101,6 +103,7 @@ struct Inner {
     stop: signal::Sender<bool>,
     limits: limits::Limits,
     max_request_size: u64,
+    keys: keys::Registry,
 }
 
 impl Api {
@@ -128,6 +131,7 @@ impl Api {
                 stop,
                 limits: limits::Limits::new(&config.limits),
                 max_request_size: config.limits.max_request_size,
+                keys: keys::Registry::new(config),
             }),
         }
     }

@@ -4,10 +4,17 @@
 //! a bounded amount (its buffer, and what the stream holds, for a bounded time). Shutdown and a
 //! client that has gone end the send too. Each caller says what giving up means for it.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use futures::{Stream, StreamExt};
 use tokio::sync::watch as signal;
+use tokio::sync::{mpsc, oneshot};
+use tonic::Status;
+
+use super::Resource;
 
 /// How long a stream's buffer may stay full before the stream is ended with `FellBehind`.
 ///
@@ -40,4 +47,34 @@ pub async fn send_or_give_up<T>(
         },
         _ = stop.changed() => Err(GaveUp::Stopped),
     }
+}
+
+/// A response stream fed by a task: what the task sends into `rx`'s channel, then the status it
+/// ends with.
+pub type TaskStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+
+/// Spawns the task of a stream (a Watch, a WatchKeys), counted in `resource`'s watchers while
+/// it runs and by how it ended; returns the stream of what it sends into `rx`'s channel, then
+/// its ending status (`None`: the client left, nobody reads). A task that ends otherwise (a
+/// panic) must not look like a clean end to a client still reading: that stream ends with
+/// `INTERNAL` and `unexpected`, which says how to go on.
+pub fn spawn_stream<T: Send + 'static>(
+    resource: Arc<Resource>,
+    rx: mpsc::Receiver<T>,
+    task: impl Future<Output = Option<Status>> + Send + 'static,
+    unexpected: &'static str,
+) -> TaskStream<T> {
+    let (end_tx, end_rx) = oneshot::channel::<Status>();
+    tokio::spawn(async move {
+        let _counted = resource.watching();
+        let end = task.await;
+        resource.count_ended(end.as_ref());
+        if let Some(status) = end {
+            let _ = end_tx.send(status);
+        }
+    });
+    let items = tokio_stream::wrappers::ReceiverStream::new(rx).map(Ok);
+    let end = futures::stream::once(end_rx)
+        .map(move |r| Err(r.unwrap_or_else(|_| Status::internal(unexpected))));
+    Box::pin(items.chain(end))
 }

@@ -122,6 +122,15 @@ impl Cache for Api {
         Ok(Response::new(limits::holding(stream, slot)))
     }
 
+    type WatchKeysStream = super::keys::KeyStream;
+
+    async fn watch_keys(
+        &self,
+        request: Request<tonic::Streaming<proto::WatchKeysRequest>>,
+    ) -> Result<Response<super::keys::KeyStream>, Status> {
+        super::keys::watch_keys(self, request).await
+    }
+
     async fn status(
         &self,
         request: Request<proto::StatusRequest>,

@@ -155,6 +155,117 @@ func (EventType) EnumDescriptor() ([]byte, []int) {
 	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{1}
 }
 
+type OwnerMode int32
+
+const (
+	// OWNER_ONLY.
+	OwnerMode_OWNER_MODE_UNSPECIFIED OwnerMode = 0
+	// Only owners' keys: an object without such an owner marks no key.
+	OwnerMode_OWNER_ONLY OwnerMode = 1
+	// Owners' keys and each object's own key.
+	OwnerMode_OWNER_AND_SELF OwnerMode = 2
+)
+
+// Enum value maps for OwnerMode.
+var (
+	OwnerMode_name = map[int32]string{
+		0: "OWNER_MODE_UNSPECIFIED",
+		1: "OWNER_ONLY",
+		2: "OWNER_AND_SELF",
+	}
+	OwnerMode_value = map[string]int32{
+		"OWNER_MODE_UNSPECIFIED": 0,
+		"OWNER_ONLY":             1,
+		"OWNER_AND_SELF":         2,
+	}
+)
+
+func (x OwnerMode) Enum() *OwnerMode {
+	p := new(OwnerMode)
+	*p = x
+	return p
+}
+
+func (x OwnerMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OwnerMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_informerd_v1_cache_proto_enumTypes[2].Descriptor()
+}
+
+func (OwnerMode) Type() protoreflect.EnumType {
+	return &file_informerd_v1_cache_proto_enumTypes[2]
+}
+
+func (x OwnerMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use OwnerMode.Descriptor instead.
+func (OwnerMode) EnumDescriptor() ([]byte, []int) {
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{2}
+}
+
+type KeyEventType int32
+
+const (
+	KeyEventType_KEY_EVENT_TYPE_UNSPECIFIED KeyEventType = 0
+	// `key` changed: look at it (a Get returns its state; NOT_FOUND when deleted).
+	KeyEventType_KEY KeyEventType = 1
+	// A resync starts: every key in the view follows once, until RESYNC_END.
+	KeyEventType_RESYNC_START KeyEventType = 2
+	// Every key of the resync has been sent.
+	KeyEventType_RESYNC_END KeyEventType = 3
+	// No key: the resume token moved (acknowledgements came in); sent at most once a second.
+	KeyEventType_PROGRESS KeyEventType = 4
+)
+
+// Enum value maps for KeyEventType.
+var (
+	KeyEventType_name = map[int32]string{
+		0: "KEY_EVENT_TYPE_UNSPECIFIED",
+		1: "KEY",
+		2: "RESYNC_START",
+		3: "RESYNC_END",
+		4: "PROGRESS",
+	}
+	KeyEventType_value = map[string]int32{
+		"KEY_EVENT_TYPE_UNSPECIFIED": 0,
+		"KEY":                        1,
+		"RESYNC_START":               2,
+		"RESYNC_END":                 3,
+		"PROGRESS":                   4,
+	}
+)
+
+func (x KeyEventType) Enum() *KeyEventType {
+	p := new(KeyEventType)
+	*p = x
+	return p
+}
+
+func (x KeyEventType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (KeyEventType) Descriptor() protoreflect.EnumDescriptor {
+	return file_informerd_v1_cache_proto_enumTypes[3].Descriptor()
+}
+
+func (KeyEventType) Type() protoreflect.EnumType {
+	return &file_informerd_v1_cache_proto_enumTypes[3]
+}
+
+func (x KeyEventType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use KeyEventType.Descriptor instead.
+func (KeyEventType) EnumDescriptor() ([]byte, []int) {
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{3}
+}
+
 // Why a call failed: the value of the error trailer `informerd-reason`, as the value's name
 // (`Expired`, `EpochChanged`, ...), never its number. Each reason comes with one gRPC status
 // code, given first below, and says what a client does about it.
@@ -225,11 +336,11 @@ func (x Reason) String() string {
 }
 
 func (Reason) Descriptor() protoreflect.EnumDescriptor {
-	return file_informerd_v1_cache_proto_enumTypes[2].Descriptor()
+	return file_informerd_v1_cache_proto_enumTypes[4].Descriptor()
 }
 
 func (Reason) Type() protoreflect.EnumType {
-	return &file_informerd_v1_cache_proto_enumTypes[2]
+	return &file_informerd_v1_cache_proto_enumTypes[4]
 }
 
 func (x Reason) Number() protoreflect.EnumNumber {
@@ -238,7 +349,7 @@ func (x Reason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Reason.Descriptor instead.
 func (Reason) EnumDescriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{2}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{4}
 }
 
 // A cached object.
@@ -1504,6 +1615,587 @@ func (x *StatusResponse) GetResidentBytes() uint64 {
 	return 0
 }
 
+// WatchKeys: a level-triggered work queue of keys ("this object changed, look at it"), as a
+// controller's workqueue is, kept by the sidecar for one stream.
+//
+//   - Each change that passes the subscription's filters and predicates marks its key pending,
+//     with the revision of the change; changes to a pending key merge into that one entry. An
+//     object that leaves the filters, or is deleted, marks its key too (deleted = true).
+//   - A pending key is sent once it has been quiet for `debounce_millis` (0: at once), or when
+//     `max_delay_millis` have passed since its first pending change, quiet or not.
+//   - A sent key is in flight until the client acknowledges it with the revision it was sent
+//     with; meanwhile it is not sent again: changes to it make it pending again, and it is sent
+//     once more after the acknowledgement (an acknowledgement of another revision is ignored).
+//   - What the sidecar keeps for a stream is one entry per key (pending or in flight), bounded by
+//     the number of objects, never by the number of changes: a slow consumer is never ended for
+//     being slow.
+//   - Resync: without `since`, or with a token the sidecar cannot resume from (another epoch, or
+//     older than the change log), the stream starts with RESYNC_START, sends every key in the
+//     view once (interleaved with keys that change meanwhile), then RESYNC_END: a key the client
+//     holds that was not sent between the two no longer exists in the view.
+//   - Resume: each event carries a resume token, up to which every change has been sent and
+//     acknowledged. Subscribing again with `since` = the last token received sends every key
+//     changed after it (some maybe again), never fewer. Until the acknowledgements of a resync are
+//     all in, events carry no token: resubscribe without one (another resync).
+type WatchKeysRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Request:
+	//
+	//	*WatchKeysRequest_Subscribe
+	//	*WatchKeysRequest_Ack
+	Request       isWatchKeysRequest_Request `protobuf_oneof:"request"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchKeysRequest) Reset() {
+	*x = WatchKeysRequest{}
+	mi := &file_informerd_v1_cache_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchKeysRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchKeysRequest) ProtoMessage() {}
+
+func (x *WatchKeysRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_informerd_v1_cache_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchKeysRequest.ProtoReflect.Descriptor instead.
+func (*WatchKeysRequest) Descriptor() ([]byte, []int) {
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *WatchKeysRequest) GetRequest() isWatchKeysRequest_Request {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *WatchKeysRequest) GetSubscribe() *KeysSubscription {
+	if x != nil {
+		if x, ok := x.Request.(*WatchKeysRequest_Subscribe); ok {
+			return x.Subscribe
+		}
+	}
+	return nil
+}
+
+func (x *WatchKeysRequest) GetAck() *KeyAcks {
+	if x != nil {
+		if x, ok := x.Request.(*WatchKeysRequest_Ack); ok {
+			return x.Ack
+		}
+	}
+	return nil
+}
+
+type isWatchKeysRequest_Request interface {
+	isWatchKeysRequest_Request()
+}
+
+type WatchKeysRequest_Subscribe struct {
+	// The first message of the stream, and only the first.
+	Subscribe *KeysSubscription `protobuf:"bytes,1,opt,name=subscribe,proto3,oneof"`
+}
+
+type WatchKeysRequest_Ack struct {
+	// Every later message.
+	Ack *KeyAcks `protobuf:"bytes,2,opt,name=ack,proto3,oneof"`
+}
+
+func (*WatchKeysRequest_Subscribe) isWatchKeysRequest_Request() {}
+
+func (*WatchKeysRequest_Ack) isWatchKeysRequest_Request() {}
+
+type KeysSubscription struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The resource, filters and predicates of a WatchRequest, with the same meaning (a
+	// MODIFIED that no predicate wants marks no key).
+	Resource      string       `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	Namespace     string       `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	LabelSelector string       `protobuf:"bytes,3,opt,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
+	FieldSelector string       `protobuf:"bytes,4,opt,name=field_selector,json=fieldSelector,proto3" json:"field_selector,omitempty"`
+	Index         *IndexLookup `protobuf:"bytes,5,opt,name=index,proto3" json:"index,omitempty"`
+	Predicates    []Predicate  `protobuf:"varint,6,rep,packed,name=predicates,proto3,enum=informerd.v1.Predicate" json:"predicates,omitempty"`
+	PredicateCel  string       `protobuf:"bytes,7,opt,name=predicate_cel,json=predicateCel,proto3" json:"predicate_cel,omitempty"`
+	// Resume after this token (a KeyEvent's `token`); absent: a resync.
+	Since *ResumeToken `protobuf:"bytes,8,opt,name=since,proto3" json:"since,omitempty"`
+	// Send a key only after no change to it for this long (0: as soon as it changes).
+	DebounceMillis uint32 `protobuf:"varint,9,opt,name=debounce_millis,json=debounceMillis,proto3" json:"debounce_millis,omitempty"`
+	// Send a key at the latest this long after its first pending change, even if it keeps
+	// changing. 0: ten times debounce_millis. At least debounce_millis.
+	MaxDelayMillis uint32 `protobuf:"varint,10,opt,name=max_delay_millis,json=maxDelayMillis,proto3" json:"max_delay_millis,omitempty"`
+	// Send the key of each object's controller owner of a kind instead of (or with) its own.
+	Owner *OwnerMapping `protobuf:"bytes,11,opt,name=owner,proto3" json:"owner,omitempty"`
+	// Wait, up to the call's deadline, until the cache has synced before the first key.
+	WaitForSync   bool `protobuf:"varint,12,opt,name=wait_for_sync,json=waitForSync,proto3" json:"wait_for_sync,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeysSubscription) Reset() {
+	*x = KeysSubscription{}
+	mi := &file_informerd_v1_cache_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeysSubscription) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeysSubscription) ProtoMessage() {}
+
+func (x *KeysSubscription) ProtoReflect() protoreflect.Message {
+	mi := &file_informerd_v1_cache_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeysSubscription.ProtoReflect.Descriptor instead.
+func (*KeysSubscription) Descriptor() ([]byte, []int) {
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *KeysSubscription) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *KeysSubscription) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *KeysSubscription) GetLabelSelector() string {
+	if x != nil {
+		return x.LabelSelector
+	}
+	return ""
+}
+
+func (x *KeysSubscription) GetFieldSelector() string {
+	if x != nil {
+		return x.FieldSelector
+	}
+	return ""
+}
+
+func (x *KeysSubscription) GetIndex() *IndexLookup {
+	if x != nil {
+		return x.Index
+	}
+	return nil
+}
+
+func (x *KeysSubscription) GetPredicates() []Predicate {
+	if x != nil {
+		return x.Predicates
+	}
+	return nil
+}
+
+func (x *KeysSubscription) GetPredicateCel() string {
+	if x != nil {
+		return x.PredicateCel
+	}
+	return ""
+}
+
+func (x *KeysSubscription) GetSince() *ResumeToken {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *KeysSubscription) GetDebounceMillis() uint32 {
+	if x != nil {
+		return x.DebounceMillis
+	}
+	return 0
+}
+
+func (x *KeysSubscription) GetMaxDelayMillis() uint32 {
+	if x != nil {
+		return x.MaxDelayMillis
+	}
+	return 0
+}
+
+func (x *KeysSubscription) GetOwner() *OwnerMapping {
+	if x != nil {
+		return x.Owner
+	}
+	return nil
+}
+
+func (x *KeysSubscription) GetWaitForSync() bool {
+	if x != nil {
+		return x.WaitForSync
+	}
+	return false
+}
+
+// controller-runtime's EnqueueRequestForOwner with OnlyControllerOwner: the owner reference
+// with `controller: true` of this kind (in the object's namespace) names the key. A change of
+// an update's old or new state marks the owner of each. The resource's transform must keep
+// `metadata.ownerReferences` (otherwise the subscription is refused as INVALID_ARGUMENT).
+type OwnerMapping struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The owner's kind, e.g. `ReplicaSet`. Required.
+	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// The owner's API group by one of its apiVersions (`apps/v1`: group `apps`, any version, as
+	// controller-runtime compares), or empty for any group.
+	ApiVersion    string    `protobuf:"bytes,2,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Mode          OwnerMode `protobuf:"varint,3,opt,name=mode,proto3,enum=informerd.v1.OwnerMode" json:"mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OwnerMapping) Reset() {
+	*x = OwnerMapping{}
+	mi := &file_informerd_v1_cache_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OwnerMapping) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OwnerMapping) ProtoMessage() {}
+
+func (x *OwnerMapping) ProtoReflect() protoreflect.Message {
+	mi := &file_informerd_v1_cache_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OwnerMapping.ProtoReflect.Descriptor instead.
+func (*OwnerMapping) Descriptor() ([]byte, []int) {
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *OwnerMapping) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *OwnerMapping) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *OwnerMapping) GetMode() OwnerMode {
+	if x != nil {
+		return x.Mode
+	}
+	return OwnerMode_OWNER_MODE_UNSPECIFIED
+}
+
+// A key: the object a controller looks at.
+type Key struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The resource's kind, or the owner mapping's kind for an owner's key.
+	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// Empty for cluster-scoped objects.
+	Namespace     string `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Name          string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Key) Reset() {
+	*x = Key{}
+	mi := &file_informerd_v1_cache_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Key) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Key) ProtoMessage() {}
+
+func (x *Key) ProtoReflect() protoreflect.Message {
+	mi := &file_informerd_v1_cache_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Key.ProtoReflect.Descriptor instead.
+func (*Key) Descriptor() ([]byte, []int) {
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *Key) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Key) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *Key) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type KeyAck struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   *Key                   `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// The revision the key was sent with.
+	Revision      uint64 `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeyAck) Reset() {
+	*x = KeyAck{}
+	mi := &file_informerd_v1_cache_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyAck) ProtoMessage() {}
+
+func (x *KeyAck) ProtoReflect() protoreflect.Message {
+	mi := &file_informerd_v1_cache_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyAck.ProtoReflect.Descriptor instead.
+func (*KeyAck) Descriptor() ([]byte, []int) {
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *KeyAck) GetKey() *Key {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *KeyAck) GetRevision() uint64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+type KeyAcks struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Acks          []*KeyAck              `protobuf:"bytes,1,rep,name=acks,proto3" json:"acks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeyAcks) Reset() {
+	*x = KeyAcks{}
+	mi := &file_informerd_v1_cache_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyAcks) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyAcks) ProtoMessage() {}
+
+func (x *KeyAcks) ProtoReflect() protoreflect.Message {
+	mi := &file_informerd_v1_cache_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyAcks.ProtoReflect.Descriptor instead.
+func (*KeyAcks) Descriptor() ([]byte, []int) {
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *KeyAcks) GetAcks() []*KeyAck {
+	if x != nil {
+		return x.Acks
+	}
+	return nil
+}
+
+type KeyEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Type  KeyEventType           `protobuf:"varint,1,opt,name=type,proto3,enum=informerd.v1.KeyEventType" json:"type,omitempty"`
+	// KEY only.
+	Key *Key `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	// KEY: the revision of the key's last change this delivery covers; acknowledge with it.
+	Revision uint64 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	// KEY: the object was deleted, or left the subscription's filters, at `revision` (never set
+	// on an owner's key: the owner is another resource).
+	Deleted bool `protobuf:"varint,4,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	// Every change up to here has been sent and acknowledged: subscribe with since = this token
+	// to resume. Absent while a resync is not fully acknowledged.
+	Token *ResumeToken `protobuf:"bytes,5,opt,name=token,proto3" json:"token,omitempty"`
+	// What the sidecar keeps for this stream: keys pending (not yet sent), keys in flight (sent,
+	// not acknowledged), and the bytes of its entries (an estimate).
+	Pending       uint64 `protobuf:"varint,6,opt,name=pending,proto3" json:"pending,omitempty"`
+	InFlight      uint64 `protobuf:"varint,7,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	QueueBytes    uint64 `protobuf:"varint,8,opt,name=queue_bytes,json=queueBytes,proto3" json:"queue_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeyEvent) Reset() {
+	*x = KeyEvent{}
+	mi := &file_informerd_v1_cache_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyEvent) ProtoMessage() {}
+
+func (x *KeyEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_informerd_v1_cache_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyEvent.ProtoReflect.Descriptor instead.
+func (*KeyEvent) Descriptor() ([]byte, []int) {
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *KeyEvent) GetType() KeyEventType {
+	if x != nil {
+		return x.Type
+	}
+	return KeyEventType_KEY_EVENT_TYPE_UNSPECIFIED
+}
+
+func (x *KeyEvent) GetKey() *Key {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *KeyEvent) GetRevision() uint64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *KeyEvent) GetDeleted() bool {
+	if x != nil {
+		return x.Deleted
+	}
+	return false
+}
+
+func (x *KeyEvent) GetToken() *ResumeToken {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+func (x *KeyEvent) GetPending() uint64 {
+	if x != nil {
+		return x.Pending
+	}
+	return 0
+}
+
+func (x *KeyEvent) GetInFlight() uint64 {
+	if x != nil {
+		return x.InFlight
+	}
+	return 0
+}
+
+func (x *KeyEvent) GetQueueBytes() uint64 {
+	if x != nil {
+		return x.QueueBytes
+	}
+	return 0
+}
+
 var File_informerd_v1_cache_proto protoreflect.FileDescriptor
 
 const file_informerd_v1_cache_proto_rawDesc = "" +
@@ -1621,7 +2313,51 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x06synced\x18\x02 \x01(\bR\x06synced\x12:\n" +
 	"\tresources\x18\x03 \x03(\v2\x1c.informerd.v1.ResourceStatusR\tresources\x12'\n" +
 	"\x0fallocated_bytes\x18\x04 \x01(\x04R\x0eallocatedBytes\x12%\n" +
-	"\x0eresident_bytes\x18\x05 \x01(\x04R\rresidentBytes*k\n" +
+	"\x0eresident_bytes\x18\x05 \x01(\x04R\rresidentBytes\"\x88\x01\n" +
+	"\x10WatchKeysRequest\x12>\n" +
+	"\tsubscribe\x18\x01 \x01(\v2\x1e.informerd.v1.KeysSubscriptionH\x00R\tsubscribe\x12)\n" +
+	"\x03ack\x18\x02 \x01(\v2\x15.informerd.v1.KeyAcksH\x00R\x03ackB\t\n" +
+	"\arequest\"\x83\x04\n" +
+	"\x10KeysSubscription\x12\x1a\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\x12\x1c\n" +
+	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
+	"\x0elabel_selector\x18\x03 \x01(\tR\rlabelSelector\x12%\n" +
+	"\x0efield_selector\x18\x04 \x01(\tR\rfieldSelector\x12/\n" +
+	"\x05index\x18\x05 \x01(\v2\x19.informerd.v1.IndexLookupR\x05index\x127\n" +
+	"\n" +
+	"predicates\x18\x06 \x03(\x0e2\x17.informerd.v1.PredicateR\n" +
+	"predicates\x12#\n" +
+	"\rpredicate_cel\x18\a \x01(\tR\fpredicateCel\x12/\n" +
+	"\x05since\x18\b \x01(\v2\x19.informerd.v1.ResumeTokenR\x05since\x12'\n" +
+	"\x0fdebounce_millis\x18\t \x01(\rR\x0edebounceMillis\x12(\n" +
+	"\x10max_delay_millis\x18\n" +
+	" \x01(\rR\x0emaxDelayMillis\x120\n" +
+	"\x05owner\x18\v \x01(\v2\x1a.informerd.v1.OwnerMappingR\x05owner\x12\"\n" +
+	"\rwait_for_sync\x18\f \x01(\bR\vwaitForSync\"p\n" +
+	"\fOwnerMapping\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1f\n" +
+	"\vapi_version\x18\x02 \x01(\tR\n" +
+	"apiVersion\x12+\n" +
+	"\x04mode\x18\x03 \x01(\x0e2\x17.informerd.v1.OwnerModeR\x04mode\"K\n" +
+	"\x03Key\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1c\n" +
+	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\"I\n" +
+	"\x06KeyAck\x12#\n" +
+	"\x03key\x18\x01 \x01(\v2\x11.informerd.v1.KeyR\x03key\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\x04R\brevision\"3\n" +
+	"\aKeyAcks\x12(\n" +
+	"\x04acks\x18\x01 \x03(\v2\x14.informerd.v1.KeyAckR\x04acks\"\x9e\x02\n" +
+	"\bKeyEvent\x12.\n" +
+	"\x04type\x18\x01 \x01(\x0e2\x1a.informerd.v1.KeyEventTypeR\x04type\x12#\n" +
+	"\x03key\x18\x02 \x01(\v2\x11.informerd.v1.KeyR\x03key\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\x04R\brevision\x12\x18\n" +
+	"\adeleted\x18\x04 \x01(\bR\adeleted\x12/\n" +
+	"\x05token\x18\x05 \x01(\v2\x19.informerd.v1.ResumeTokenR\x05token\x12\x18\n" +
+	"\apending\x18\x06 \x01(\x04R\apending\x12\x1b\n" +
+	"\tin_flight\x18\a \x01(\x04R\binFlight\x12\x1f\n" +
+	"\vqueue_bytes\x18\b \x01(\x04R\n" +
+	"queueBytes*k\n" +
 	"\tPredicate\x12\x19\n" +
 	"\x15PREDICATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12GENERATION_CHANGED\x10\x01\x12\x12\n" +
@@ -1634,7 +2370,19 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\aDELETED\x10\x03\x12\f\n" +
 	"\bBOOKMARK\x10\x04\x12\n" +
 	"\n" +
-	"\x06SYNCED\x10\x05*\x9c\x01\n" +
+	"\x06SYNCED\x10\x05*K\n" +
+	"\tOwnerMode\x12\x1a\n" +
+	"\x16OWNER_MODE_UNSPECIFIED\x10\x00\x12\x0e\n" +
+	"\n" +
+	"OWNER_ONLY\x10\x01\x12\x12\n" +
+	"\x0eOWNER_AND_SELF\x10\x02*g\n" +
+	"\fKeyEventType\x12\x1e\n" +
+	"\x1aKEY_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\a\n" +
+	"\x03KEY\x10\x01\x12\x10\n" +
+	"\fRESYNC_START\x10\x02\x12\x0e\n" +
+	"\n" +
+	"RESYNC_END\x10\x03\x12\f\n" +
+	"\bPROGRESS\x10\x04*\x9c\x01\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aExpired\x10\x01\x12\x10\n" +
@@ -1645,12 +2393,13 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\bNotFound\x10\x05\x12\x0f\n" +
 	"\vNotCaughtUp\x10\x06\x12\v\n" +
 	"\aInvalid\x10\a\x12\x10\n" +
-	"\fShuttingDown\x10\b2\x8a\x02\n" +
+	"\fShuttingDown\x10\b2\xd3\x02\n" +
 	"\x05Cache\x12:\n" +
 	"\x03Get\x12\x18.informerd.v1.GetRequest\x1a\x19.informerd.v1.GetResponse\x12?\n" +
 	"\x04List\x12\x19.informerd.v1.ListRequest\x1a\x1a.informerd.v1.ListResponse0\x01\x12?\n" +
 	"\x05Watch\x12\x1a.informerd.v1.WatchRequest\x1a\x18.informerd.v1.WatchEvent0\x01\x12C\n" +
-	"\x06Status\x12\x1b.informerd.v1.StatusRequest\x1a\x1c.informerd.v1.StatusResponseB1Z/informerd.io/clients/go/informerdv1;informerdv1b\x06proto3"
+	"\x06Status\x12\x1b.informerd.v1.StatusRequest\x1a\x1c.informerd.v1.StatusResponse\x12G\n" +
+	"\tWatchKeys\x12\x1e.informerd.v1.WatchKeysRequest\x1a\x16.informerd.v1.KeyEvent(\x010\x01B1Z/informerd.io/clients/go/informerdv1;informerdv1b\x06proto3"
 
 var (
 	file_informerd_v1_cache_proto_rawDescOnce sync.Once
@@ -1664,54 +2413,77 @@ func file_informerd_v1_cache_proto_rawDescGZIP() []byte {
 	return file_informerd_v1_cache_proto_rawDescData
 }
 
-var file_informerd_v1_cache_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_informerd_v1_cache_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_informerd_v1_cache_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_informerd_v1_cache_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_informerd_v1_cache_proto_goTypes = []any{
-	(Predicate)(0),         // 0: informerd.v1.Predicate
-	(EventType)(0),         // 1: informerd.v1.EventType
-	(Reason)(0),            // 2: informerd.v1.Reason
-	(*Object)(nil),         // 3: informerd.v1.Object
-	(*IndexLookup)(nil),    // 4: informerd.v1.IndexLookup
-	(*GetRequest)(nil),     // 5: informerd.v1.GetRequest
-	(*GetResponse)(nil),    // 6: informerd.v1.GetResponse
-	(*ListRequest)(nil),    // 7: informerd.v1.ListRequest
-	(*ListResponse)(nil),   // 8: informerd.v1.ListResponse
-	(*ResumeToken)(nil),    // 9: informerd.v1.ResumeToken
-	(*WatchRequest)(nil),   // 10: informerd.v1.WatchRequest
-	(*WatchEvent)(nil),     // 11: informerd.v1.WatchEvent
-	(*StatusRequest)(nil),  // 12: informerd.v1.StatusRequest
-	(*ScopeStatus)(nil),    // 13: informerd.v1.ScopeStatus
-	(*IndexStatus)(nil),    // 14: informerd.v1.IndexStatus
-	(*ResourceStatus)(nil), // 15: informerd.v1.ResourceStatus
-	(*StatusResponse)(nil), // 16: informerd.v1.StatusResponse
-	nil,                    // 17: informerd.v1.Object.LabelsEntry
+	(Predicate)(0),           // 0: informerd.v1.Predicate
+	(EventType)(0),           // 1: informerd.v1.EventType
+	(OwnerMode)(0),           // 2: informerd.v1.OwnerMode
+	(KeyEventType)(0),        // 3: informerd.v1.KeyEventType
+	(Reason)(0),              // 4: informerd.v1.Reason
+	(*Object)(nil),           // 5: informerd.v1.Object
+	(*IndexLookup)(nil),      // 6: informerd.v1.IndexLookup
+	(*GetRequest)(nil),       // 7: informerd.v1.GetRequest
+	(*GetResponse)(nil),      // 8: informerd.v1.GetResponse
+	(*ListRequest)(nil),      // 9: informerd.v1.ListRequest
+	(*ListResponse)(nil),     // 10: informerd.v1.ListResponse
+	(*ResumeToken)(nil),      // 11: informerd.v1.ResumeToken
+	(*WatchRequest)(nil),     // 12: informerd.v1.WatchRequest
+	(*WatchEvent)(nil),       // 13: informerd.v1.WatchEvent
+	(*StatusRequest)(nil),    // 14: informerd.v1.StatusRequest
+	(*ScopeStatus)(nil),      // 15: informerd.v1.ScopeStatus
+	(*IndexStatus)(nil),      // 16: informerd.v1.IndexStatus
+	(*ResourceStatus)(nil),   // 17: informerd.v1.ResourceStatus
+	(*StatusResponse)(nil),   // 18: informerd.v1.StatusResponse
+	(*WatchKeysRequest)(nil), // 19: informerd.v1.WatchKeysRequest
+	(*KeysSubscription)(nil), // 20: informerd.v1.KeysSubscription
+	(*OwnerMapping)(nil),     // 21: informerd.v1.OwnerMapping
+	(*Key)(nil),              // 22: informerd.v1.Key
+	(*KeyAck)(nil),           // 23: informerd.v1.KeyAck
+	(*KeyAcks)(nil),          // 24: informerd.v1.KeyAcks
+	(*KeyEvent)(nil),         // 25: informerd.v1.KeyEvent
+	nil,                      // 26: informerd.v1.Object.LabelsEntry
 }
 var file_informerd_v1_cache_proto_depIdxs = []int32{
-	17, // 0: informerd.v1.Object.labels:type_name -> informerd.v1.Object.LabelsEntry
-	3,  // 1: informerd.v1.GetResponse.object:type_name -> informerd.v1.Object
-	4,  // 2: informerd.v1.ListRequest.index:type_name -> informerd.v1.IndexLookup
-	3,  // 3: informerd.v1.ListResponse.objects:type_name -> informerd.v1.Object
-	4,  // 4: informerd.v1.WatchRequest.index:type_name -> informerd.v1.IndexLookup
-	9,  // 5: informerd.v1.WatchRequest.since:type_name -> informerd.v1.ResumeToken
+	26, // 0: informerd.v1.Object.labels:type_name -> informerd.v1.Object.LabelsEntry
+	5,  // 1: informerd.v1.GetResponse.object:type_name -> informerd.v1.Object
+	6,  // 2: informerd.v1.ListRequest.index:type_name -> informerd.v1.IndexLookup
+	5,  // 3: informerd.v1.ListResponse.objects:type_name -> informerd.v1.Object
+	6,  // 4: informerd.v1.WatchRequest.index:type_name -> informerd.v1.IndexLookup
+	11, // 5: informerd.v1.WatchRequest.since:type_name -> informerd.v1.ResumeToken
 	0,  // 6: informerd.v1.WatchRequest.predicates:type_name -> informerd.v1.Predicate
 	1,  // 7: informerd.v1.WatchEvent.type:type_name -> informerd.v1.EventType
-	3,  // 8: informerd.v1.WatchEvent.object:type_name -> informerd.v1.Object
-	13, // 9: informerd.v1.ResourceStatus.scopes:type_name -> informerd.v1.ScopeStatus
-	14, // 10: informerd.v1.ResourceStatus.indexes:type_name -> informerd.v1.IndexStatus
-	15, // 11: informerd.v1.StatusResponse.resources:type_name -> informerd.v1.ResourceStatus
-	5,  // 12: informerd.v1.Cache.Get:input_type -> informerd.v1.GetRequest
-	7,  // 13: informerd.v1.Cache.List:input_type -> informerd.v1.ListRequest
-	10, // 14: informerd.v1.Cache.Watch:input_type -> informerd.v1.WatchRequest
-	12, // 15: informerd.v1.Cache.Status:input_type -> informerd.v1.StatusRequest
-	6,  // 16: informerd.v1.Cache.Get:output_type -> informerd.v1.GetResponse
-	8,  // 17: informerd.v1.Cache.List:output_type -> informerd.v1.ListResponse
-	11, // 18: informerd.v1.Cache.Watch:output_type -> informerd.v1.WatchEvent
-	16, // 19: informerd.v1.Cache.Status:output_type -> informerd.v1.StatusResponse
-	16, // [16:20] is the sub-list for method output_type
-	12, // [12:16] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	5,  // 8: informerd.v1.WatchEvent.object:type_name -> informerd.v1.Object
+	15, // 9: informerd.v1.ResourceStatus.scopes:type_name -> informerd.v1.ScopeStatus
+	16, // 10: informerd.v1.ResourceStatus.indexes:type_name -> informerd.v1.IndexStatus
+	17, // 11: informerd.v1.StatusResponse.resources:type_name -> informerd.v1.ResourceStatus
+	20, // 12: informerd.v1.WatchKeysRequest.subscribe:type_name -> informerd.v1.KeysSubscription
+	24, // 13: informerd.v1.WatchKeysRequest.ack:type_name -> informerd.v1.KeyAcks
+	6,  // 14: informerd.v1.KeysSubscription.index:type_name -> informerd.v1.IndexLookup
+	0,  // 15: informerd.v1.KeysSubscription.predicates:type_name -> informerd.v1.Predicate
+	11, // 16: informerd.v1.KeysSubscription.since:type_name -> informerd.v1.ResumeToken
+	21, // 17: informerd.v1.KeysSubscription.owner:type_name -> informerd.v1.OwnerMapping
+	2,  // 18: informerd.v1.OwnerMapping.mode:type_name -> informerd.v1.OwnerMode
+	22, // 19: informerd.v1.KeyAck.key:type_name -> informerd.v1.Key
+	23, // 20: informerd.v1.KeyAcks.acks:type_name -> informerd.v1.KeyAck
+	3,  // 21: informerd.v1.KeyEvent.type:type_name -> informerd.v1.KeyEventType
+	22, // 22: informerd.v1.KeyEvent.key:type_name -> informerd.v1.Key
+	11, // 23: informerd.v1.KeyEvent.token:type_name -> informerd.v1.ResumeToken
+	7,  // 24: informerd.v1.Cache.Get:input_type -> informerd.v1.GetRequest
+	9,  // 25: informerd.v1.Cache.List:input_type -> informerd.v1.ListRequest
+	12, // 26: informerd.v1.Cache.Watch:input_type -> informerd.v1.WatchRequest
+	14, // 27: informerd.v1.Cache.Status:input_type -> informerd.v1.StatusRequest
+	19, // 28: informerd.v1.Cache.WatchKeys:input_type -> informerd.v1.WatchKeysRequest
+	8,  // 29: informerd.v1.Cache.Get:output_type -> informerd.v1.GetResponse
+	10, // 30: informerd.v1.Cache.List:output_type -> informerd.v1.ListResponse
+	13, // 31: informerd.v1.Cache.Watch:output_type -> informerd.v1.WatchEvent
+	18, // 32: informerd.v1.Cache.Status:output_type -> informerd.v1.StatusResponse
+	25, // 33: informerd.v1.Cache.WatchKeys:output_type -> informerd.v1.KeyEvent
+	29, // [29:34] is the sub-list for method output_type
+	24, // [24:29] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_informerd_v1_cache_proto_init() }
@@ -1723,13 +2495,17 @@ func file_informerd_v1_cache_proto_init() {
 		(*WatchRequest_Since)(nil),
 		(*WatchRequest_SendInitialState)(nil),
 	}
+	file_informerd_v1_cache_proto_msgTypes[14].OneofWrappers = []any{
+		(*WatchKeysRequest_Subscribe)(nil),
+		(*WatchKeysRequest_Ack)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_informerd_v1_cache_proto_rawDesc), len(file_informerd_v1_cache_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   15,
+			NumEnums:      5,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

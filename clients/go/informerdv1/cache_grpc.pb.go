@@ -35,10 +35,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Cache_Get_FullMethodName    = "/informerd.v1.Cache/Get"
-	Cache_List_FullMethodName   = "/informerd.v1.Cache/List"
-	Cache_Watch_FullMethodName  = "/informerd.v1.Cache/Watch"
-	Cache_Status_FullMethodName = "/informerd.v1.Cache/Status"
+	Cache_Get_FullMethodName       = "/informerd.v1.Cache/Get"
+	Cache_List_FullMethodName      = "/informerd.v1.Cache/List"
+	Cache_Watch_FullMethodName     = "/informerd.v1.Cache/Watch"
+	Cache_Status_FullMethodName    = "/informerd.v1.Cache/Status"
+	Cache_WatchKeys_FullMethodName = "/informerd.v1.Cache/WatchKeys"
 )
 
 // CacheClient is the client API for Cache service.
@@ -53,6 +54,10 @@ type CacheClient interface {
 	Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchEvent], error)
 	// What the sidecar caches and how it is doing.
 	Status(ctx context.Context, in *StatusRequest, opts ...grpc.CallOption) (*StatusResponse, error)
+	// The keys of changed objects, coalesced into a work queue the sidecar keeps for this stream:
+	// each key at most once while it is not acknowledged. The first request subscribes; every
+	// later one acknowledges keys. See KeyEvent.
+	WatchKeys(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WatchKeysRequest, KeyEvent], error)
 }
 
 type cacheClient struct {
@@ -121,6 +126,19 @@ func (c *cacheClient) Status(ctx context.Context, in *StatusRequest, opts ...grp
 	return out, nil
 }
 
+func (c *cacheClient) WatchKeys(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WatchKeysRequest, KeyEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Cache_ServiceDesc.Streams[2], Cache_WatchKeys_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchKeysRequest, KeyEvent]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Cache_WatchKeysClient = grpc.BidiStreamingClient[WatchKeysRequest, KeyEvent]
+
 // CacheServer is the server API for Cache service.
 // All implementations must embed UnimplementedCacheServer
 // for forward compatibility.
@@ -133,6 +151,10 @@ type CacheServer interface {
 	Watch(*WatchRequest, grpc.ServerStreamingServer[WatchEvent]) error
 	// What the sidecar caches and how it is doing.
 	Status(context.Context, *StatusRequest) (*StatusResponse, error)
+	// The keys of changed objects, coalesced into a work queue the sidecar keeps for this stream:
+	// each key at most once while it is not acknowledged. The first request subscribes; every
+	// later one acknowledges keys. See KeyEvent.
+	WatchKeys(grpc.BidiStreamingServer[WatchKeysRequest, KeyEvent]) error
 	mustEmbedUnimplementedCacheServer()
 }
 
@@ -154,6 +176,9 @@ func (UnimplementedCacheServer) Watch(*WatchRequest, grpc.ServerStreamingServer[
 }
 func (UnimplementedCacheServer) Status(context.Context, *StatusRequest) (*StatusResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Status not implemented")
+}
+func (UnimplementedCacheServer) WatchKeys(grpc.BidiStreamingServer[WatchKeysRequest, KeyEvent]) error {
+	return status.Error(codes.Unimplemented, "method WatchKeys not implemented")
 }
 func (UnimplementedCacheServer) mustEmbedUnimplementedCacheServer() {}
 func (UnimplementedCacheServer) testEmbeddedByValue()               {}
@@ -234,6 +259,13 @@ func _Cache_Status_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Cache_WatchKeys_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(CacheServer).WatchKeys(&grpc.GenericServerStream[WatchKeysRequest, KeyEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Cache_WatchKeysServer = grpc.BidiStreamingServer[WatchKeysRequest, KeyEvent]
+
 // Cache_ServiceDesc is the grpc.ServiceDesc for Cache service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -260,6 +292,12 @@ var Cache_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "Watch",
 			Handler:       _Cache_Watch_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "WatchKeys",
+			Handler:       _Cache_WatchKeys_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "informerd/v1/cache.proto",

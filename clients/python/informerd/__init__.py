@@ -25,6 +25,7 @@ from ._client import (
 )
 from ._errors import REASON_TRAILER, InformerdError, NotFoundError, Reason
 from ._informer import DeletedFinalStateUnknown, Delta, DeltaType, Informer
+from .keys import Key, KeyEvent, KeyEventType, KeyWatch, watch_keys
 
 __all__ = [
     "DEFAULT_SOCKET",
@@ -38,6 +39,10 @@ __all__ = [
     "EventType",
     "Informer",
     "InformerdError",
+    "Key",
+    "KeyEvent",
+    "KeyEventType",
+    "KeyWatch",
     "ListResult",
     "NotFoundError",
     "ObjectRef",
@@ -46,4 +51,5 @@ __all__ = [
     "ResumeToken",
     "Watch",
     "object_key",
+    "watch_keys",
 ]

@@ -2,6 +2,8 @@
 //! Kubernetes objects and serves it over gRPC to the controllers beside it.
 //!
 //! - [`connect`] and [`proto`]: the gRPC API itself (Get, List, Watch, Status);
+//! - [`keys::watch_keys`]: WatchKeys, a coalescing key queue kept by the sidecar, with an
+//!   acknowledge handle;
 //! - [`Api`] and [`watcher()`]: the same calls in kube-rs's shapes, decoding into k8s-openapi
 //!   types or [`kube::api::DynamicObject`], and a stream of [`kube::runtime::watcher::Event`]s,
 //!   so that `kube::runtime::reflector` and `Controller::for_stream` run over the sidecar.
@@ -15,6 +17,7 @@
 mod api;
 mod connect;
 mod error;
+pub mod keys;
 pub mod proto;
 pub mod watcher;
 

@@ -36,7 +36,7 @@ use tonic::Status;
 
 use super::reason::Reason;
 use crate::proto;
-pub use hub::Hub;
+pub use hub::{Broadcast, Event, Hub};
 pub use spec::WatchSpec;
 pub use watcher::start;
 

@@ -5,16 +5,15 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc};
 use tonic::Status;
 
 use super::hub::{Broadcast, Event};
 use super::spec::{Start, WatchSpec};
 use super::{shutting_down, WatchStream, WATCHER_BUFFER};
 use crate::api::reason::{self, Reason};
-use crate::api::send::{send_or_give_up, GaveUp, STALL_TIMEOUT};
+use crate::api::send::{send_or_give_up, spawn_stream, GaveUp, STALL_TIMEOUT};
 use crate::api::Resource;
 use crate::proto::{self, EventType};
 use crate::store::{Change, ChangeKind};
@@ -23,7 +22,6 @@ use crate::store::{Change, ChangeKind};
 pub fn start(resource: Arc<Resource>, spec: WatchSpec) -> Result<WatchStream, Status> {
     let hub_rx = resource.hub().subscribe();
     let (tx, rx) = mpsc::channel(WATCHER_BUFFER);
-    let (end_tx, end_rx) = oneshot::channel::<Status>();
     let synced = !matches!(spec.start, Start::InitialState);
     let mut watcher = Watcher {
         epoch: resource.store().epoch(),
@@ -44,26 +42,15 @@ pub fn start(resource: Arc<Resource>, spec: WatchSpec) -> Result<WatchStream, St
         ),
         _ => None,
     };
-    tokio::spawn(async move {
-        let _counted = watcher.resource.watching();
-        let end = watcher.run(hub_rx, replay).await.err().flatten();
-        watcher.resource.count_ended(end.as_ref());
-        if let Some(status) = end {
-            let _ = end_tx.send(status);
-        }
-    });
-    let events = tokio_stream::wrappers::ReceiverStream::new(rx).map(Ok);
-    // The task ends every stream with a status, except when the client has gone; a task that
-    // ended otherwise (a panic) must not look like a clean end to a client still reading.
-    let end = futures::stream::once(end_rx).map(|r| {
-        Err(r.unwrap_or_else(|_| {
-            Status::internal(
-                "the watch ended unexpectedly (see the sidecar's log); watch again with since = \
-                 the (epoch, revision) of the last event you received",
-            )
-        }))
-    });
-    Ok(Box::pin(events.chain(end)))
+    let resource = watcher.resource.clone();
+    let task = async move { watcher.run(hub_rx, replay).await.err().flatten() };
+    Ok(spawn_stream(
+        resource,
+        rx,
+        task,
+        "the watch ended unexpectedly (see the sidecar's log); watch again with since = the \
+         (epoch, revision) of the last event you received",
+    ))
 }
 
 struct Watcher {

@@ -23,6 +23,20 @@ class EventType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     BOOKMARK: _ClassVar[EventType]
     SYNCED: _ClassVar[EventType]
 
+class OwnerMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    OWNER_MODE_UNSPECIFIED: _ClassVar[OwnerMode]
+    OWNER_ONLY: _ClassVar[OwnerMode]
+    OWNER_AND_SELF: _ClassVar[OwnerMode]
+
+class KeyEventType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    KEY_EVENT_TYPE_UNSPECIFIED: _ClassVar[KeyEventType]
+    KEY: _ClassVar[KeyEventType]
+    RESYNC_START: _ClassVar[KeyEventType]
+    RESYNC_END: _ClassVar[KeyEventType]
+    PROGRESS: _ClassVar[KeyEventType]
+
 class Reason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     REASON_UNSPECIFIED: _ClassVar[Reason]
@@ -44,6 +58,14 @@ MODIFIED: EventType
 DELETED: EventType
 BOOKMARK: EventType
 SYNCED: EventType
+OWNER_MODE_UNSPECIFIED: OwnerMode
+OWNER_ONLY: OwnerMode
+OWNER_AND_SELF: OwnerMode
+KEY_EVENT_TYPE_UNSPECIFIED: KeyEventType
+KEY: KeyEventType
+RESYNC_START: KeyEventType
+RESYNC_END: KeyEventType
+PROGRESS: KeyEventType
 REASON_UNSPECIFIED: Reason
 Expired: Reason
 EpochChanged: Reason
@@ -280,3 +302,93 @@ class StatusResponse(_message.Message):
     allocated_bytes: int
     resident_bytes: int
     def __init__(self, version: _Optional[str] = ..., synced: bool = ..., resources: _Optional[_Iterable[_Union[ResourceStatus, _Mapping]]] = ..., allocated_bytes: _Optional[int] = ..., resident_bytes: _Optional[int] = ...) -> None: ...
+
+class WatchKeysRequest(_message.Message):
+    __slots__ = ("subscribe", "ack")
+    SUBSCRIBE_FIELD_NUMBER: _ClassVar[int]
+    ACK_FIELD_NUMBER: _ClassVar[int]
+    subscribe: KeysSubscription
+    ack: KeyAcks
+    def __init__(self, subscribe: _Optional[_Union[KeysSubscription, _Mapping]] = ..., ack: _Optional[_Union[KeyAcks, _Mapping]] = ...) -> None: ...
+
+class KeysSubscription(_message.Message):
+    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "predicates", "predicate_cel", "since", "debounce_millis", "max_delay_millis", "owner", "wait_for_sync")
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    FIELD_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    PREDICATES_FIELD_NUMBER: _ClassVar[int]
+    PREDICATE_CEL_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    DEBOUNCE_MILLIS_FIELD_NUMBER: _ClassVar[int]
+    MAX_DELAY_MILLIS_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
+    WAIT_FOR_SYNC_FIELD_NUMBER: _ClassVar[int]
+    resource: str
+    namespace: str
+    label_selector: str
+    field_selector: str
+    index: IndexLookup
+    predicates: _containers.RepeatedScalarFieldContainer[Predicate]
+    predicate_cel: str
+    since: ResumeToken
+    debounce_millis: int
+    max_delay_millis: int
+    owner: OwnerMapping
+    wait_for_sync: bool
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., predicates: _Optional[_Iterable[_Union[Predicate, str]]] = ..., predicate_cel: _Optional[str] = ..., since: _Optional[_Union[ResumeToken, _Mapping]] = ..., debounce_millis: _Optional[int] = ..., max_delay_millis: _Optional[int] = ..., owner: _Optional[_Union[OwnerMapping, _Mapping]] = ..., wait_for_sync: bool = ...) -> None: ...
+
+class OwnerMapping(_message.Message):
+    __slots__ = ("kind", "api_version", "mode")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    api_version: str
+    mode: OwnerMode
+    def __init__(self, kind: _Optional[str] = ..., api_version: _Optional[str] = ..., mode: _Optional[_Union[OwnerMode, str]] = ...) -> None: ...
+
+class Key(_message.Message):
+    __slots__ = ("kind", "namespace", "name")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    namespace: str
+    name: str
+    def __init__(self, kind: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class KeyAck(_message.Message):
+    __slots__ = ("key", "revision")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    key: Key
+    revision: int
+    def __init__(self, key: _Optional[_Union[Key, _Mapping]] = ..., revision: _Optional[int] = ...) -> None: ...
+
+class KeyAcks(_message.Message):
+    __slots__ = ("acks",)
+    ACKS_FIELD_NUMBER: _ClassVar[int]
+    acks: _containers.RepeatedCompositeFieldContainer[KeyAck]
+    def __init__(self, acks: _Optional[_Iterable[_Union[KeyAck, _Mapping]]] = ...) -> None: ...
+
+class KeyEvent(_message.Message):
+    __slots__ = ("type", "key", "revision", "deleted", "token", "pending", "in_flight", "queue_bytes")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    PENDING_FIELD_NUMBER: _ClassVar[int]
+    IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    type: KeyEventType
+    key: Key
+    revision: int
+    deleted: bool
+    token: ResumeToken
+    pending: int
+    in_flight: int
+    queue_bytes: int
+    def __init__(self, type: _Optional[_Union[KeyEventType, str]] = ..., key: _Optional[_Union[Key, _Mapping]] = ..., revision: _Optional[int] = ..., deleted: bool = ..., token: _Optional[_Union[ResumeToken, _Mapping]] = ..., pending: _Optional[int] = ..., in_flight: _Optional[int] = ..., queue_bytes: _Optional[int] = ...) -> None: ...

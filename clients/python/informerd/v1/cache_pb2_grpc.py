@@ -54,6 +54,11 @@ class CacheStub(object):
                 request_serializer=informerd_dot_v1_dot_cache__pb2.StatusRequest.SerializeToString,
                 response_deserializer=informerd_dot_v1_dot_cache__pb2.StatusResponse.FromString,
                 _registered_method=True)
+        self.WatchKeys = channel.stream_stream(
+                '/informerd.v1.Cache/WatchKeys',
+                request_serializer=informerd_dot_v1_dot_cache__pb2.WatchKeysRequest.SerializeToString,
+                response_deserializer=informerd_dot_v1_dot_cache__pb2.KeyEvent.FromString,
+                _registered_method=True)
 
 
 class CacheServicer(object):
@@ -87,6 +92,15 @@ class CacheServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchKeys(self, request_iterator, context):
+        """The keys of changed objects, coalesced into a work queue the sidecar keeps for this stream:
+        each key at most once while it is not acknowledged. The first request subscribes; every
+        later one acknowledges keys. See KeyEvent.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CacheServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -109,6 +123,11 @@ def add_CacheServicer_to_server(servicer, server):
                     servicer.Status,
                     request_deserializer=informerd_dot_v1_dot_cache__pb2.StatusRequest.FromString,
                     response_serializer=informerd_dot_v1_dot_cache__pb2.StatusResponse.SerializeToString,
+            ),
+            'WatchKeys': grpc.stream_stream_rpc_method_handler(
+                    servicer.WatchKeys,
+                    request_deserializer=informerd_dot_v1_dot_cache__pb2.WatchKeysRequest.FromString,
+                    response_serializer=informerd_dot_v1_dot_cache__pb2.KeyEvent.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -219,6 +238,33 @@ class Cache(object):
             '/informerd.v1.Cache/Status',
             informerd_dot_v1_dot_cache__pb2.StatusRequest.SerializeToString,
             informerd_dot_v1_dot_cache__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchKeys(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/informerd.v1.Cache/WatchKeys',
+            informerd_dot_v1_dot_cache__pb2.WatchKeysRequest.SerializeToString,
+            informerd_dot_v1_dot_cache__pb2.KeyEvent.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,320 @@
+//! The task of one WatchKeys stream: marks the keys of each change of the hub (or of the change
+//! log where the hub's ring did not keep up, or of the store in a resync) in the stream's
+//! queue, takes the client's acknowledgements, and sends ready keys as the client reads them.
+//!
+//! It never waits on the client while changes come: the queue absorbs them (one entry per
+//! key), and a key is sent only when the response buffer has room.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc};
+use tokio::time::Instant;
+use tonic::{Status, Streaming};
+
+use super::queue::{Delivery, KeyId, Queue};
+use super::spec::KeysSpec;
+use crate::api::reason::invalid;
+use crate::api::watch::{shutting_down, Broadcast, Event};
+use crate::api::Resource;
+use crate::proto::{self, watch_keys_request, KeyEventType};
+use crate::store::{ChangeKind, ObjectKey, StoreError};
+
+/// How often a PROGRESS event may say that the resume token moved.
+pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How a stream ends: with a status for the client, or quietly (`None`: the client left).
+pub type End = Option<Status>;
+
+pub struct Consumer {
+    pub resource: Arc<Resource>,
+    pub spec: KeysSpec,
+    pub queue: Queue,
+    pub tx: mpsc::Sender<proto::KeyEvent>,
+    /// Every change up to this revision has been marked.
+    pub position: u64,
+    /// Events to send before any key (RESYNC_START, RESYNC_END).
+    pub control: VecDeque<KeyEventType>,
+    /// The token the last event carried.
+    pub last_token: Option<u64>,
+}
+
+impl Consumer {
+    /// Reads where the stream starts (the changes after its token, or the view for a resync);
+    /// the hub is subscribed to before, so that no later change is missed.
+    pub async fn start(&mut self) {
+        if let Some(since) = self.spec.since {
+            if let Ok(changes) = self.resource.store().changes_since(since) {
+                self.position = since;
+                for change in changes {
+                    tokio::task::consume_budget().await;
+                    self.handle(&Event::from_change(change));
+                }
+                return;
+            }
+        }
+        self.resync().await;
+    }
+
+    /// Every key of the view, once more.
+    async fn resync(&mut self) {
+        let (revision, candidates) = self.spec.watch.query.candidates(&self.resource);
+        let mut keys = Vec::with_capacity(candidates.len());
+        for stored in candidates {
+            tokio::task::consume_budget().await;
+            let object = stored.to_json_value();
+            if self.spec.watch.query.matches(&self.resource, &object) {
+                for id in self.ids(&object) {
+                    keys.push((id, stored.revision()));
+                }
+            }
+        }
+        self.position = self.position.max(revision);
+        self.control.push_back(KeyEventType::ResyncStart);
+        self.queue.resync(keys, Instant::now());
+    }
+
+    /// The stream: follows the hub, takes acks, sends keys, until the client leaves or the API
+    /// stops.
+    pub async fn run(
+        &mut self,
+        mut hub: broadcast::Receiver<Broadcast>,
+        mut inbound: Streaming<proto::WatchKeysRequest>,
+    ) -> Result<(), End> {
+        let mut stop = self.resource.stopped();
+        let mut progress = tokio::time::interval(PROGRESS_INTERVAL);
+        progress.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut inbound_open = true;
+        let tx = self.tx.clone();
+        loop {
+            let next = self.queue.next_ready_at();
+            let sendable = !self.control.is_empty() || next.is_some_and(|at| at <= Instant::now());
+            let wake = next.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+            tokio::select! {
+                received = hub.recv() => match received {
+                    Ok(Broadcast::Change(event)) => {
+                        if event.revision > self.position {
+                            self.catch_up_to(event.revision - 1).await;
+                            self.handle(&event);
+                        }
+                    }
+                    Ok(Broadcast::Gap) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                        let revision = self.resource.store().revision();
+                        self.catch_up_to(revision).await;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return Err(Some(shutting_down())),
+                },
+                message = inbound.next(), if inbound_open => match message {
+                    Some(Ok(request)) => self.on_request(request)?,
+                    // The client closed its side: no more acks, keys may still be sent.
+                    None => inbound_open = false,
+                    Some(Err(_)) => return Err(None),
+                },
+                permit = tx.reserve(), if sendable => {
+                    let Ok(permit) = permit else { return Err(None) };
+                    if let Some(event) = self.next_event() {
+                        permit.send(event);
+                    }
+                }
+                () = tokio::time::sleep_until(wake), if !sendable => {}
+                _ = progress.tick() => {
+                    let token = self.queue.mark_revision(self.position);
+                    if token.is_some() && token != self.last_token {
+                        if let Ok(permit) = tx.try_reserve() {
+                            permit.send(self.event(KeyEventType::Progress, None));
+                        }
+                    }
+                }
+                () = tx.closed() => return Err(None),
+                _ = stop.changed() => return Err(Some(shutting_down())),
+            }
+        }
+    }
+
+    /// The next event to send: a control event, else a ready key (then RESYNC_END if that
+    /// key completed a resync).
+    fn next_event(&mut self) -> Option<proto::KeyEvent> {
+        if let Some(kind) = self.control.pop_front() {
+            return Some(self.event(kind, None));
+        }
+        let delivery = self.queue.take_ready(Instant::now())?;
+        if self.queue.resync_done() {
+            self.control.push_back(KeyEventType::ResyncEnd);
+        }
+        Some(self.event(KeyEventType::Key, Some(delivery)))
+    }
+
+    fn event(&mut self, kind: KeyEventType, delivery: Option<Delivery>) -> proto::KeyEvent {
+        let token = self.queue.mark_revision(self.position);
+        self.last_token = token;
+        let (key, revision, deleted) = match delivery {
+            Some(d) => (Some(self.key_of(&d.id)), d.revision, d.deleted),
+            None => (None, 0, false),
+        };
+        proto::KeyEvent {
+            r#type: kind as i32,
+            key,
+            revision,
+            deleted,
+            token: token.map(|revision| proto::ResumeToken {
+                epoch: self.resource.store().epoch(),
+                revision,
+            }),
+            pending: self.queue.pending() as u64,
+            in_flight: self.queue.in_flight() as u64,
+            queue_bytes: self.queue.bytes() as u64,
+        }
+    }
+
+    fn key_of(&self, id: &KeyId) -> proto::Key {
+        let owner_kind = self.spec.owners.as_ref().map(|o| o.kind());
+        proto::Key {
+            kind: match (id.owner, owner_kind) {
+                (true, Some(kind)) => kind.to_string(),
+                _ => self.spec.kind.clone(),
+            },
+            namespace: id.key.namespace().unwrap_or_default().to_string(),
+            name: id.key.name().to_string(),
+        }
+    }
+
+    /// A message after the subscription: acknowledgements.
+    fn on_request(&mut self, request: proto::WatchKeysRequest) -> Result<(), End> {
+        match request.request {
+            Some(watch_keys_request::Request::Ack(acks)) => {
+                for (i, ack) in acks.acks.iter().enumerate() {
+                    let id = self.id_of(ack.key.as_ref()).map_err(|field_message| {
+                        Some(invalid(
+                            &format!("ack.acks[{i}].{}", field_message.0),
+                            field_message.1,
+                        ))
+                    })?;
+                    self.queue.ack(&id, ack.revision);
+                }
+                Ok(())
+            }
+            Some(watch_keys_request::Request::Subscribe(_)) => Err(Some(invalid(
+                "subscribe",
+                "only the first message of a stream subscribes; later messages acknowledge \
+                 keys (ack): open a new stream to subscribe again",
+            ))),
+            None => Err(Some(invalid(
+                "request",
+                "is empty: send ack with the keys to acknowledge",
+            ))),
+        }
+    }
+
+    /// The queue's key for an acknowledged key; or the field at fault and what is wrong.
+    fn id_of(&self, key: Option<&proto::Key>) -> Result<KeyId, (&'static str, String)> {
+        let key = key.ok_or(("key", "is required: the key as it was sent".to_string()))?;
+        if key.name.is_empty() {
+            return Err(("key.name", "is required".to_string()));
+        }
+        let owner = match &self.spec.owners {
+            Some(owners) if key.kind == owners.kind() && key.kind != self.spec.kind => true,
+            _ if key.kind.is_empty() || key.kind == self.spec.kind => false,
+            _ => {
+                return Err((
+                    "key.kind",
+                    format!("{:?} is not a kind this stream sends keys of", key.kind),
+                ))
+            }
+        };
+        let namespace = (!key.namespace.is_empty()).then_some(key.namespace.as_str());
+        Ok(KeyId {
+            owner,
+            key: ObjectKey::new(namespace, &key.name),
+        })
+    }
+
+    /// Marks, from the change log, what the hub did not deliver up to `revision`; a resync when
+    /// the log no longer holds it.
+    async fn catch_up_to(&mut self, revision: u64) {
+        if self.position >= revision {
+            return;
+        }
+        match self.resource.store().changes_since(self.position) {
+            Ok(changes) => {
+                for change in changes.into_iter().take_while(|c| c.revision <= revision) {
+                    tokio::task::consume_budget().await;
+                    self.handle(&Event::from_change(change));
+                }
+            }
+            Err(StoreError::Expired { .. } | StoreError::FutureRevision { .. }) => {
+                self.resync().await;
+            }
+            Err(other) => {
+                tracing::warn!(error = %other, "WatchKeys: reading the change log failed; resyncing");
+                self.resync().await;
+            }
+        }
+    }
+
+    /// Marks the keys a change concerns, as a Watch with the same filters would see it.
+    fn handle(&mut self, event: &Event) {
+        self.position = event.revision;
+        let query = &self.spec.watch.query;
+        let now = event.kind != ChangeKind::Deleted && query.matches(&self.resource, &event.object);
+        let before = match (event.kind, &event.previous) {
+            (ChangeKind::Added, _) => false,
+            (ChangeKind::Modified, Some(previous)) => query.matches(&self.resource, previous),
+            (ChangeKind::Modified, None) => now,
+            (ChangeKind::Deleted, _) => query.matches(&self.resource, &event.object),
+        };
+        let previous = event.previous.as_ref().unwrap_or(&event.object);
+        let states: &[&Value] = match (before, now) {
+            (false, false) => return,
+            (false, true) => &[&event.object],
+            (true, true) if !self.spec.watch.wants_update(&event.object, previous) => return,
+            (true, _) => &[previous, &event.object],
+        };
+        let at = Instant::now();
+        let mut ids = Vec::new();
+        for state in states {
+            for id in self.ids(state) {
+                if !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+        }
+        for id in ids {
+            let deleted = !id.owner && !now;
+            self.queue.mark(&id, event.revision, deleted, at);
+        }
+    }
+
+    /// The keys an object state names: its own, its owner's, or both.
+    fn ids(&self, object: &Value) -> Vec<KeyId> {
+        let key = object_key(object);
+        let Some(owners) = &self.spec.owners else {
+            return key
+                .into_iter()
+                .map(|key| KeyId { owner: false, key })
+                .collect();
+        };
+        let mut ids = Vec::with_capacity(2);
+        if let (Some(key), Some(owner)) = (&key, owners.owner_of(object)) {
+            ids.push(KeyId {
+                owner: true,
+                key: ObjectKey::new(key.namespace(), owner),
+            });
+        }
+        if owners.and_self {
+            ids.extend(key.map(|key| KeyId { owner: false, key }));
+        }
+        ids
+    }
+}
+
+fn object_key(object: &Value) -> Option<ObjectKey> {
+    let meta = object.get("metadata")?;
+    let name = meta.get("name")?.as_str()?;
+    Some(ObjectKey::new(
+        meta.get("namespace").and_then(Value::as_str),
+        name,
+    ))
+}

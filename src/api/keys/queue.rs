@@ -1,0 +1,291 @@
+//! The key queue of one WatchKeys stream: one entry per key that is pending (changed, not yet
+//! sent) or in flight (sent, not acknowledged), whatever the number of changes, with the
+//! debounce that decides when a pending key is ready, and the low-water mark that makes the
+//! resume token. Pure: time comes in as arguments, so tests drive it without a clock.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::store::ObjectKey;
+
+/// A key of the queue: an object of the resource, or an owner (another kind) named by them.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KeyId {
+    /// The owner mapping's kind rather than the resource's.
+    pub owner: bool,
+    pub key: ObjectKey,
+}
+
+/// A key sent: now in flight until acknowledged with `revision`.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Delivery {
+    pub id: KeyId,
+    pub revision: u64,
+    pub deleted: bool,
+}
+
+/// When a pending key is ready: quiet for `debounce`, or `max_delay` after its first change.
+#[derive(Clone, Copy, Debug)]
+pub struct Debounce {
+    pub debounce: Duration,
+    pub max_delay: Duration,
+}
+
+/// The changes of a key not yet sent.
+struct Pending {
+    first: Instant,
+    last: Instant,
+    /// The revision of the first of them (0: marked by a resync).
+    since: u64,
+}
+
+struct Entry {
+    /// The last change's revision, and whether it removed the object from the view.
+    revision: u64,
+    deleted: bool,
+    pending: Option<Pending>,
+    /// The revision it was sent with, until acknowledged.
+    in_flight: Option<u64>,
+    /// The first revision not acknowledged (0: from a resync), counted in `Queue::unacked`.
+    since: u64,
+    /// Part of the resync under way and not sent yet.
+    resync: bool,
+    /// Has an item in `Queue::ready`.
+    scheduled: bool,
+}
+
+/// The queue of one stream.
+pub struct Queue {
+    timing: Debounce,
+    entries: HashMap<KeyId, Entry>,
+    /// Pending keys by the earliest time they may be ready (checked again when popped: a
+    /// change since may have moved it later). At most one item per entry.
+    ready: BinaryHeap<Reverse<(Instant, KeyId)>>,
+    /// How many entries have each `since`: the smallest is the low-water mark.
+    unacked: BTreeMap<u64, usize>,
+    /// Keys of the resync under way not sent yet; `None`: no resync under way.
+    resync_left: Option<usize>,
+    in_flight: usize,
+    /// Bytes of the keys' strings, for [`Queue::bytes`].
+    key_bytes: usize,
+}
+
+impl Queue {
+    pub fn new(timing: Debounce) -> Queue {
+        Queue {
+            timing,
+            entries: HashMap::new(),
+            ready: BinaryHeap::new(),
+            unacked: BTreeMap::new(),
+            resync_left: None,
+            in_flight: 0,
+            key_bytes: 0,
+        }
+    }
+
+    /// A change of `id` at `revision`.
+    pub fn mark(&mut self, id: &KeyId, revision: u64, deleted: bool, now: Instant) {
+        if !self.entries.contains_key(id) {
+            self.key_bytes += id.key.name.len() + id.key.namespace.as_ref().map_or(0, |n| n.len());
+            add(&mut self.unacked, revision);
+            self.entries.insert(
+                id.clone(),
+                Entry {
+                    revision,
+                    deleted,
+                    pending: None,
+                    in_flight: None,
+                    since: revision,
+                    resync: false,
+                    scheduled: false,
+                },
+            );
+        }
+        let entry = self.entries.get_mut(id).expect("inserted above");
+        if revision >= entry.revision {
+            entry.revision = revision;
+            entry.deleted = deleted;
+        }
+        match &mut entry.pending {
+            Some(pending) => pending.last = now,
+            None => {
+                entry.pending = Some(Pending {
+                    first: now,
+                    last: now,
+                    since: revision,
+                });
+            }
+        }
+        if entry.in_flight.is_none() && !entry.scheduled {
+            entry.scheduled = true;
+            let at = self
+                .timing
+                .ready_at(entry.pending.as_ref().expect("set above"));
+            self.ready.push(Reverse((at, id.clone())));
+        }
+    }
+
+    /// Starts a resync with the keys of the view (and their last revisions): each is sent once
+    /// more, and the mark stays at 0 until they are all acknowledged.
+    pub fn resync(&mut self, keys: impl IntoIterator<Item = (KeyId, u64)>, now: Instant) {
+        let mut left = self.resync_left.unwrap_or(0);
+        for (id, revision) in keys {
+            self.mark(&id, revision, false, now);
+            let entry = self.entries.get_mut(&id).expect("marked");
+            if !entry.resync {
+                entry.resync = true;
+                left += 1;
+            }
+            entry.pending.as_mut().expect("marked").since = 0;
+            if entry.since != 0 {
+                remove(&mut self.unacked, entry.since);
+                entry.since = 0;
+                add(&mut self.unacked, 0);
+            }
+        }
+        self.resync_left = Some(left);
+    }
+
+    /// Whether a resync has just been sent whole (true once per resync).
+    pub fn resync_done(&mut self) -> bool {
+        if self.resync_left == Some(0) {
+            self.resync_left = None;
+            return true;
+        }
+        false
+    }
+
+    /// When the next pending key may be ready (after dropping stale items).
+    pub fn next_ready_at(&mut self) -> Option<Instant> {
+        while let Some(Reverse((at, id))) = self.ready.peek() {
+            let Some(entry) = self.entries.get_mut(id) else {
+                self.ready.pop();
+                continue;
+            };
+            match (&entry.pending, entry.in_flight) {
+                (Some(pending), None) => {
+                    let real = self.timing.ready_at(pending);
+                    if real == *at {
+                        return Some(real);
+                    }
+                    let id = id.clone();
+                    self.ready.pop();
+                    self.ready.push(Reverse((real, id)));
+                }
+                _ => {
+                    entry.scheduled = false;
+                    self.ready.pop();
+                }
+            }
+        }
+        None
+    }
+
+    /// Takes a key that is ready at `now`, putting it in flight.
+    pub fn take_ready(&mut self, now: Instant) -> Option<Delivery> {
+        if self.next_ready_at()? > now {
+            return None;
+        }
+        let Reverse((_, id)) = self.ready.pop().expect("peeked");
+        let entry = self.entries.get_mut(&id).expect("checked by next_ready_at");
+        entry.scheduled = false;
+        entry.pending = None;
+        entry.in_flight = Some(entry.revision);
+        self.in_flight += 1;
+        if entry.resync {
+            entry.resync = false;
+            if let Some(left) = &mut self.resync_left {
+                *left -= 1;
+            }
+        }
+        Some(Delivery {
+            revision: entry.revision,
+            deleted: entry.deleted,
+            id,
+        })
+    }
+
+    /// An acknowledgement: true when `id` was in flight with `revision` (otherwise it is stale
+    /// or a repeat, and ignored). A key that changed meanwhile is pending again.
+    pub fn ack(&mut self, id: &KeyId, revision: u64) -> bool {
+        let Some(entry) = self.entries.get_mut(id) else {
+            return false;
+        };
+        if entry.in_flight != Some(revision) {
+            return false;
+        }
+        entry.in_flight = None;
+        self.in_flight -= 1;
+        remove(&mut self.unacked, entry.since);
+        match &entry.pending {
+            Some(pending) => {
+                entry.since = pending.since;
+                add(&mut self.unacked, entry.since);
+                if !entry.scheduled {
+                    entry.scheduled = true;
+                    let at = self.timing.ready_at(pending);
+                    self.ready.push(Reverse((at, id.clone())));
+                }
+            }
+            None => {
+                self.entries.remove(id);
+                self.key_bytes -=
+                    id.key.name.len() + id.key.namespace.as_ref().map_or(0, |n| n.len());
+            }
+        }
+        true
+    }
+
+    /// The revision up to which every change was sent and acknowledged, given that every
+    /// change up to `position` was marked; `None` while a resync is not acknowledged.
+    pub fn mark_revision(&self, position: u64) -> Option<u64> {
+        match self.unacked.keys().next() {
+            None => Some(position),
+            Some(0) => None,
+            Some(since) => Some(since - 1),
+        }
+    }
+
+    /// Keys pending (not in flight).
+    pub fn pending(&self) -> usize {
+        self.entries.len() - self.in_flight
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// What the queue holds, estimated: its entries, heap items and key strings.
+    pub fn bytes(&self) -> usize {
+        let entry = std::mem::size_of::<(KeyId, Entry)>() + std::mem::size_of::<u64>();
+        self.entries.capacity() * entry
+            + self.ready.capacity() * std::mem::size_of::<Reverse<(Instant, KeyId)>>()
+            + self.unacked.len() * 3 * std::mem::size_of::<u64>()
+            + self.key_bytes
+    }
+}
+
+impl Debounce {
+    fn ready_at(&self, pending: &Pending) -> Instant {
+        (pending.last + self.debounce).min(pending.first + self.max_delay)
+    }
+}
+
+fn add(counts: &mut BTreeMap<u64, usize>, since: u64) {
+    *counts.entry(since).or_default() += 1;
+}
+
+fn remove(counts: &mut BTreeMap<u64, usize>, since: u64) {
+    if let Some(n) = counts.get_mut(&since) {
+        *n -= 1;
+        if *n == 0 {
+            counts.remove(&since);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,508 @@
+//! WatchKeys as a controller meets it: the real binary (`informerd serve`) caching pods of the
+//! real control plane, consumed with the Rust client's `watch_keys` and its acker.
+//!
+//! - churn over 1,000 pods while the consumer sleeps: each changed key comes once per quiet
+//!   period (at most twice: once before the sleep, once after its ack), the queue stays bounded
+//!   by the pods, and the last Get after the last key equals the apiserver's object;
+//! - owner mapping: a real ReplicaSet gets its key once per burst of changes to its pods;
+//! - resume with a token gives the keys changed since; a restarted sidecar (another epoch)
+//!   gives a resync, not a gap;
+//! - bad subscriptions are INVALID_ARGUMENT naming the field.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use futures::{stream, StreamExt, TryStreamExt};
+use informerd::client;
+use informerd::proto::{
+    cache_client::CacheClient, GetRequest, KeyEvent, KeyEventType, KeysSubscription, ListRequest,
+    OwnerMapping, OwnerMode, ResumeToken, StatusRequest,
+};
+use informerd_client::keys::{watch_keys, Acker};
+use informerd_testkit::{
+    delete_namespace, unique_namespace, wait_default_service_account, ControlPlane, Sidecar,
+};
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::Client;
+use serde_json::{json, Value};
+use tonic::transport::Channel;
+use tonic::{Code, Streaming};
+
+const BIN: &str = env!("CARGO_BIN_EXE_informerd");
+
+/// A namespace and a sidecar caching its pods (managedFields dropped; ownerReferences kept).
+struct Fixture {
+    kube: Client,
+    ns: String,
+    sidecar: Sidecar,
+    api: CacheClient<Channel>,
+}
+
+impl Fixture {
+    async fn new(base: &str, transform: &str) -> anyhow::Result<Fixture> {
+        let cluster = ControlPlane::get();
+        let kube = cluster.client().await?;
+        let ns = unique_namespace(&kube, base).await?;
+        wait_default_service_account(&kube, &ns).await?;
+        let resources = format!(
+            "- name: pods\n  apiVersion: v1\n  kind: Pod\n  namespaces: [{ns}]\n  transform:\n    {transform}\n"
+        );
+        let sidecar = Sidecar::start(BIN.as_ref(), cluster, &resources)?;
+        let mut api = client::connect(&sidecar.socket().display().to_string()).await?;
+        wait_synced(&mut api).await;
+        Ok(Fixture {
+            kube,
+            ns,
+            sidecar,
+            api,
+        })
+    }
+
+    fn pods(&self) -> Api<Pod> {
+        Api::namespaced(self.kube.clone(), &self.ns)
+    }
+
+    fn subscription(&self) -> KeysSubscription {
+        KeysSubscription {
+            resource: "pods".into(),
+            namespace: self.ns.clone(),
+            ..Default::default()
+        }
+    }
+
+    /// Creates `count` pods `p0..` (16 at a time).
+    async fn create_pods(&self, count: usize) -> anyhow::Result<()> {
+        let pods = self.pods();
+        stream::iter(0..count)
+            .map(|i| {
+                let pods = pods.clone();
+                async move {
+                    let pod: Pod = serde_json::from_value(json!({
+                        "metadata": {"name": format!("p{i}"), "labels": {"app": "keys"}},
+                        "spec": {"containers": [{"name": "c", "image": "busybox"}]}
+                    }))?;
+                    pods.create(&PostParams::default(), &pod).await?;
+                    anyhow::Ok(())
+                }
+            })
+            .buffer_unordered(16)
+            .try_collect::<Vec<()>>()
+            .await?;
+        Ok(())
+    }
+
+    /// Sets label `round` of each named pod (32 at a time).
+    async fn touch(&self, names: &[String], round: usize) -> anyhow::Result<()> {
+        let pods = self.pods();
+        stream::iter(names.iter().cloned())
+            .map(|name| {
+                let pods = pods.clone();
+                async move {
+                    let patch = json!({"metadata": {"labels": {"round": round.to_string()}}});
+                    pods.patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+                        .await?;
+                    anyhow::Ok(())
+                }
+            })
+            .buffer_unordered(32)
+            .try_collect::<Vec<()>>()
+            .await?;
+        Ok(())
+    }
+
+    /// The apiserver's pods, by name: their labels and resourceVersion.
+    async fn apiserver_state(&self) -> anyhow::Result<BTreeMap<String, (Value, String)>> {
+        let list = self.pods().list(&ListParams::default()).await?;
+        Ok(list
+            .items
+            .into_iter()
+            .map(|p| {
+                let labels = serde_json::to_value(p.metadata.labels.clone()).unwrap();
+                (
+                    p.metadata.name.clone().unwrap(),
+                    (labels, p.metadata.resource_version.clone().unwrap()),
+                )
+            })
+            .collect())
+    }
+
+    /// What a Get from the sidecar says of a pod: labels and resourceVersion, or None.
+    async fn get(&mut self, name: &str) -> anyhow::Result<Option<(Value, String)>> {
+        let got = self
+            .api
+            .get(GetRequest {
+                resource: "pods".into(),
+                namespace: self.ns.clone(),
+                name: name.into(),
+                ..Default::default()
+            })
+            .await;
+        match got {
+            Ok(r) => {
+                let object = r.into_inner().object.unwrap();
+                let json: Value = serde_json::from_slice(&object.json)?;
+                let labels = json["metadata"]["labels"].clone();
+                Ok(Some((labels, object.resource_version)))
+            }
+            Err(s) if s.code() == Code::NotFound => Ok(None),
+            Err(s) => Err(s.into()),
+        }
+    }
+
+    /// Waits until the sidecar's pods are the apiserver's (same resourceVersions).
+    async fn wait_caught_up(&mut self) -> anyhow::Result<()> {
+        for _ in 0..600 {
+            let want: BTreeMap<String, String> = self
+                .apiserver_state()
+                .await?
+                .into_iter()
+                .map(|(n, (_, rv))| (n, rv))
+                .collect();
+            let chunks: Vec<_> = self
+                .api
+                .list(ListRequest {
+                    resource: "pods".into(),
+                    namespace: self.ns.clone(),
+                    ..Default::default()
+                })
+                .await?
+                .into_inner()
+                .try_collect()
+                .await?;
+            let have: BTreeMap<String, String> = chunks
+                .into_iter()
+                .flat_map(|c| c.objects)
+                .map(|o| (o.name, o.resource_version))
+                .collect();
+            if have == want {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        anyhow::bail!("the sidecar did not catch up with the apiserver in 120 s")
+    }
+
+    async fn cleanup(self) {
+        let _ = delete_namespace(&self.kube, &self.ns).await;
+    }
+}
+
+async fn wait_synced(api: &mut CacheClient<Channel>) {
+    for _ in 0..1200 {
+        if let Ok(s) = api.status(StatusRequest::default()).await {
+            if s.get_ref().synced {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the sidecar did not sync in 60 s");
+}
+
+/// The next event, or None when none comes for `quiet`.
+async fn next(events: &mut Streaming<KeyEvent>, quiet: Duration) -> Option<KeyEvent> {
+    match tokio::time::timeout(quiet, events.message()).await {
+        Ok(Ok(Some(event))) => Some(event),
+        Ok(Ok(None)) => panic!("the stream ended"),
+        Ok(Err(status)) => panic!("the stream failed: {status}"),
+        Err(_) => None,
+    }
+}
+
+/// Reads a resync (RESYNC_START, keys, RESYNC_END), acknowledging each key: the names sent.
+async fn read_resync(events: &mut Streaming<KeyEvent>, acker: &Acker) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut started = false;
+    loop {
+        let event = next(events, Duration::from_secs(60))
+            .await
+            .expect("a resync within 60 s");
+        match event.r#type() {
+            KeyEventType::ResyncStart => started = true,
+            KeyEventType::ResyncEnd => {
+                assert!(started, "RESYNC_END without RESYNC_START");
+                return names;
+            }
+            KeyEventType::Key => {
+                assert!(started, "a key before RESYNC_START: {event:?}");
+                names.push(event.key.as_ref().unwrap().name.clone());
+                assert!(acker.ack_event(&event));
+            }
+            _ => {}
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn churn_sends_each_changed_key_once_per_quiet_period_and_the_last_get_is_the_apiservers(
+) -> anyhow::Result<()> {
+    const PODS: usize = 1_000;
+    const ROUNDS: usize = 10;
+    let mut fx = Fixture::new("keys-churn", "drop: [metadata.managedFields]").await?;
+    fx.create_pods(PODS).await?;
+    fx.wait_caught_up().await?;
+    let mut sub = fx.subscription();
+    sub.debounce_millis = 300;
+    let (mut events, acker) = watch_keys(&mut fx.api.clone(), sub).await?;
+    let resynced: BTreeSet<String> = read_resync(&mut events, &acker).await.into_iter().collect();
+    assert_eq!(resynced.len(), PODS, "every pod's key once in the resync");
+
+    // The consumer sleeps (reads nothing) while each pod changes ROUNDS times.
+    let names: Vec<String> = (0..PODS).map(|i| format!("p{i}")).collect();
+    for round in 0..ROUNDS {
+        fx.touch(&names, round).await?;
+    }
+    fx.wait_caught_up().await?;
+    let want = fx.apiserver_state().await?;
+
+    // It wakes: reads keys, Gets each, acknowledges; until quiet and every last Get matches.
+    let mut deliveries: BTreeMap<String, usize> = BTreeMap::new();
+    let mut last_get: BTreeMap<String, Option<(Value, String)>> = BTreeMap::new();
+    let (mut max_queued, mut max_bytes) = (0, 0);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(180);
+    loop {
+        match next(&mut events, Duration::from_secs(3)).await {
+            Some(event) if event.r#type() == KeyEventType::Key => {
+                max_queued = max_queued.max(event.pending + event.in_flight);
+                max_bytes = max_bytes.max(event.queue_bytes);
+                let name = event.key.as_ref().unwrap().name.clone();
+                *deliveries.entry(name.clone()).or_default() += 1;
+                last_get.insert(name.clone(), fx.get(&name).await?);
+                assert!(acker.ack_event(&event));
+            }
+            Some(_) => {}
+            None => {
+                let matches = want
+                    .iter()
+                    .all(|(name, state)| last_get.get(name) == Some(&Some(state.clone())));
+                if matches {
+                    break;
+                }
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "after 180 s, some pods' last Get differs from the apiserver"
+                );
+            }
+        }
+    }
+    let events_made = PODS * ROUNDS;
+    let keys_sent: usize = deliveries.values().sum();
+    println!(
+        "{events_made} updates over {PODS} pods: {keys_sent} keys sent; the queue held at most \
+         {max_queued} keys in {max_bytes} bytes ({:.0} bytes per pod)",
+        max_bytes as f64 / PODS as f64
+    );
+    assert_eq!(deliveries.len(), PODS, "every changed key was sent");
+    for (name, n) in &deliveries {
+        assert!(
+            *n <= 2,
+            "{name} sent {n} times for one quiet period (once before the sleep, once after its ack at most)"
+        );
+    }
+    assert!(
+        max_queued <= PODS as u64,
+        "the queue is bounded by the pods, not the {events_made} events: {max_queued} keys"
+    );
+    fx.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn owner_mapping_sends_the_replicasets_key_once_per_burst_of_its_pods() -> anyhow::Result<()>
+{
+    let mut fx = Fixture::new("keys-owner", "drop: [metadata.managedFields]").await?;
+    // Decision: the project's kube-controller-manager runs the garbage collector but not the
+    // ReplicaSet controller (tools/cmd/cluster), so the test writes the pods as that controller
+    // does: a real ReplicaSet, and pods whose controller owner reference names it (uid and
+    // all, so the garbage collector honours it). One more pod has no owner.
+    let rs: ReplicaSet = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 3,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]}
+            }
+        }
+    }))?;
+    let rs = Api::<ReplicaSet>::namespaced(fx.kube.clone(), &fx.ns)
+        .create(&PostParams::default(), &rs)
+        .await?;
+    let owner = json!({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web",
+        "uid": rs.metadata.uid.clone().unwrap(), "controller": true, "blockOwnerDeletion": true,
+    });
+    let names: Vec<String> = ["web-a", "web-b", "web-c", "loner"]
+        .map(String::from)
+        .to_vec();
+    for name in &names {
+        let owners = if name == "loner" {
+            json!([])
+        } else {
+            json!([owner])
+        };
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": {"app": "web"}, "ownerReferences": owners},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]}
+        }))?;
+        fx.pods().create(&PostParams::default(), &pod).await?;
+    }
+    fx.wait_caught_up().await?;
+
+    let mut sub = fx.subscription();
+    sub.debounce_millis = 2_000;
+    sub.owner = Some(OwnerMapping {
+        kind: "ReplicaSet".into(),
+        api_version: "apps/v1".into(),
+        mode: OwnerMode::OwnerOnly as i32,
+    });
+    let (mut events, acker) = watch_keys(&mut fx.api.clone(), sub).await?;
+    assert_eq!(
+        read_resync(&mut events, &acker).await,
+        vec!["web"],
+        "three owned pods, one owner; the loner has none"
+    );
+
+    for burst in 0..2 {
+        fx.touch(&names, burst).await?;
+        let mut keys = Vec::new();
+        // The key comes after 2 s of quiet; then nothing more for this burst.
+        while let Some(event) = next(&mut events, Duration::from_secs(8)).await {
+            if event.r#type() == KeyEventType::Key {
+                let key = event.key.clone().unwrap();
+                keys.push((key.kind, key.namespace, key.name, event.deleted));
+                assert!(acker.ack_event(&event));
+            }
+        }
+        assert_eq!(
+            keys,
+            vec![(
+                "ReplicaSet".to_string(),
+                fx.ns.clone(),
+                "web".to_string(),
+                false
+            )],
+            "burst {burst}: the owner's key, once"
+        );
+    }
+    fx.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_sends_the_keys_changed_since_and_a_restart_resyncs() -> anyhow::Result<()> {
+    let mut fx = Fixture::new("keys-resume", "drop: [metadata.managedFields]").await?;
+    fx.create_pods(5).await?;
+    fx.wait_caught_up().await?;
+    let (mut events, acker) = watch_keys(&mut fx.api.clone(), fx.subscription()).await?;
+    assert_eq!(read_resync(&mut events, &acker).await.len(), 5);
+    // Once the acks are in, a PROGRESS carries the token.
+    let token = wait_token(&mut events).await;
+    drop(events);
+
+    // Changed while disconnected: resuming sends exactly that key, with no resync.
+    fx.touch(&["p1".to_string()], 1).await?;
+    fx.wait_caught_up().await?;
+    let mut sub = fx.subscription();
+    sub.since = Some(token);
+    let (mut events, acker) = watch_keys(&mut fx.api.clone(), sub.clone()).await?;
+    let mut got = Vec::new();
+    while let Some(event) = next(&mut events, Duration::from_secs(3)).await {
+        assert_ne!(
+            event.r#type(),
+            KeyEventType::ResyncStart,
+            "a token of this epoch resumes"
+        );
+        if event.r#type() == KeyEventType::Key {
+            got.push(event.key.clone().unwrap().name);
+            acker.ack_event(&event);
+        }
+    }
+    assert_eq!(got, vec!["p1"]);
+    drop(events);
+
+    // A restart while a pod is deleted and another changes: the old token resyncs.
+    fx.sidecar.kill();
+    fx.pods()
+        .delete("p2", &kube::api::DeleteParams::default().grace_period(0))
+        .await?;
+    fx.touch(&["p3".to_string()], 2).await?;
+    fx.sidecar.restart()?;
+    fx.api = client::connect(&fx.sidecar.socket().display().to_string()).await?;
+    wait_synced(&mut fx.api).await;
+    fx.wait_caught_up().await?;
+    let (mut events, acker) = watch_keys(&mut fx.api.clone(), sub).await?;
+    let resynced: BTreeSet<String> = read_resync(&mut events, &acker).await.into_iter().collect();
+    let want: BTreeSet<String> = fx.apiserver_state().await?.into_keys().collect();
+    assert_eq!(resynced, want, "every key once, p2 gone");
+    assert!(!resynced.contains("p2"));
+    fx.cleanup().await;
+    Ok(())
+}
+
+/// The token of the next event that carries one.
+async fn wait_token(events: &mut Streaming<KeyEvent>) -> ResumeToken {
+    loop {
+        let event = next(events, Duration::from_secs(10))
+            .await
+            .expect("a PROGRESS with the token within 10 s of the acks");
+        if let Some(token) = event.token {
+            return token;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_subscriptions_name_the_field() -> anyhow::Result<()> {
+    let fx = Fixture::new("keys-invalid", "drop: [metadata.ownerReferences]").await?;
+    let cases = [
+        (
+            KeysSubscription {
+                debounce_millis: 1_000,
+                max_delay_millis: 10,
+                ..fx.subscription()
+            },
+            "subscribe.max_delay_millis",
+        ),
+        (
+            KeysSubscription {
+                label_selector: "a in (".into(),
+                ..fx.subscription()
+            },
+            "subscribe.label_selector",
+        ),
+        (
+            KeysSubscription {
+                owner: Some(OwnerMapping {
+                    kind: "ReplicaSet".into(),
+                    ..Default::default()
+                }),
+                ..fx.subscription()
+            },
+            "subscribe.owner: the transform of resource pods",
+        ),
+        (
+            KeysSubscription {
+                owner: Some(OwnerMapping::default()),
+                ..fx.subscription()
+            },
+            "subscribe.owner.kind",
+        ),
+    ];
+    for (sub, field) in cases {
+        let Err(status) = watch_keys(&mut fx.api.clone(), sub).await else {
+            panic!("{field}: the subscription was accepted");
+        };
+        assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+        assert!(
+            status.message().starts_with(field),
+            "{field}: {}",
+            status.message()
+        );
+    }
+    fx.cleanup().await;
+    Ok(())
+}
