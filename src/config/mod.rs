@@ -17,6 +17,10 @@
 //! changeLog:                   # optional bounds of the store's change log
 //!   maxEvents: 10000           # the default
 //!   maxBytes: 64Mi             # the default; Kubernetes quantity syntax
+//! snapshot:                    # optional warm restarts (README "Warm restart"); default off
+//!   directory: /var/lib/informerd   # where each cache's snapshot file is written
+//!   interval: 5m               # the default: how often, besides on SIGTERM
+//!   maxAge: 1h                 # the default: an older snapshot is not resumed from
 //! resources:
 //! - name: pods                 # optional; default: the lowercase kind; a unique DNS-1123 label
 //!   apiVersion: v1             # "v1" or "group/version"
@@ -65,6 +69,7 @@ pub use model::{
     API_VERSION, DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, DEFAULT_SOCKET, DEFAULT_SOCKET_MODE, KIND,
 };
 pub use quantity::parse_bytes;
+pub use validate::snapshot::{SnapshotConfig, DEFAULT_SNAPSHOT_INTERVAL, DEFAULT_SNAPSHOT_MAX_AGE};
 pub use yaml::{Place, Pos};
 
 use diagnostic::Source;

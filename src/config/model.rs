@@ -125,6 +125,8 @@ pub struct Config {
     pub server: ServerConfig,
     /// Bounds of the change log.
     pub change_log: ChangeLogConfig,
+    /// Warm restarts: where and how often the caches are saved (off when `None`).
+    pub snapshot: Option<crate::config::SnapshotConfig>,
     /// The cached resources, in file order.
     pub resources: Vec<ResourceConfig>,
     pub(super) source: Arc<Source>,

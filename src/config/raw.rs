@@ -15,6 +15,8 @@ pub struct RawConfig {
     #[serde(default)]
     pub change_log: Option<RawChangeLog>,
     #[serde(default)]
+    pub snapshot: Option<RawSnapshot>,
+    #[serde(default)]
     pub resources: Vec<RawResource>,
 }
 
@@ -52,6 +54,18 @@ pub struct RawChangeLog {
     /// A quantity string (`64Mi`) or a number of bytes.
     #[serde(default)]
     pub max_bytes: Option<Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawSnapshot {
+    #[serde(default)]
+    pub directory: Option<String>,
+    /// Durations as Go and Kubernetes write them (`5m`, `1h30m`).
+    #[serde(default)]
+    pub interval: Option<String>,
+    #[serde(default)]
+    pub max_age: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

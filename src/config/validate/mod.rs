@@ -13,6 +13,7 @@ mod indexes;
 mod resource;
 mod scope;
 mod server;
+pub(super) mod snapshot;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -30,6 +31,7 @@ pub(super) fn validate(source: Arc<Source>, raw: RawConfig) -> Result<Config, Co
     validator.document(&raw.api_version, &raw.kind);
     let server = validator.server(raw.server.unwrap_or_default());
     let change_log = validator.change_log(raw.change_log.unwrap_or_default());
+    let snapshot = raw.snapshot.map(|s| validator.snapshot(s));
     let resources = validator.resources(raw.resources);
     if !validator.diagnostics.is_empty() {
         let mut diagnostics = validator.diagnostics;
@@ -39,6 +41,7 @@ pub(super) fn validate(source: Arc<Source>, raw: RawConfig) -> Result<Config, Co
     Ok(Config {
         server,
         change_log,
+        snapshot: snapshot.flatten(),
         resources,
         source: validator.source,
     })
