@@ -16,11 +16,12 @@ use crate::fleet::{Fleet, RelistReason, ScopeState, ScopeStatus};
 use crate::store::StoreStats;
 
 /// Every scope state, in the order `informerd_scope_state` lists them.
-const STATES: [ScopeState; 4] = [
+const STATES: [ScopeState; 5] = [
     ScopeState::Listing,
     ScopeState::Synced,
     ScopeState::Forbidden,
     ScopeState::Failing,
+    ScopeState::SyncedFromSnapshot,
 ];
 
 const OBJECTS: Descriptor = family("cache_objects", "Objects the cache holds");
@@ -194,5 +195,6 @@ fn state_name(state: ScopeState) -> &'static str {
         ScopeState::Synced => "Synced",
         ScopeState::Forbidden => "Forbidden",
         ScopeState::Failing => "Failing",
+        ScopeState::SyncedFromSnapshot => "SyncedFromSnapshot",
     }
 }

@@ -12,8 +12,9 @@ mod run;
 mod selector;
 mod state;
 mod status;
+mod stream;
 
-use std::sync::Arc;
+use std::{collections::BTreeMap, sync::Arc};
 
 use kube::{discovery::ApiResource, Client};
 
@@ -38,6 +39,9 @@ pub(super) struct StreamSpec {
     pub initial_lists: Arc<tokio::sync::Semaphore>,
     /// The resource's initial sync, logged for all its scopes together.
     pub progress: Arc<ResourceProgress>,
+    /// The resourceVersion each scope (by label) resumes from after a warm restart; empty on
+    /// a cold start.
+    pub resume: Arc<BTreeMap<String, String>>,
 }
 
 /// The label of the cluster-wide scope in status.
