@@ -175,7 +175,9 @@ impl Scope {
                 self.resuming = false;
                 tracing::info!(resource = %self.spec.api_resource.plural, scope = %self.label,
                     "watch resumed from the snapshot");
-                self.spec.status.update(&self.label, |s| StatusChange::Serving.apply(s));
+                self.spec
+                    .status
+                    .update(&self.label, |s| StatusChange::Serving.apply(s));
                 (None, None)
             }
         };

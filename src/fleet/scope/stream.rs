@@ -53,11 +53,20 @@ enum State {
     /// Receiving the list's initial events.
     InitialWatch(Events),
     /// Watch from a resourceVersion; `confirm` while it is the snapshot's.
-    Resume { rv: String, confirm: bool },
+    Resume {
+        rv: String,
+        confirm: bool,
+    },
     /// A watch resumed from a snapshot's resourceVersion, until its first event (or
     /// [`RESUME_QUIET`] without one) confirms it.
-    Confirming { rv: String, events: Events },
-    Watching { rv: String, events: Events },
+    Confirming {
+        rv: String,
+        events: Events,
+    },
+    Watching {
+        rv: String,
+        events: Events,
+    },
 }
 
 /// The stream of a scope: from `resume` (a snapshot's resourceVersion), or a streaming list.
@@ -70,15 +79,18 @@ pub(super) fn streaming(
         Some(rv) => State::Resume { rv, confirm: true },
         None => State::Empty,
     };
-    futures::stream::unfold((api, params, state), |(api, params, mut state)| async move {
-        loop {
-            let (item, next) = step(&api, &params, state).await;
-            state = next;
-            if let Some(item) = item {
-                return Some((item, (api, params, state)));
+    futures::stream::unfold(
+        (api, params, state),
+        |(api, params, mut state)| async move {
+            loop {
+                let (item, next) = step(&api, &params, state).await;
+                state = next;
+                if let Some(item) = item {
+                    return Some((item, (api, params, state)));
+                }
             }
-        }
-    })
+        },
+    )
 }
 
 /// One transition; `None` when it yields nothing (a bookmark mid-list, a reconnect).
@@ -194,13 +206,7 @@ async fn step(
                 Some(Err(watcher::Error::WatchFailed(e))),
                 State::Watching { rv, events },
             ),
-            None => (
-                None,
-                State::Resume {
-                    rv,
-                    confirm: false,
-                },
-            ),
+            None => (None, State::Resume { rv, confirm: false }),
         },
     }
 }
@@ -212,7 +218,12 @@ fn object_event(
     events: Events,
     event: fn(Projected) -> watcher::Event<Projected>,
 ) -> (Option<Result<Step, watcher::Error>>, State) {
-    match object.meta().resource_version.clone().filter(|v| !v.is_empty()) {
+    match object
+        .meta()
+        .resource_version
+        .clone()
+        .filter(|v| !v.is_empty())
+    {
         Some(reached) => (
             Some(Ok(Step::Event(event(object)))),
             State::Watching {
