@@ -224,6 +224,24 @@ impl Fleet {
             .is_ok()
     }
 
+    /// Stops every stream and waits until they have stopped: nothing writes to the caches
+    /// after it returns (a final snapshot relies on that). The streams of a namespaceSelector's
+    /// namespaces are stopped with it, without waiting.
+    pub async fn stop(&self) {
+        let tasks: Vec<_> = self
+            .tasks
+            .lock()
+            .expect("fleet task list poisoned")
+            .drain(..)
+            .collect();
+        for t in &tasks {
+            t.abort();
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+    }
+
     /// Stops every stream.
     pub fn shutdown(&self) {
         for t in self

@@ -31,7 +31,7 @@ pub fn restore(
     match load(settings, cluster, rc, options, &path) {
         Ok((warm, header)) => {
             tracing::info!(resource = %rc.name, path = %path.display(),
-                objects = header.objects, scopes = header.scopes.len(),
+                objects = header.objects, scopes = warm.scopes.len(),
                 age_seconds = age(&header).as_secs(), clean = header.clean,
                 elapsed_ms = started.elapsed().as_millis() as u64,
                 "restored the cache from its snapshot; serving it while the watches resume");
@@ -126,13 +126,13 @@ fn check(
 ) -> Result<(), SnapshotError> {
     if header.resource != rc.name || header.config != fingerprint::of_resource(rc) {
         return Err(SnapshotError::Foreign {
-            what: "the configuration of this resource (kind, scope, selectors, filter or \
-                   transform)",
+            what: "with another configuration of this resource (kind, scope, selectors, \
+                   filter or transform)",
         });
     }
     if header.cluster != cluster {
         return Err(SnapshotError::Foreign {
-            what: "the cluster (API server URL or CA)",
+            what: "from another cluster (API server URL or CA)",
         });
     }
     let age = age(header);

@@ -62,7 +62,7 @@ pub enum SnapshotError {
     #[error("invalid contents: {0}")]
     Invalid(String),
     /// Taken with another configuration or from another cluster.
-    #[error("taken with another {what}")]
+    #[error("it was taken {what}")]
     Foreign {
         /// What differs.
         what: &'static str,

@@ -17,6 +17,8 @@ pub struct Sidecar {
     config: PathBuf,
     socket: PathBuf,
     kubeconfig: PathBuf,
+    /// Environment variables the process gets on top of the test's.
+    env: Vec<(String, String)>,
     child: Option<Child>,
 }
 
@@ -51,6 +53,7 @@ impl Sidecar {
             config,
             socket,
             kubeconfig: cluster.kubeconfig().to_path_buf(),
+            env: Vec::new(),
             child: None,
         };
         sidecar.spawn()?;
@@ -71,6 +74,45 @@ impl Sidecar {
     pub fn restart(&mut self) -> Result<()> {
         self.kill();
         self.spawn()
+    }
+
+    /// Sets an environment variable for the next start ([`Sidecar::restart`]).
+    pub fn set_env(&mut self, name: &str, value: &str) {
+        self.env.push((name.to_string(), value.to_string()));
+    }
+
+    /// Stops the process with SIGTERM, as the kubelet does, and waits (up to 120 s) until it
+    /// has exited; returns how it exited. [`Sidecar::restart`] starts it again.
+    pub fn terminate(&mut self) -> Result<std::process::ExitStatus> {
+        let Some(mut child) = self.child.take() else {
+            return Err(io(
+                "terminate the sidecar",
+                std::io::ErrorKind::NotFound.into(),
+            ));
+        };
+        let sent = Command::new("kill")
+            .arg("-TERM")
+            .arg(child.id().to_string())
+            .status()
+            .map_err(|e| io("run kill -TERM", e))?;
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some(status) = child
+                .try_wait()
+                .map_err(|e| io("wait for the sidecar", e))?
+            {
+                return Ok(status);
+            }
+            if !sent.success() || Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(Error::Command {
+                    command: format!("{} serve", self.bin.display()),
+                    detail: format!("did not exit after SIGTERM: {}", self.log()),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Kills the process (dropping does too).
@@ -99,6 +141,7 @@ impl Sidecar {
             .arg(&self.config)
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
