@@ -32,6 +32,9 @@ const RESUME_QUIET: Duration = Duration::from_secs(1);
 const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
 
 /// What the stream hands the scope.
+// Decision: unboxed, as kube-rs's own watcher events are: nearly every item is an `Event`, and
+// boxing it would allocate once more per object.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Step {
     /// A watcher event, as kube-rs's watcher gives it.
     Event(watcher::Event<Projected>),
@@ -93,12 +96,10 @@ pub(super) fn streaming(
     )
 }
 
+type Next = (Option<Result<Step, watcher::Error>>, State);
+
 /// One transition; `None` when it yields nothing (a bookmark mid-list, a reconnect).
-async fn step(
-    api: &Api<Projected>,
-    params: &WatchParams,
-    state: State,
-) -> (Option<Result<Step, watcher::Error>>, State) {
+async fn step(api: &Api<Projected>, params: &WatchParams, state: State) -> Next {
     match state {
         State::Empty => {
             let initial = WatchParams {
@@ -113,37 +114,7 @@ async fn step(
                 Err(e) => (Some(Err(watcher::Error::WatchStartFailed(e))), State::Empty),
             }
         }
-        State::InitialWatch(mut events) => match events.next().await {
-            Some(Ok(WatchEvent::Added(o) | WatchEvent::Modified(o))) => (
-                Some(Ok(Step::Event(watcher::Event::InitApply(o)))),
-                State::InitialWatch(events),
-            ),
-            // Kubernetes sends none during the initial events.
-            Some(Ok(WatchEvent::Deleted(_))) => (None, State::InitialWatch(events)),
-            Some(Ok(WatchEvent::Bookmark(bm))) => {
-                if bm.metadata.annotations.contains_key(INITIAL_EVENTS_END) {
-                    let rv = bm.metadata.resource_version;
-                    let step = Step::InitDone(rv.clone());
-                    (Some(Ok(step)), State::Watching { rv, events })
-                } else {
-                    (None, State::InitialWatch(events))
-                }
-            }
-            Some(Ok(WatchEvent::Error(status))) => {
-                let next = if status.code == 410 {
-                    State::Empty
-                } else {
-                    State::InitialWatch(events)
-                };
-                (Some(Err(watcher::Error::WatchError(status))), next)
-            }
-            Some(Err(e)) => (
-                Some(Err(watcher::Error::WatchFailed(e))),
-                State::InitialWatch(events),
-            ),
-            // As kube-rs does: the list starts again (the scope's machine paginates then).
-            None => (None, State::Empty),
-        },
+        State::InitialWatch(events) => initial_events(events).await,
         State::Resume { rv, confirm } => match api.watch(params, &rv).await {
             Ok(events) if confirm => (
                 None,
@@ -169,55 +140,88 @@ async fn step(
                 (Some(Err(watcher::Error::WatchStartFailed(e))), next)
             }
         },
-        State::Confirming { rv, mut events } => {
-            match tokio::time::timeout(RESUME_QUIET, events.next()).await {
-                // Quiet: accepted, and nothing changed meanwhile.
-                Err(_) => (Some(Ok(Step::Resumed)), State::Watching { rv, events }),
-                Ok(Some(Ok(WatchEvent::Error(status)))) => {
-                    watch_error(status, State::Confirming { rv, events })
-                }
-                Ok(Some(Err(e))) => (
-                    Some(Err(watcher::Error::WatchFailed(e))),
-                    State::Resume { rv, confirm: true },
-                ),
-                Ok(None) => (None, State::Resume { rv, confirm: true }),
-                // Anything else confirms the watch; the event itself is handled as the watch's.
-                Ok(Some(Ok(event))) => {
-                    let pending = futures::stream::once(async move { Ok(event) });
-                    let events = pending.chain(events).boxed();
-                    (Some(Ok(Step::Resumed)), State::Watching { rv, events })
-                }
+        State::Confirming { rv, events } => confirm(rv, events).await,
+        State::Watching { rv, events } => watching(rv, events).await,
+    }
+}
+
+/// The next of a streaming list's initial events.
+async fn initial_events(mut events: Events) -> Next {
+    match events.next().await {
+        Some(Ok(WatchEvent::Added(o) | WatchEvent::Modified(o))) => (
+            Some(Ok(Step::Event(watcher::Event::InitApply(o)))),
+            State::InitialWatch(events),
+        ),
+        // Kubernetes sends none during the initial events.
+        Some(Ok(WatchEvent::Deleted(_))) => (None, State::InitialWatch(events)),
+        Some(Ok(WatchEvent::Bookmark(bm))) => {
+            if bm.metadata.annotations.contains_key(INITIAL_EVENTS_END) {
+                let rv = bm.metadata.resource_version;
+                let step = Step::InitDone(rv.clone());
+                (Some(Ok(step)), State::Watching { rv, events })
+            } else {
+                (None, State::InitialWatch(events))
             }
         }
-        State::Watching { rv, mut events } => match events.next().await {
-            Some(Ok(WatchEvent::Added(o) | WatchEvent::Modified(o))) => {
-                object_event(rv, o, events, watcher::Event::Apply)
-            }
-            Some(Ok(WatchEvent::Deleted(o))) => object_event(rv, o, events, watcher::Event::Delete),
-            Some(Ok(WatchEvent::Bookmark(bm))) => {
-                let rv = bm.metadata.resource_version;
-                let step = Step::Reached(rv.clone());
-                (Some(Ok(step)), State::Watching { rv, events })
-            }
-            Some(Ok(WatchEvent::Error(status))) => {
-                watch_error(status, State::Watching { rv, events })
-            }
-            Some(Err(e)) => (
-                Some(Err(watcher::Error::WatchFailed(e))),
-                State::Watching { rv, events },
-            ),
-            None => (None, State::Resume { rv, confirm: false }),
-        },
+        Some(Ok(WatchEvent::Error(status))) => watch_error(status, State::InitialWatch(events)),
+        Some(Err(e)) => (
+            Some(Err(watcher::Error::WatchFailed(e))),
+            State::InitialWatch(events),
+        ),
+        // As kube-rs does: the list starts again (the scope's machine paginates then).
+        None => (None, State::Empty),
+    }
+}
+
+/// Waits for the first sign that a watch from a snapshot's resourceVersion was accepted.
+async fn confirm(rv: String, mut events: Events) -> Next {
+    match tokio::time::timeout(RESUME_QUIET, events.next()).await {
+        // Quiet: accepted, and nothing changed meanwhile.
+        Err(_) => (Some(Ok(Step::Resumed)), State::Watching { rv, events }),
+        Ok(Some(Ok(WatchEvent::Error(status)))) => {
+            watch_error(status, State::Confirming { rv, events })
+        }
+        Ok(Some(Err(e))) => (
+            Some(Err(watcher::Error::WatchFailed(e))),
+            State::Resume { rv, confirm: true },
+        ),
+        Ok(None) => (None, State::Resume { rv, confirm: true }),
+        // Anything else confirms the watch; the event itself is handled as the watch's.
+        Ok(Some(Ok(event))) => {
+            let pending = futures::stream::once(async move { Ok(event) });
+            let events = pending.chain(events).boxed();
+            (Some(Ok(Step::Resumed)), State::Watching { rv, events })
+        }
+    }
+}
+
+/// The next event of a watch.
+async fn watching(rv: String, mut events: Events) -> Next {
+    match events.next().await {
+        Some(Ok(WatchEvent::Added(o) | WatchEvent::Modified(o))) => {
+            object_event(o, events, watcher::Event::Apply)
+        }
+        Some(Ok(WatchEvent::Deleted(o))) => object_event(o, events, watcher::Event::Delete),
+        Some(Ok(WatchEvent::Bookmark(bm))) => {
+            let rv = bm.metadata.resource_version;
+            let step = Step::Reached(rv.clone());
+            (Some(Ok(step)), State::Watching { rv, events })
+        }
+        Some(Ok(WatchEvent::Error(status))) => watch_error(status, State::Watching { rv, events }),
+        Some(Err(e)) => (
+            Some(Err(watcher::Error::WatchFailed(e))),
+            State::Watching { rv, events },
+        ),
+        None => (None, State::Resume { rv, confirm: false }),
     }
 }
 
 /// An object's event while watching: the stream has reached its resourceVersion.
 fn object_event(
-    rv: String,
     object: Projected,
     events: Events,
     event: fn(Projected) -> watcher::Event<Projected>,
-) -> (Option<Result<Step, watcher::Error>>, State) {
+) -> Next {
     match object
         .meta()
         .resource_version
@@ -231,19 +235,13 @@ fn object_event(
                 events,
             },
         ),
-        None => {
-            drop(rv);
-            (Some(Err(watcher::Error::NoResourceVersion)), State::Empty)
-        }
+        None => (Some(Err(watcher::Error::NoResourceVersion)), State::Empty),
     }
 }
 
 /// An error event of a watch: 410 Gone lists again; others go on with the same stream, as
 /// kube-rs's watcher does.
-fn watch_error(
-    status: Box<kube::core::Status>,
-    same: State,
-) -> (Option<Result<Step, watcher::Error>>, State) {
+fn watch_error(status: Box<kube::core::Status>, same: State) -> Next {
     let next = if status.code == 410 {
         State::Empty
     } else {
