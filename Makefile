@@ -170,6 +170,15 @@ bench: cluster $(BIN)/seed $(BIN)/peer-clientgo
 	cargo build --release -p informerd-peers
 	INFORMERD_CLUSTER_DIR=$(abspath $(CLUSTER_DIR)) cargo bench --bench compare
 
+# --- warm against cold restart (benches/restart.rs), on a control plane of its own -------------
+BENCH_RESTART_CLUSTER_DIR := .cache/bench-restart-cluster
+.PHONY: bench-restart
+bench-restart: tools $(BIN)/seed
+	@set -eo pipefail; trap '$(BIN)/cluster down --dir $(BENCH_RESTART_CLUSTER_DIR)' EXIT; \
+	$(BIN)/cluster up --dir $(BENCH_RESTART_CLUSTER_DIR) --bin $(BIN); \
+	BENCH_PODS=$(BENCH_PODS) INFORMERD_CLUSTER_DIR=$(abspath $(BENCH_RESTART_CLUSTER_DIR)) \
+	  cargo bench --bench restart
+
 # --- the chaos suite's long form (tests/chaos.rs documents its CHAOS_* settings); make test
 # runs one short round ---------------------------------------------------------------------------
 CHAOS_ROUNDS        ?= 5

@@ -45,7 +45,7 @@ const SYNCED: Descriptor = family(
 );
 const STATE: Descriptor = family(
     "scope_state",
-    "1 for the state each scope is in (Listing, Synced, Forbidden, Failing), 0 for the others",
+    "1 for the state each scope is in (Listing, Synced, Forbidden, Failing, SyncedFromSnapshot), 0 for the others",
 );
 const LISTED: Descriptor = family(
     "scope_listed_objects",
