@@ -87,6 +87,7 @@ async fn bench() -> anyhow::Result<()> {
     let started = Instant::now();
     sc.restart()?;
     let warm = measure(&sc, &client, started, before).await?;
+    common::print_log_tail(&sc);
     drop(sc);
     let _ = std::fs::remove_dir_all(&dir);
 
