@@ -1,5 +1,6 @@
-//! The watch fleet: one kube-rs `watcher` per (resource, namespace scope), each with its own
-//! initial list and relist, feeding filter → transform → store.
+//! The watch fleet: one watch stream per (resource, namespace scope), each with its own
+//! initial list and relist, feeding filter → transform → store; after a warm restart
+//! ([`Fleet::start_warm`]) each scope resumes its watch from a snapshot instead of listing.
 //!
 //! - `namespaces: [a, b]` runs one stream per namespace; a forbidden (403) namespace is
 //!   reported in status and retried with backoff while the others serve.
