@@ -26,6 +26,8 @@ help:
 	@echo "                   (BENCH_PODS=10000,50000 ...; results in benches/results/compare.*)"
 	@echo "make chaos         the chaos suite's long form (CHAOS_ROUNDS=5 CHAOS_CHURN_SECONDS=20 ...;"
 	@echo "                   table in benches/results/chaos.md)"
+	@echo "make bench-restart warm (snapshot) against cold start on a control plane of its own"
+	@echo "                   (BENCH_PODS=N; results in benches/results/restart.md)"
 	@echo "make soak          churn, subscribers and a fault a minute for DURATION=10m (default);"
 	@echo "                   benches/results/soak.json and soak.svg, and the memory slope"
 
@@ -171,6 +173,15 @@ deploy-rbac:
 bench: cluster $(BIN)/seed $(BIN)/peer-clientgo
 	cargo build --release -p informerd-peers
 	INFORMERD_CLUSTER_DIR=$(abspath $(CLUSTER_DIR)) cargo bench --bench compare
+
+# --- warm against cold restart (benches/restart.rs), on a control plane of its own -------------
+BENCH_RESTART_CLUSTER_DIR := .cache/bench-restart-cluster
+.PHONY: bench-restart
+bench-restart: tools $(BIN)/seed
+	@set -eo pipefail; trap '$(BIN)/cluster down --dir $(BENCH_RESTART_CLUSTER_DIR)' EXIT; \
+	$(BIN)/cluster up --dir $(BENCH_RESTART_CLUSTER_DIR) --bin $(BIN); \
+	BENCH_PODS=$(BENCH_PODS) INFORMERD_CLUSTER_DIR=$(abspath $(BENCH_RESTART_CLUSTER_DIR)) \
+	  cargo bench --bench restart
 
 # --- the chaos suite's long form and the soak (tests/chaos/ documents their settings); make test
 # runs one short round of the chaos suite. Both start a control plane of their own (they kill its

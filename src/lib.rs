@@ -15,6 +15,7 @@ pub mod fleet;
 pub mod metrics;
 pub mod proto;
 pub mod rbac;
+pub mod snapshot;
 pub mod store;
 pub mod transform;
 pub mod vocab;

@@ -8,6 +8,7 @@ use informerd::{
     config,
     fleet::{Fleet, FleetError},
     metrics::{self, MetricsError},
+    snapshot::{self, Snapshotter},
 };
 use kube::config::{InferConfigError, KubeconfigError};
 
@@ -83,8 +84,22 @@ async fn run(cfg: config::Config, kubeconfig: Option<PathBuf>) -> Result<(), Ser
         }
         None => kube::Config::infer().await?,
     };
+    let cluster = snapshot::cluster_fingerprint(&client_config);
     let client = informerd::fleet::client(client_config)?;
-    let fleet = Arc::new(Fleet::start(client, &cfg).await?);
+    let fleet = Arc::new(match &cfg.snapshot {
+        Some(s) => {
+            Fleet::start_warm(client, &cfg, |rc, options| {
+                snapshot::restore(s, &cluster, rc, options)
+            })
+            .await?
+        }
+        None => Fleet::start(client, &cfg).await?,
+    });
+    let snapshots = cfg
+        .snapshot
+        .clone()
+        .map(|s| Arc::new(Snapshotter::new(s, cluster, &cfg, &fleet)));
+    let periodic = snapshots.as_ref().map(Snapshotter::spawn_periodic);
     let api = Api::new(fleet.clone(), &cfg);
     tokio::spawn(announce_sync(fleet.clone()));
     let probes = metrics_port.map(|listener| {
@@ -97,7 +112,12 @@ async fn run(cfg: config::Config, kubeconfig: Option<PathBuf>) -> Result<(), Ser
     }
     served?;
     tracing::info!("shutting down");
-    fleet.shutdown();
+    fleet.stop().await;
+    if let (Some(snapshots), Some(periodic)) = (snapshots, periodic) {
+        periodic.abort();
+        // After the streams stopped: nothing changes the caches any more (a clean snapshot).
+        snapshots.write_all(true).await;
+    }
     Ok(())
 }
 

@@ -23,6 +23,10 @@
 //!   maxConcurrentLists: 100    # the default; List calls open at once
 //!   maxRequestSize: 4Mi        # the default; one request message
 //!   maxMemory: 200Mi           # default off; above it new List and Watch calls are refused
+//! snapshot:                    # optional warm restarts (README "Warm restart"); default off
+//!   directory: /var/lib/informerd   # where each cache's snapshot file is written
+//!   interval: 5m               # the default: how often, besides on SIGTERM
+//!   maxAge: 1h                 # the default: an older snapshot is not resumed from
 //! resources:
 //! - name: pods                 # optional; default: the lowercase kind; a unique DNS-1123 label
 //!   apiVersion: v1             # "v1" or "group/version"
@@ -77,6 +81,7 @@ pub use model::{
     API_VERSION, DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, DEFAULT_SOCKET, DEFAULT_SOCKET_MODE, KIND,
 };
 pub use quantity::parse_bytes;
+pub use validate::snapshot::{SnapshotConfig, DEFAULT_SNAPSHOT_INTERVAL, DEFAULT_SNAPSHOT_MAX_AGE};
 pub use yaml::{Place, Pos};
 
 use diagnostic::Source;

@@ -127,6 +127,8 @@ pub struct Config {
     pub change_log: ChangeLogConfig,
     /// What the process accepts before it refuses (`limits`).
     pub limits: super::limits::LimitsConfig,
+    /// Warm restarts: where and how often the caches are saved (off when `None`).
+    pub snapshot: Option<crate::config::SnapshotConfig>,
     /// The cached resources, in file order.
     pub resources: Vec<ResourceConfig>,
     pub(super) source: Arc<Source>,

@@ -16,6 +16,7 @@ pub struct RawConfig {
     pub change_log: Option<RawChangeLog>,
     #[serde(default)]
     pub limits: Option<RawLimits>,
+    pub snapshot: Option<RawSnapshot>,
     #[serde(default)]
     pub resources: Vec<RawResource>,
 }
@@ -70,6 +71,16 @@ pub struct RawLimits {
     pub max_request_size: Option<Value>,
     #[serde(default)]
     pub max_memory: Option<Value>,
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawSnapshot {
+    #[serde(default)]
+    pub directory: Option<String>,
+    /// Durations as Go and Kubernetes write them (`5m`, `1h30m`).
+    #[serde(default)]
+    pub interval: Option<String>,
+    #[serde(default)]
+    pub max_age: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

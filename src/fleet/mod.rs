@@ -1,5 +1,6 @@
-//! The watch fleet: one kube-rs `watcher` per (resource, namespace scope), each with its own
-//! initial list and relist, feeding filter → transform → store.
+//! The watch fleet: one watch stream per (resource, namespace scope), each with its own
+//! initial list and relist, feeding filter → transform → store; after a warm restart
+//! ([`Fleet::start_warm`]) each scope resumes its watch from a snapshot instead of listing.
 //!
 //! - `namespaces: [a, b]` runs one stream per namespace; a forbidden (403) namespace is
 //!   reported in status and retried with backoff while the others serve.
@@ -44,8 +45,17 @@ pub use synced::SyncedWatch;
 
 use crate::{
     config::{Config, ConfigError, ResourceConfig, Scope},
-    store::Store,
+    store::{Store, StoreOptions, Writer},
 };
+
+/// A cache restored from a snapshot: its store, and the resourceVersion each scope (by its
+/// label in status) resumes its watch from.
+pub struct Warm {
+    /// The store, as the snapshot held it.
+    pub store: Writer,
+    /// Scope label → resourceVersion.
+    pub scopes: BTreeMap<String, String>,
+}
 
 /// How many scopes run their initial list at once. Each list in flight holds connection and
 /// decoding buffers; with tens of namespaces syncing together those buffers, not the cache,
@@ -120,6 +130,17 @@ impl Fleet {
     /// (or a resource that cannot be cached with the configured scope) stops start-up with an
     /// error that points at the config file; nothing starts half-configured.
     pub async fn start(client: Client, config: &Config) -> Result<Fleet, FleetError> {
+        Self::start_warm(client, config, |_, _| None).await
+    }
+
+    /// Like [`Fleet::start`], with the caches `warm` restores (from a snapshot): it is asked
+    /// for each resource, with the options its store must have, and each scope of a restored
+    /// cache resumes its watch from the resourceVersion given instead of listing.
+    pub async fn start_warm(
+        client: Client,
+        config: &Config,
+        mut warm: impl FnMut(&ResourceConfig, StoreOptions) -> Option<Warm>,
+    ) -> Result<Fleet, FleetError> {
         let mut resolved = Vec::with_capacity(config.resources.len());
         for (i, rc) in config.resources.iter().enumerate() {
             let (ar, caps) = resolve(&client, config, i, rc).await?;
@@ -130,7 +151,12 @@ impl Fleet {
         let mut caches = Vec::with_capacity(resolved.len());
         let mut tasks = Vec::new();
         for (rc, ar, caps) in resolved {
-            let pipeline = Pipeline::new(&config.change_log, rc).with_limits(&config.limits);
+            let options = Pipeline::store_options(&config.change_log, rc);
+            let (store, resume) = match warm(rc, options.clone()) {
+                Some(w) => (w.store, w.scopes),
+                None => (Writer::new(options), BTreeMap::new()),
+            };
+            let pipeline = Pipeline::with_store(rc, store).with_limits(&config.limits);
             let cache = Arc::new(ResourceCache {
                 name: rc.name.clone(),
                 api_resource: ar.clone(),
@@ -147,6 +173,7 @@ impl Fleet {
                 status: cache.status.clone(),
                 initial_lists: initial_lists.clone(),
                 progress: Arc::new(scope::ResourceProgress::new(std::time::Instant::now())),
+                resume: Arc::new(resume),
             };
             match &rc.scope {
                 Scope::AllNamespaces => tasks.push(scope::spawn(spec, None)),
@@ -196,6 +223,24 @@ impl Fleet {
         tokio::time::timeout(timeout, self.synced().wait_synced())
             .await
             .is_ok()
+    }
+
+    /// Stops every stream and waits until they have stopped: nothing writes to the caches
+    /// after it returns (a final snapshot relies on that). The streams of a namespaceSelector's
+    /// namespaces are stopped with it, without waiting.
+    pub async fn stop(&self) {
+        let tasks: Vec<_> = self
+            .tasks
+            .lock()
+            .expect("fleet task list poisoned")
+            .drain(..)
+            .collect();
+        for t in &tasks {
+            t.abort();
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
     }
 
     /// Stops every stream.

@@ -33,6 +33,11 @@ impl Pipeline {
     /// The pipeline of one configured resource, with an empty store: its indexes, and the
     /// change log bounds of the configuration.
     pub fn new(change_log: &ChangeLogConfig, rc: &ResourceConfig) -> Pipeline {
+        Self::with_store(rc, Writer::new(Self::store_options(change_log, rc)))
+    }
+
+    /// The options of the resource's store: its indexes, and the change log bounds.
+    pub fn store_options(change_log: &ChangeLogConfig, rc: &ResourceConfig) -> StoreOptions {
         let indexes = rc
             .indexes
             .iter()
@@ -43,11 +48,16 @@ impl Pipeline {
                 )
             })
             .collect();
-        let store = Writer::new(StoreOptions {
+        StoreOptions {
             log_max_events: change_log.max_events,
             log_max_bytes: change_log.max_bytes,
             indexes,
-        });
+        }
+    }
+
+    /// The pipeline of one configured resource writing to `store` (made with
+    /// [`Pipeline::store_options`]; a warm restart's holds what the snapshot held).
+    pub fn with_store(rc: &ResourceConfig, store: Writer) -> Pipeline {
         Pipeline {
             api_version: rc.api_version.clone(),
             kind: rc.kind.clone(),

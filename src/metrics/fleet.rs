@@ -16,11 +16,12 @@ use crate::fleet::{Fleet, RelistReason, ScopeState, ScopeStatus};
 use crate::store::StoreStats;
 
 /// Every scope state, in the order `informerd_scope_state` lists them.
-const STATES: [ScopeState; 4] = [
+const STATES: [ScopeState; 5] = [
     ScopeState::Listing,
     ScopeState::Synced,
     ScopeState::Forbidden,
     ScopeState::Failing,
+    ScopeState::SyncedFromSnapshot,
 ];
 
 const OBJECTS: Descriptor = family("cache_objects", "Objects the cache holds");
@@ -44,7 +45,7 @@ const SYNCED: Descriptor = family(
 );
 const STATE: Descriptor = family(
     "scope_state",
-    "1 for the state each scope is in (Listing, Synced, Forbidden, Failing), 0 for the others",
+    "1 for the state each scope is in (Listing, Synced, Forbidden, Failing, SyncedFromSnapshot), 0 for the others",
 );
 const LISTED: Descriptor = family(
     "scope_listed_objects",
@@ -208,5 +209,6 @@ fn state_name(state: ScopeState) -> &'static str {
         ScopeState::Synced => "Synced",
         ScopeState::Forbidden => "Forbidden",
         ScopeState::Failing => "Failing",
+        ScopeState::SyncedFromSnapshot => "SyncedFromSnapshot",
     }
 }

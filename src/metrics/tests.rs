@@ -97,7 +97,7 @@ fn stores_and_scopes_are_exposed_per_resource_and_scope() {
         assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
     }
     let states = samples(&text, "informerd_scope_state{");
-    assert_eq!(states.len(), 8, "four states for each of two scopes");
+    assert_eq!(states.len(), 10, "five states for each of two scopes");
     assert_eq!(
         states.iter().filter(|l| l.ends_with(" 1")).count(),
         2,

@@ -29,6 +29,7 @@ mod reader;
 mod retired;
 mod scalar;
 mod slots;
+mod snapshot;
 mod state;
 #[cfg(test)]
 mod tests;
@@ -42,6 +43,7 @@ use serde_json::Value;
 
 pub use object::{Change, ChangeKind, ObjectKey, StoredObject};
 pub use reader::{Store, StoreStats};
+pub use snapshot::{RestoreError, StoreImage};
 pub use version::{at_least, is_older, newer};
 pub use writer::Writer;
 

@@ -22,6 +22,11 @@ pub(super) struct Shared {
 
 impl Shared {
     pub(super) fn new(opts: StoreOptions) -> Self {
+        Self::with_epoch(opts, rand::random())
+    }
+
+    /// A store of the given epoch: a new one's is random, a restored one keeps its own.
+    pub(super) fn with_epoch(opts: StoreOptions, epoch: u64) -> Self {
         let (revisions, _) = watch::channel(0);
         let state = State {
             atoms: Atoms::new(),
@@ -35,7 +40,7 @@ impl Shared {
         };
         Self {
             state: RwLock::new(state),
-            epoch: rand::random(),
+            epoch,
             revisions,
             indexers: Indexers::new(opts.indexes),
         }

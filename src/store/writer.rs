@@ -6,6 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value};
 
+use super::atoms::Atoms;
 use super::codec::{self, Identity};
 use super::index::reindex;
 use super::log::LogEntry;
@@ -20,7 +21,7 @@ use super::{Blob, Change, ChangeKind, ObjectKey, StoreError, StoreOptions, Store
 /// dereferences to it). Several scopes of one resource write to one store, so the fleet shares
 /// a writer between them (`Arc<Writer>`); writes are serialised inside.
 pub struct Writer {
-    store: Store,
+    pub(super) store: Store,
 }
 
 /// The stored state an applied object replaces.
@@ -67,7 +68,7 @@ fn identity(object: &Value) -> Result<(&Map<String, Value>, Identity<'_>), Store
 }
 
 /// Checks that an object can be stored: its identity, and a depth the codec can recurse into.
-fn storable(object: &Value) -> Result<(&Map<String, Value>, Identity<'_>), StoreError> {
+pub(super) fn storable(object: &Value) -> Result<(&Map<String, Value>, Identity<'_>), StoreError> {
     let (root, id) = identity(object)?;
     if codec::too_deep(object, codec::MAX_DEPTH) {
         return Err(StoreError::TooDeep {
@@ -126,11 +127,15 @@ fn compare(
 fn seal(st: &mut State, id: &Identity<'_>, body: Vec<u8>) -> (u64, Blob) {
     st.revision += 1;
     let revision = st.revision;
+    (revision, blob(&mut st.atoms, revision, id, &body))
+}
+
+/// An object's blob: its header (identity and `revision`), then `body`.
+pub(super) fn blob(atoms: &mut Atoms, revision: u64, id: &Identity<'_>, body: &[u8]) -> Blob {
     let mut bytes = Vec::with_capacity(body.len() + 24);
-    codec::encode_header(&mut st.atoms, revision, id, &mut bytes);
-    bytes.extend_from_slice(&body);
-    drop(body);
-    (revision, Blob::from(&bytes[..]))
+    codec::encode_header(atoms, revision, id, &mut bytes);
+    bytes.extend_from_slice(body);
+    Blob::from(&bytes[..])
 }
 
 /// Sets `value`'s `metadata.resourceVersion` to `rv` and seals it with the next revision.

@@ -91,6 +91,45 @@ impl Sidecar {
         self.spawn()
     }
 
+    /// Sets an environment variable for the next start ([`Sidecar::restart`]).
+    pub fn set_env(&mut self, name: &str, value: &str) {
+        self.env.push((name.to_string(), value.to_string()));
+    }
+
+    /// Stops the process with SIGTERM, as the kubelet does, and waits (up to 120 s) until it
+    /// has exited; returns how it exited. [`Sidecar::restart`] starts it again.
+    pub fn terminate(&mut self) -> Result<std::process::ExitStatus> {
+        let Some(mut child) = self.child.take() else {
+            return Err(io(
+                "terminate the sidecar",
+                std::io::ErrorKind::NotFound.into(),
+            ));
+        };
+        let sent = Command::new("kill")
+            .arg("-TERM")
+            .arg(child.id().to_string())
+            .status()
+            .map_err(|e| io("run kill -TERM", e))?;
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some(status) = child
+                .try_wait()
+                .map_err(|e| io("wait for the sidecar", e))?
+            {
+                return Ok(status);
+            }
+            if !sent.success() || Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(Error::Command {
+                    command: format!("{} serve", self.bin.display()),
+                    detail: format!("did not exit after SIGTERM: {}", self.log()),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Kills the process (dropping does too).
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -14,6 +14,7 @@ mod limits;
 mod resource;
 mod scope;
 mod server;
+pub(super) mod snapshot;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -32,6 +33,7 @@ pub(super) fn validate(source: Arc<Source>, raw: RawConfig) -> Result<Config, Co
     let server = validator.server(raw.server.unwrap_or_default());
     let change_log = validator.change_log(raw.change_log.unwrap_or_default());
     let limits = validator.limits(raw.limits.unwrap_or_default());
+    let snapshot = raw.snapshot.map(|s| validator.snapshot(s));
     let resources = validator.resources(raw.resources);
     if !validator.diagnostics.is_empty() {
         let mut diagnostics = validator.diagnostics;
@@ -42,6 +44,7 @@ pub(super) fn validate(source: Arc<Source>, raw: RawConfig) -> Result<Config, Co
         server,
         change_log,
         limits,
+        snapshot: snapshot.flatten(),
         resources,
         source: validator.source,
     })

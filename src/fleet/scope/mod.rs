@@ -1,8 +1,10 @@
 //! The streams of one resource: one per namespace scope (or one cluster-wide), and, for a
 //! `namespaceSelector`, the stream of matching Namespaces that starts and stops them.
 //!
-//! Each file holds one part of a scope's life: `state` decides (a pure state machine), `run`
-//! drives kube-rs's watcher and carries out the decisions, `status` publishes them, `errors`
+//! Each file holds one part of a scope's life: `state` decides (a pure state machine), `stream`
+//! is the watch (streaming lists, resumable from a snapshot's resourceVersion; kube-rs's
+//! watcher for paginated lists), `run` drives it and carries out the decisions, `status`
+//! publishes them, `errors`
 //! explains failures, `progress` logs lists, `selector` follows a namespaceSelector. This file
 //! only names what a stream needs; it must not hold stream logic itself.
 
@@ -12,8 +14,9 @@ mod run;
 mod selector;
 mod state;
 mod status;
+mod stream;
 
-use std::sync::Arc;
+use std::{collections::BTreeMap, sync::Arc};
 
 use kube::{discovery::ApiResource, Client};
 
@@ -38,6 +41,9 @@ pub(super) struct StreamSpec {
     pub initial_lists: Arc<tokio::sync::Semaphore>,
     /// The resource's initial sync, logged for all its scopes together.
     pub progress: Arc<ResourceProgress>,
+    /// The resourceVersion each scope (by label) resumes from after a warm restart; empty on
+    /// a cold start.
+    pub resume: Arc<BTreeMap<String, String>>,
 }
 
 /// The label of the cluster-wide scope in status.

@@ -4,10 +4,11 @@
 
 use std::time::Instant;
 
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use kube::{
+    api::WatchParams,
     runtime::{watcher, WatchStreamExt},
-    Api,
+    Api, Resource as _,
 };
 use tokio::{sync::OwnedSemaphorePermit, task::JoinHandle};
 
@@ -18,7 +19,9 @@ use super::{
     },
     errors::ScopeError,
     progress::ProgressLog,
-    state::{Actions, Input, Lists, ScopeMachine},
+    state::{Actions, Input, Lists, ScopeMachine, StatusChange},
+    status::ScopeState,
+    stream::{streaming, Step},
     StreamSpec, ALL_NAMESPACES,
 };
 
@@ -31,35 +34,62 @@ pub(in crate::fleet) fn spawn(spec: StreamSpec, namespace: Option<String>) -> Jo
     let label = namespace
         .clone()
         .unwrap_or_else(|| ALL_NAMESPACES.to_string());
-    spec.status.update(&label, |_| {});
-    tokio::spawn(run_scope(spec, namespace, label))
+    let resume = spec.resume.get(&label).cloned();
+    spec.status.update(&label, |s| {
+        if resume.is_some() {
+            s.state = ScopeState::SyncedFromSnapshot;
+            s.resource_version.clone_from(&resume);
+        }
+    });
+    tokio::spawn(run_scope(spec, namespace, label, resume))
 }
 
-async fn run_scope(spec: StreamSpec, namespace: Option<String>, label: String) {
+async fn run_scope(
+    spec: StreamSpec,
+    namespace: Option<String>,
+    label: String,
+    mut resume: Option<String>,
+) {
     let api: Api<Projected> = match &namespace {
         Some(ns) => Api::namespaced_with(spec.client.clone(), ns, &spec.api_resource),
         None => Api::all_with(spec.client.clone(), &spec.api_resource),
     };
-    // Held until the machine releases it; see INITIAL_LISTS.
-    let permit = spec.initial_lists.clone().acquire_owned().await.ok();
+    // Held until the machine releases it; see INITIAL_LISTS. A resumed scope does not list.
+    let permit = match resume {
+        Some(_) => None,
+        None => spec.initial_lists.clone().acquire_owned().await.ok(),
+    };
+    let machine = match resume {
+        Some(_) => ScopeMachine::resumed(),
+        None => ScopeMachine::default(),
+    };
     let mut scope = Scope {
         ingest: ScopeIngest::new(spec.pipeline.clone(), namespace.clone()),
         spec,
         namespace,
         label,
-        machine: ScopeMachine::default(),
+        machine,
         permit,
+        reached: resume.clone(),
+        resuming: resume.is_some(),
     };
     loop {
-        let config = scope.watcher_config();
-        let stream = watcher(api.clone(), config).default_backoff().boxed();
-        let stream = with_transform(stream, scope.spec.pipeline.decoding().cloned());
+        let stream = match scope.machine.lists() {
+            Lists::Streaming => streaming(api.clone(), scope.watch_params(), resume.take()).boxed(),
+            Lists::Paginated => watcher(api.clone(), scope.watcher_config())
+                .map_ok(Step::Event)
+                .boxed(),
+        };
+        let stream = with_transform(
+            stream.default_backoff().boxed(),
+            scope.spec.pipeline.decoding().cloned(),
+        );
         futures::pin_mut!(stream);
         let mut log = ProgressLog::new(Instant::now());
         let mut paginate = false;
         while let Some(item) = stream.next().await {
             paginate = match item {
-                Ok(event) => scope.on_event(event, &mut log),
+                Ok(step) => scope.on_step(step, &mut log),
                 Err(err) => scope.on_error(err),
             };
             if paginate {
@@ -82,10 +112,15 @@ struct Scope {
     ingest: ScopeIngest,
     machine: ScopeMachine,
     permit: Option<OwnedSemaphorePermit>,
+    /// The resourceVersion the stream has reached, as its status shows it (see
+    /// [`Scope::on_step`]).
+    reached: Option<String>,
+    /// Started from a snapshot, and the watch has not been confirmed yet.
+    resuming: bool,
 }
 
 impl Scope {
-    /// The watcher the machine's list mode asks for, with the resource's selectors.
+    /// kube-rs's watcher with paginated lists, with the resource's selectors.
     fn watcher_config(&self) -> watcher::Config {
         let mut wc = watcher::Config::default();
         if let Some(l) = &self.spec.label_selector {
@@ -94,10 +129,66 @@ impl Scope {
         if let Some(f) = &self.spec.field_selector {
             wc = wc.fields(f);
         }
-        match self.machine.lists() {
-            Lists::Streaming => wc.streaming_lists(),
-            Lists::Paginated => wc.page_size(PAGE_SIZE),
+        wc.page_size(PAGE_SIZE)
+    }
+
+    /// The watch of the streaming mode, with the resource's selectors and kube-rs's defaults
+    /// (bookmarks, a 290 s server-side timeout).
+    fn watch_params(&self) -> WatchParams {
+        let mut wp = WatchParams::default().timeout(290);
+        if let Some(l) = &self.spec.label_selector {
+            wp = wp.labels(l);
         }
+        if let Some(f) = &self.spec.field_selector {
+            wp = wp.fields(f);
+        }
+        wp
+    }
+
+    /// Handles one step of the stream, and follows the resourceVersion it has reached: the
+    /// list's at its end, then each event's and bookmark's. Only what was applied counts, so
+    /// that a snapshot never resumes past an event its store does not hold. True when the
+    /// watcher must restart with paginated lists.
+    fn on_step(&mut self, step: Step, log: &mut ProgressLog) -> bool {
+        let (event, reached) = match step {
+            Step::Event(event) => {
+                let rv = match &event {
+                    watcher::Event::Apply(o) | watcher::Event::Delete(o) => {
+                        o.meta().resource_version.clone()
+                    }
+                    _ => None,
+                };
+                if matches!(event, watcher::Event::Init) {
+                    self.resuming = false;
+                    if self.reached.take().is_some() {
+                        self.spec
+                            .status
+                            .update(&self.label, |s| s.resource_version = None);
+                    }
+                }
+                // Only a stream whose position is known goes on from it (not kube-rs's).
+                (Some(event), rv.filter(|_| self.reached.is_some()))
+            }
+            Step::InitDone(rv) => (Some(watcher::Event::InitDone), Some(rv)),
+            Step::Reached(rv) => (None, self.reached.as_ref().map(|_| rv)),
+            Step::Resumed => {
+                self.resuming = false;
+                tracing::info!(resource = %self.spec.api_resource.plural, scope = %self.label,
+                    "watch resumed from the snapshot");
+                self.spec
+                    .status
+                    .update(&self.label, |s| StatusChange::Serving.apply(s));
+                (None, None)
+            }
+        };
+        let paginate = event.is_some_and(|e| self.on_event(e, log));
+        if let Some(rv) = reached.filter(|rv| self.reached.as_ref() != Some(rv)) {
+            self.spec
+                .status
+                .update(&self.label, |s| s.resource_version = Some(rv.clone()));
+            self.reached = Some(rv);
+        }
+        paginate
     }
 
     /// Ingests one event; true when the watcher must restart with paginated lists.
@@ -134,7 +225,13 @@ impl Scope {
     fn on_error(&mut self, err: watcher::Error) -> bool {
         let error = ScopeError::new(&self.spec.api_resource, self.namespace.as_deref(), err);
         let message = error.to_string();
-        let actions = self.machine.step(Input::Error(error));
+        let mut actions = self.machine.step(Input::Error(error));
+        if let StatusChange::Error { state, .. } = &mut actions.status {
+            // Not confirmed yet: still what the snapshot held, not a synced scope.
+            if self.resuming && *state == ScopeState::Synced {
+                *state = ScopeState::SyncedFromSnapshot;
+            }
+        }
         if actions.paginate {
             tracing::warn!(resource = %self.spec.api_resource.plural, scope = %self.label,
                 error = %message, "the apiserver refuses streaming lists; using paginated lists");

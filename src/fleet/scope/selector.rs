@@ -63,6 +63,9 @@ pub(in crate::fleet) async fn run_namespace_selector(spec: StreamSpec, selector:
                 for name in gone {
                     stop(&spec, &mut scopes, &name).await;
                 }
+                if !spec.resume.is_empty() {
+                    forget_unmatched(&spec, &seen);
+                }
                 spec.status.update(label, |s| {
                     s.state = ScopeState::Synced;
                     s.last_error = None;
@@ -93,6 +96,23 @@ async fn stop(spec: &StreamSpec, scopes: &mut AHashMap<String, AbortOnDrop>, nam
     spec.status.remove(namespace);
     tracing::info!(resource = %spec.api_resource.plural, namespace, removed,
         "namespace no longer matches the selector; stream stopped and its objects removed");
+}
+
+/// Removes the objects of namespaces that no longer match: after a warm restart, the snapshot
+/// may hold namespaces that stopped matching (or were deleted) while informerd was down, which
+/// have no stream to stop.
+fn forget_unmatched(spec: &StreamSpec, seen: &AHashSet<String>) {
+    let store = &spec.pipeline.store;
+    let mut removed = 0;
+    for key in store.keys(None) {
+        if key.namespace().is_some_and(|ns| !seen.contains(ns)) && store.delete(&key).is_some() {
+            removed += 1;
+        }
+    }
+    if removed > 0 {
+        tracing::info!(resource = %spec.api_resource.plural, removed,
+            "objects of namespaces that stopped matching the selector while informerd was down removed");
+    }
 }
 
 /// A stream's task, aborted when its handle is dropped.

@@ -114,6 +114,15 @@ impl Default for ScopeMachine {
 }
 
 impl ScopeMachine {
+    /// A scope that starts from a snapshot: as if synced, without a permit (it does not list).
+    pub fn resumed() -> Self {
+        ScopeMachine {
+            phase: Phase::Synced,
+            holds_permit: false,
+            ..ScopeMachine::default()
+        }
+    }
+
     /// How the next watcher must list.
     pub fn lists(&self) -> Lists {
         self.lists

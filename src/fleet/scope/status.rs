@@ -19,6 +19,10 @@ pub enum ScopeState {
     Forbidden,
     /// Another error (the resource vanished, the apiserver is unreachable); retried with backoff.
     Failing,
+    /// Loaded from a snapshot at start-up and serving it, while the watch resumes from the
+    /// snapshot's resourceVersion; Synced once the apiserver has accepted it (readiness waits
+    /// for that), Listing if it answers 410 Gone.
+    SyncedFromSnapshot,
 }
 
 /// Why a scope listed again after its first list.
@@ -80,6 +84,10 @@ pub struct ScopeStatus {
     pub last_event: Instant,
     /// The last error, with what to do about it; cleared when the scope syncs again.
     pub last_error: Option<String>,
+    /// The resourceVersion the scope's stream has reached (its list's, its last event's or
+    /// bookmark's), which a snapshot resumes from; `None` while unknown (listing, or
+    /// paginated lists).
+    pub resource_version: Option<String>,
 }
 
 impl ScopeStatus {
@@ -109,6 +117,7 @@ impl Default for ScopeStatus {
             too_large: 0,
             last_event: Instant::now(),
             last_error: None,
+            resource_version: None,
         }
     }
 }

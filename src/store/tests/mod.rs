@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::*;
 
-fn fixture_pods() -> Vec<(String, Value)> {
+pub(super) fn fixture_pods() -> Vec<(String, Value)> {
     informerd_testkit::fixtures::pods()
         .into_iter()
         .map(|p| (p.file, p.object))
@@ -19,13 +19,13 @@ fn fixture_pods() -> Vec<(String, Value)> {
 }
 
 /// The "controller" profile of the memory benchmark, as the product's transform makes it.
-fn controller_profile(pod: &Value) -> Value {
+pub(super) fn controller_profile(pod: &Value) -> Value {
     let mut out = pod.clone();
     crate::transform::Transform::controller().apply(&mut out);
     out
 }
 
-fn pod(ns: &str, name: &str, node: &str, rv: u64) -> Value {
+pub(super) fn pod(ns: &str, name: &str, node: &str, rv: u64) -> Value {
     json!({
         "apiVersion": "v1",
         "kind": "Pod",
@@ -41,11 +41,11 @@ fn pod(ns: &str, name: &str, node: &str, rv: u64) -> Value {
     })
 }
 
-fn key(ns: &str, name: &str) -> ObjectKey {
+pub(super) fn key(ns: &str, name: &str) -> ObjectKey {
     ObjectKey::new(Some(ns), name)
 }
 
-fn node_index() -> StoreOptions {
+pub(super) fn node_index() -> StoreOptions {
     StoreOptions::default().with_index("node", |o: &Value| {
         o["spec"]["nodeName"]
             .as_str()

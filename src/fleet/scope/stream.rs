@@ -1,0 +1,251 @@
+//! A scope's watch stream with streaming lists, which can start from a resourceVersion (a
+//! warm restart from a snapshot) and says which resourceVersion it has reached.
+//!
+//! Decision: our own stream rather than kube-rs's `watcher` for the streaming-list mode. The
+//! watcher always starts with a list and never tells which resourceVersion it has reached (the
+//! list's, the bookmarks'), and a snapshot needs both: the bookmark resourceVersion is what
+//! lets a quiet namespace resume after a restart instead of relisting (its newest object may be
+//! older than the apiserver's watch cache reaches). The states and their errors are kube-rs's
+//! (same `watcher::Event`s and `watcher::Error`s, so the scope's machine and backoff do not
+//! change): a streaming list (`sendInitialEvents`) up to the initial-events-end bookmark,
+//! then the watch, resumed from the last resourceVersion when it ends, and a new list on
+//! 410 Gone. The paginated fallback stays kube-rs's watcher.
+
+use std::time::Duration;
+
+use futures::{stream::BoxStream, Stream, StreamExt};
+use kube::{
+    api::{WatchEvent, WatchParams},
+    runtime::watcher,
+    Api, Resource as _,
+};
+
+use super::super::object::Projected;
+
+/// How long a watch resumed from a snapshot's resourceVersion must stay open without an error
+/// to count as resumed when nothing changed meanwhile. An apiserver that no longer reaches
+/// back that far answers at once (410 Gone as the first event); one that does sends what
+/// changed at once too. Decision: a second, well above a loopback or in-cluster round trip.
+const RESUME_QUIET: Duration = Duration::from_secs(1);
+
+/// The annotation of the bookmark that ends a streaming list's initial events.
+const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
+
+/// What the stream hands the scope.
+// Decision: unboxed, as kube-rs's own watcher events are: nearly every item is an `Event`, and
+// boxing it would allocate once more per object.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Step {
+    /// A watcher event, as kube-rs's watcher gives it.
+    Event(watcher::Event<Projected>),
+    /// The initial events ended at this resourceVersion (the list's): ingest `InitDone`,
+    /// then the scope has reached it.
+    InitDone(String),
+    /// The apiserver says the stream has reached this resourceVersion (a bookmark).
+    Reached(String),
+    /// The watch from the snapshot's resourceVersion was accepted: the scope mirrors the
+    /// apiserver again once it has applied what follows.
+    Resumed,
+}
+
+type Events = BoxStream<'static, kube::Result<WatchEvent<Projected>>>;
+
+enum State {
+    /// Start a streaming list.
+    Empty,
+    /// Receiving the list's initial events.
+    InitialWatch(Events),
+    /// Watch from a resourceVersion; `confirm` while it is the snapshot's.
+    Resume {
+        rv: String,
+        confirm: bool,
+    },
+    /// A watch resumed from a snapshot's resourceVersion, until its first event (or
+    /// [`RESUME_QUIET`] without one) confirms it.
+    Confirming {
+        rv: String,
+        events: Events,
+    },
+    Watching {
+        rv: String,
+        events: Events,
+    },
+}
+
+/// The stream of a scope: from `resume` (a snapshot's resourceVersion), or a streaming list.
+pub(super) fn streaming(
+    api: Api<Projected>,
+    params: WatchParams,
+    resume: Option<String>,
+) -> impl Stream<Item = Result<Step, watcher::Error>> + Send {
+    let state = match resume {
+        Some(rv) => State::Resume { rv, confirm: true },
+        None => State::Empty,
+    };
+    futures::stream::unfold(
+        (api, params, state),
+        |(api, params, mut state)| async move {
+            loop {
+                let (item, next) = step(&api, &params, state).await;
+                state = next;
+                if let Some(item) = item {
+                    return Some((item, (api, params, state)));
+                }
+            }
+        },
+    )
+}
+
+type Next = (Option<Result<Step, watcher::Error>>, State);
+
+/// One transition; `None` when it yields nothing (a bookmark mid-list, a reconnect).
+async fn step(api: &Api<Projected>, params: &WatchParams, state: State) -> Next {
+    match state {
+        State::Empty => {
+            let initial = WatchParams {
+                send_initial_events: true,
+                ..params.clone()
+            };
+            match api.watch(&initial, "0").await {
+                Ok(events) => (
+                    Some(Ok(Step::Event(watcher::Event::Init))),
+                    State::InitialWatch(events.boxed()),
+                ),
+                Err(e) => (Some(Err(watcher::Error::WatchStartFailed(e))), State::Empty),
+            }
+        }
+        State::InitialWatch(events) => initial_events(events).await,
+        State::Resume { rv, confirm } => match api.watch(params, &rv).await {
+            Ok(events) if confirm => (
+                None,
+                State::Confirming {
+                    rv,
+                    events: events.boxed(),
+                },
+            ),
+            Ok(events) => (
+                None,
+                State::Watching {
+                    rv,
+                    events: events.boxed(),
+                },
+            ),
+            Err(e) => {
+                // 410 Gone as the answer itself (rather than as the first event): list again.
+                let next = if matches!(&e, kube::Error::Api(s) if s.code == 410) {
+                    State::Empty
+                } else {
+                    State::Resume { rv, confirm }
+                };
+                (Some(Err(watcher::Error::WatchStartFailed(e))), next)
+            }
+        },
+        State::Confirming { rv, events } => confirm(rv, events).await,
+        State::Watching { rv, events } => watching(rv, events).await,
+    }
+}
+
+/// The next of a streaming list's initial events.
+async fn initial_events(mut events: Events) -> Next {
+    match events.next().await {
+        Some(Ok(WatchEvent::Added(o) | WatchEvent::Modified(o))) => (
+            Some(Ok(Step::Event(watcher::Event::InitApply(o)))),
+            State::InitialWatch(events),
+        ),
+        // Kubernetes sends none during the initial events.
+        Some(Ok(WatchEvent::Deleted(_))) => (None, State::InitialWatch(events)),
+        Some(Ok(WatchEvent::Bookmark(bm))) => {
+            if bm.metadata.annotations.contains_key(INITIAL_EVENTS_END) {
+                let rv = bm.metadata.resource_version;
+                let step = Step::InitDone(rv.clone());
+                (Some(Ok(step)), State::Watching { rv, events })
+            } else {
+                (None, State::InitialWatch(events))
+            }
+        }
+        Some(Ok(WatchEvent::Error(status))) => watch_error(status, State::InitialWatch(events)),
+        Some(Err(e)) => (
+            Some(Err(watcher::Error::WatchFailed(e))),
+            State::InitialWatch(events),
+        ),
+        // As kube-rs does: the list starts again (the scope's machine paginates then).
+        None => (None, State::Empty),
+    }
+}
+
+/// Waits for the first sign that a watch from a snapshot's resourceVersion was accepted.
+async fn confirm(rv: String, mut events: Events) -> Next {
+    match tokio::time::timeout(RESUME_QUIET, events.next()).await {
+        // Quiet: accepted, and nothing changed meanwhile.
+        Err(_) => (Some(Ok(Step::Resumed)), State::Watching { rv, events }),
+        Ok(Some(Ok(WatchEvent::Error(status)))) => {
+            watch_error(status, State::Confirming { rv, events })
+        }
+        Ok(Some(Err(e))) => (
+            Some(Err(watcher::Error::WatchFailed(e))),
+            State::Resume { rv, confirm: true },
+        ),
+        Ok(None) => (None, State::Resume { rv, confirm: true }),
+        // Anything else confirms the watch; the event itself is handled as the watch's.
+        Ok(Some(Ok(event))) => {
+            let pending = futures::stream::once(async move { Ok(event) });
+            let events = pending.chain(events).boxed();
+            (Some(Ok(Step::Resumed)), State::Watching { rv, events })
+        }
+    }
+}
+
+/// The next event of a watch.
+async fn watching(rv: String, mut events: Events) -> Next {
+    match events.next().await {
+        Some(Ok(WatchEvent::Added(o) | WatchEvent::Modified(o))) => {
+            object_event(o, events, watcher::Event::Apply)
+        }
+        Some(Ok(WatchEvent::Deleted(o))) => object_event(o, events, watcher::Event::Delete),
+        Some(Ok(WatchEvent::Bookmark(bm))) => {
+            let rv = bm.metadata.resource_version;
+            let step = Step::Reached(rv.clone());
+            (Some(Ok(step)), State::Watching { rv, events })
+        }
+        Some(Ok(WatchEvent::Error(status))) => watch_error(status, State::Watching { rv, events }),
+        Some(Err(e)) => (
+            Some(Err(watcher::Error::WatchFailed(e))),
+            State::Watching { rv, events },
+        ),
+        None => (None, State::Resume { rv, confirm: false }),
+    }
+}
+
+/// An object's event while watching: the stream has reached its resourceVersion.
+fn object_event(
+    object: Projected,
+    events: Events,
+    event: fn(Projected) -> watcher::Event<Projected>,
+) -> Next {
+    match object
+        .meta()
+        .resource_version
+        .clone()
+        .filter(|v| !v.is_empty())
+    {
+        Some(reached) => (
+            Some(Ok(Step::Event(event(object)))),
+            State::Watching {
+                rv: reached,
+                events,
+            },
+        ),
+        None => (Some(Err(watcher::Error::NoResourceVersion)), State::Empty),
+    }
+}
+
+/// An error event of a watch: 410 Gone lists again; others go on with the same stream, as
+/// kube-rs's watcher does.
+fn watch_error(status: Box<kube::core::Status>, same: State) -> Next {
+    let next = if status.code == 410 {
+        State::Empty
+    } else {
+        same
+    };
+    (Some(Err(watcher::Error::WatchError(status))), next)
+}
