@@ -6,6 +6,7 @@
 //! - `server`: the listeners (Unix socket, TCP with keepalive and TLS) and graceful shutdown.
 //!   `tls`: the TCP listener's TLS, reloaded when its files change.
 //!   `health`: health checking that follows readiness, and reflection.
+//! - `authz`: per-client authorization (`server.authorization: kubernetes`).
 //! - `service`: the RPCs. `reason`: statuses with the `informerd-reason` trailer. `list`: the
 //!   List stream, in chunks.
 //! - `resource`: one served resource (its cache, indexes, watch hub, counters).
@@ -22,6 +23,7 @@
 //! What it must NOT do: change a cache. The API only READS the stores: it holds
 //! `store::Store` (through the fleet's caches), never a `Writer`.
 
+mod authz;
 mod health;
 mod list;
 mod mask;
@@ -94,6 +96,8 @@ struct Inner {
     fleet: Arc<Fleet>,
     resources: Vec<Arc<Resource>>,
     stop: signal::Sender<bool>,
+    /// Per-client authorization (`server.authorization`); `None` when off.
+    authz: Option<Arc<authz::Authorizer>>,
 }
 
 impl Api {
@@ -119,6 +123,7 @@ impl Api {
                 fleet,
                 resources,
                 stop,
+                authz: None,
             }),
         }
     }

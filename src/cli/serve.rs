@@ -84,8 +84,8 @@ async fn run(cfg: config::Config, kubeconfig: Option<PathBuf>) -> Result<(), Ser
         None => kube::Config::infer().await?,
     };
     let client = informerd::fleet::client(client_config)?;
-    let fleet = Arc::new(Fleet::start(client, &cfg).await?);
-    let api = Api::new(fleet.clone(), &cfg);
+    let fleet = Arc::new(Fleet::start(client.clone(), &cfg).await?);
+    let api = Api::new(fleet.clone(), &cfg).with_authorization(client, &cfg.server.authorization);
     tokio::spawn(announce_sync(fleet.clone()));
     let probes = metrics_port.map(|listener| {
         let registry = metrics::registry(fleet.clone(), api.clone());

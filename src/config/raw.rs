@@ -31,6 +31,9 @@ pub struct RawServer {
     pub tls: Option<RawTls>,
     #[serde(default)]
     pub metrics: Option<String>,
+    /// `kubernetes`, `none`, or a mapping: see `validate/authorization.rs`.
+    #[serde(default)]
+    pub authorization: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]

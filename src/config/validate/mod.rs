@@ -8,6 +8,7 @@
 //! `yaml.rs` and the serde structs of `raw.rs`), nor ask the cluster anything: what needs
 //! discovery is checked later, with [`Config::error_at`].
 
+pub(super) mod authorization;
 mod change_log;
 mod indexes;
 mod resource;
