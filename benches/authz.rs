@@ -28,7 +28,6 @@ use http_body_util::BodyExt;
 use informerd::client::{connect_with_token, AuthorizedCache, ConnectOptions, Token};
 use informerd::proto::{GetRequest, StatusRequest};
 use informerd_testkit::{free_port, Sidecar};
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 use serde_json::json;

@@ -549,13 +549,10 @@ where
                 .expect_err("Status is refused"),
         ),
         ("Get", cache.get(get).await.expect_err("Get is refused")),
-        (
-            "List",
-            cache.list(list).await.err().expect("List is refused"),
-        ),
+        ("List", cache.list(list).await.expect_err("List is refused")),
         (
             "Watch",
-            cache.watch(watch).await.err().expect("Watch is refused"),
+            cache.watch(watch).await.expect_err("Watch is refused"),
         ),
     ]
 }
