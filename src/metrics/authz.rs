@@ -80,3 +80,29 @@ impl AuthzMetrics {
             .inc();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decisions_are_counted_by_check_result_and_cache() {
+        let metrics: &'static AuthzMetrics = Box::leak(Box::default());
+        let mut registry = Registry::with_prefix(crate::metrics::PREFIX);
+        metrics.register(&mut registry);
+        metrics.decided(AuthzCheck::Access, true, false);
+        metrics.decided(AuthzCheck::Access, true, true);
+        metrics.decided(AuthzCheck::Access, true, true);
+        metrics.decided(AuthzCheck::Token, false, false);
+        metrics.error(AuthzCheck::Token);
+        let text = crate::metrics::render(&registry);
+        for line in [
+            r#"informerd_authz_decisions_total{check="access",result="allowed",cache="miss"} 1"#,
+            r#"informerd_authz_decisions_total{check="access",result="allowed",cache="hit"} 2"#,
+            r#"informerd_authz_decisions_total{check="token",result="denied",cache="miss"} 1"#,
+            r#"informerd_authz_review_errors_total{check="token"} 1"#,
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+        }
+    }
+}
