@@ -32,6 +32,11 @@
 //!   `UNAVAILABLE` and never cached; a running Watch survives failed re-checks for up to the
 //!   allowed TTL after its last good one.
 //!
+//! - Tokens are the keys of the token cache as they are: in memory only, never logged, gone
+//!   with their entry (at most `cacheSize`, none past its `exp`).
+//! - A Watch ended by a re-check is counted in `watchers_ended_total` as `ClientClosed` (the
+//!   watcher sees its stream dropped); `authz_decisions_total` has the denial.
+//!
 //! What it must NOT do: decide anything itself from RBAC objects, or serve a call whose token
 //! or access could not be reviewed.
 
