@@ -6,6 +6,7 @@
 //! - `server`: the listeners (Unix socket, TCP with keepalive and TLS) and graceful shutdown.
 //!   `tls`: the TCP listener's TLS, reloaded when its files change.
 //!   `health`: health checking that follows readiness, and reflection.
+//! - `authz`: per-client authorization (`server.authorization: kubernetes`).
 //! - `service`: the RPCs. `reason`: statuses with the `informerd-reason` trailer. `list`: the
 //!   List stream, in chunks.
 //! - `resource`: one served resource (its cache, indexes, watch hub, counters).
@@ -25,6 +26,7 @@
 //! What it must NOT do: change a cache. The API only READS the stores: it holds
 //! `store::Store` (through the fleet's caches), never a `Writer`.
 
+mod authz;
 mod handover;
 mod health;
 mod keys;
@@ -104,6 +106,8 @@ struct Inner {
     limits: limits::Limits,
     max_request_size: u64,
     keys: keys::Registry,
+    /// Per-client authorization (`server.authorization`); `None` when off.
+    authz: Option<Arc<authz::Authorizer>>,
 }
 
 impl Api {
@@ -132,6 +136,7 @@ impl Api {
                 limits: limits::Limits::new(&config.limits),
                 max_request_size: config.limits.max_request_size,
                 keys: keys::Registry::new(config),
+                authz: None,
             }),
         }
     }

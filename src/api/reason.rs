@@ -98,6 +98,8 @@ mod tests {
             (Reason::NotCaughtUp, "NotCaughtUp"),
             (Reason::Invalid, "Invalid"),
             (Reason::ShuttingDown, "ShuttingDown"),
+            (Reason::Unauthenticated, "Unauthenticated"),
+            (Reason::Forbidden, "Forbidden"),
         ];
         for (reason, text) in sent {
             let status = reason.status("m");

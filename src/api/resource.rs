@@ -76,6 +76,11 @@ impl Resource {
         &self.cache.store
     }
 
+    /// The resource as discovery resolved it (group, plural: what RBAC names).
+    pub(super) fn api_resource(&self) -> &kube::discovery::ApiResource {
+        &self.cache.api_resource
+    }
+
     pub(super) fn namespaced(&self) -> bool {
         self.cache.namespaced
     }

@@ -6,6 +6,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tonic::{Request, Response, Status};
 
+use super::authz::Rpc;
 use super::limits;
 use super::list::{self, ListStream};
 use super::mask::Mask;
@@ -25,11 +26,14 @@ impl Cache for Api {
         &self,
         request: Request<proto::GetRequest>,
     ) -> Result<Response<proto::GetResponse>, Status> {
+        let caller = self.caller(request.metadata()).await?;
         let (until, req, resource) = self.open(request, |r| &r.resource)?;
         if req.name.is_empty() {
             return Err(invalid("name", "is required"));
         }
         let namespace = namespace_of(&resource, &req.namespace)?;
+        self.authorize(caller.as_ref(), Rpc::Get, &resource, namespace, &req.name)
+            .await?;
         let mask = Mask::parse(&req.fields)?;
         if req.wait_for_sync {
             resource.wait_synced(until).await?;
@@ -85,8 +89,11 @@ impl Cache for Api {
         &self,
         request: Request<proto::ListRequest>,
     ) -> Result<Response<ListStream>, Status> {
+        let caller = self.caller(request.metadata()).await?;
         let (until, req, resource) = self.open(request, |r| &r.resource)?;
         let query = Query::new(&resource, QueryRequest::from(&req))?;
+        self.authorize(caller.as_ref(), Rpc::List, &resource, query.namespace(), "")
+            .await?;
         let limit = usize::try_from(req.limit).map_err(|_| {
             invalid(
                 "limit",
@@ -112,14 +119,20 @@ impl Cache for Api {
         &self,
         request: Request<proto::WatchRequest>,
     ) -> Result<Response<watch::WatchStream>, Status> {
+        let caller = self.caller(request.metadata()).await?;
         let (until, req, resource) = self.open(request, |r| &r.resource)?;
         let spec = WatchSpec::new(&resource, &req)?;
+        let namespace = (!req.namespace.is_empty()).then_some(req.namespace.as_str());
+        let check = (self.authorize(caller.as_ref(), Rpc::Watch, &resource, namespace, "")).await?;
         let slot = self.inner.limits.admit_watch()?;
         if req.wait_for_sync {
             resource.wait_synced(until).await?;
         }
         let stream = watch::start(resource, spec)?;
-        Ok(Response::new(limits::holding(stream, slot)))
+        Ok(Response::new(limits::holding(
+            self.recheck(caller, check, stream),
+            slot,
+        )))
     }
 
     type WatchKeysStream = super::keys::KeyStream;
@@ -135,6 +148,8 @@ impl Cache for Api {
         &self,
         request: Request<proto::StatusRequest>,
     ) -> Result<Response<proto::StatusResponse>, Status> {
+        // Any authenticated client: Status shows names and counts, no object.
+        self.caller(request.metadata()).await?;
         let req = request.into_inner();
         let resources: Vec<_> = if req.resource.is_empty() {
             self.resources().to_vec()

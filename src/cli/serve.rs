@@ -88,19 +88,19 @@ async fn run(cfg: config::Config, kubeconfig: Option<PathBuf>) -> Result<(), Ser
     let client = informerd::fleet::client(client_config)?;
     let fleet = Arc::new(match &cfg.snapshot {
         Some(s) => {
-            Fleet::start_warm(client, &cfg, |rc, options| {
+            Fleet::start_warm(client.clone(), &cfg, |rc, options| {
                 snapshot::restore(s, &cluster, rc, options)
             })
             .await?
         }
-        None => Fleet::start(client, &cfg).await?,
+        None => Fleet::start(client.clone(), &cfg).await?,
     });
     let snapshots = cfg
         .snapshot
         .clone()
         .map(|s| Arc::new(Snapshotter::new(s, cluster, &cfg, &fleet)));
     let periodic = snapshots.as_ref().map(Snapshotter::spawn_periodic);
-    let api = Api::new(fleet.clone(), &cfg);
+    let api = Api::new(fleet.clone(), &cfg).with_authorization(client, &cfg.server.authorization);
     tokio::spawn(announce_sync(fleet.clone()));
     let probes = metrics_port.map(|listener| {
         let registry = metrics::registry(fleet.clone(), api.clone());

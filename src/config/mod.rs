@@ -14,6 +14,8 @@
 //!     clientCAFile: /etc/informerd/ca.crt   # optional: require client certificates
 //!   metrics: 0.0.0.0:9477     # optional plain HTTP: /livez, /readyz, /metrics; any address
 //!                             # (no cached data is served there); default off
+//!   authorization: kubernetes # optional: check each client's token and RBAC (default none);
+//!                             # or a mapping, see validate/authorization.rs
 //! changeLog:                   # optional bounds of the store's change log
 //!   maxEvents: 10000           # the default
 //!   maxBytes: 64Mi             # the default; Kubernetes quantity syntax
@@ -77,8 +79,9 @@ pub use limits::{
     DEFAULT_MAX_WATCHERS,
 };
 pub use model::{
-    ChangeLogConfig, Config, IndexConfig, ResourceConfig, Scope, ServerConfig, TlsConfig,
-    API_VERSION, DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, DEFAULT_SOCKET, DEFAULT_SOCKET_MODE, KIND,
+    AuthorizationConfig, AuthorizationMode, ChangeLogConfig, Config, IndexConfig, ResourceConfig,
+    Scope, ServerConfig, TlsConfig, API_VERSION, DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS,
+    DEFAULT_SOCKET, DEFAULT_SOCKET_MODE, KIND,
 };
 pub use quantity::parse_bytes;
 pub use validate::snapshot::{SnapshotConfig, DEFAULT_SNAPSHOT_INTERVAL, DEFAULT_SNAPSHOT_MAX_AGE};

@@ -45,7 +45,11 @@ pub struct ServerConfig {
     pub tls: Option<TlsConfig>,
     /// `metrics`: the plain-HTTP address of `/livez`, `/readyz` and `/metrics`; off when unset.
     pub metrics: Option<SocketAddr>,
+    /// `authorization`: whether each client's own RBAC is checked (off by default).
+    pub authorization: AuthorizationConfig,
 }
+
+pub use super::validate::authorization::{AuthorizationConfig, AuthorizationMode};
 
 /// `server.tls`: the server's certificate and key (PEM), and optionally the CA that client
 /// certificates must be signed by.

@@ -34,6 +34,9 @@ pub struct RawServer {
     pub tls: Option<RawTls>,
     #[serde(default)]
     pub metrics: Option<String>,
+    /// `kubernetes`, `none`, or a mapping: see `validate/authorization.rs`.
+    #[serde(default)]
+    pub authorization: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -71,6 +74,9 @@ pub struct RawLimits {
     pub max_request_size: Option<Value>,
     #[serde(default)]
     pub max_memory: Option<Value>,
+}
+
+/// `snapshot`: durations as Go and Kubernetes write them (`5m`, `1h30m`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawSnapshot {

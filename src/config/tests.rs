@@ -74,6 +74,7 @@ fn a_full_example_parses() {
             listen: Some("127.0.0.1:7070".parse().unwrap()),
             tls: None,
             metrics: None,
+            authorization: Default::default(),
         }
     );
     assert_eq!(

@@ -16,6 +16,7 @@
 //! theirs at scrape time), or serve anything of the cache: the port is plain HTTP, on any
 //! address.
 
+mod authz;
 mod fleet;
 mod http;
 mod process;
@@ -37,6 +38,7 @@ use crate::api::Api;
 use crate::fleet::Fleet;
 
 pub use self::http::{bind, serve, MetricsError};
+pub use authz::{AuthzCheck, AUTHZ};
 pub use rpc::{RpcMetricsLayer, RPC};
 
 /// The prefix of every metric.
@@ -49,6 +51,7 @@ pub fn registry(fleet: Arc<Fleet>, api: Api) -> Registry {
     registry.register_collector(Box::new(serving::ServingCollector::new(api)));
     registry.register_collector(Box::new(process::ProcessCollector));
     RPC.register(&mut registry);
+    AUTHZ.register(&mut registry);
     registry
 }
 

@@ -9,6 +9,8 @@
 //! lists are watches, the fallback is paginated lists, the namespace selector lists and watches
 //! Namespaces, and discovery (`/api`, `/apis`) is open to every authenticated identity through
 //! the `system:discovery` ClusterRole. No `get`: informerd never reads a single object.
+//! With `server.authorization: kubernetes`, also `create` on tokenreviews and
+//! subjectaccessreviews (`reviews`).
 //!
 //! It must NOT talk to the cluster: plurals and scopes come from [`builtin`], or from the
 //! discovery answers the caller passes in ([`Kinds::Discovered`], `informerd rbac
@@ -16,6 +18,7 @@
 //! with a guessed rule.
 
 pub mod builtin;
+mod reviews;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -117,8 +120,13 @@ pub fn generate(config: &Config, grantee: &Grantee, kinds: &Kinds) -> Result<Rba
             }
         }
     }
+    let reviews = reviews::rules(config);
     Ok(Rbac {
-        cluster: (!cluster.is_empty()).then(|| cluster_objects(grantee, &cluster)),
+        cluster: (!cluster.is_empty() || !reviews.is_empty()).then(|| {
+            let (mut role, binding) = cluster_objects(grantee, &cluster);
+            role.rules.get_or_insert_default().extend(reviews);
+            (role, binding)
+        }),
         namespaces: namespaced
             .iter()
             .map(|(ns, rules)| namespace_objects(grantee, ns, rules))

@@ -16,12 +16,14 @@ mod kubectl;
 mod metrics;
 mod proxy;
 mod sidecar;
+mod tokens;
 
 pub use apiserver::PrivateControlPlane;
 pub use kubectl::{deployed_config, documents, unique_prefix, Kubectl};
 pub use metrics::{scrape_metrics, Sample, Samples};
 pub use proxy::FaultProxy;
 pub use sidecar::Sidecar;
+pub use tokens::forge_token;
 
 use std::{
     path::{Path, PathBuf},
@@ -29,13 +31,10 @@ use std::{
     sync::OnceLock,
 };
 
-use k8s_openapi::api::{
-    authentication::v1::{TokenRequest, TokenRequestSpec},
-    core::v1::{Namespace, ServiceAccount},
-};
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use kube::{
     api::{DeleteParams, PostParams},
-    config::{AuthInfo, KubeConfigOptions, Kubeconfig},
+    config::{KubeConfigOptions, Kubeconfig},
     Api, Client, Config,
 };
 
@@ -145,43 +144,10 @@ impl ControlPlane {
     /// if missing), authenticated with a token from the TokenRequest API. It can do only what
     /// RBAC grants it, which is how tests prove which rules informerd needs.
     pub async fn service_account_config(&self, namespace: &str, name: &str) -> Result<Config> {
-        let admin = self.client().await?;
-        let sas: Api<ServiceAccount> = Api::namespaced(admin, namespace);
-        let sa = ServiceAccount {
-            metadata: kube::api::ObjectMeta {
-                name: Some(name.to_string()),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        match sas.create(&PostParams::default(), &sa).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.code == 409 => {}
-            Err(e) => return Err(e.into()),
-        }
-        let request = TokenRequest {
-            spec: Some(TokenRequestSpec {
-                expiration_seconds: Some(3600),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        let token = sas
-            .create_token_request(name, &PostParams::default(), &request)
+        let token = self
+            .service_account_token(namespace, name, &[], 3600)
             .await?;
-        let token = token
-            .status
-            .and_then(|s| s.token)
-            .ok_or_else(|| Error::Command {
-                command: format!("TokenRequest for {namespace}/{name}"),
-                detail: "the apiserver returned no token".into(),
-            })?;
-        let mut config = self.admin_config().await?;
-        config.auth_info = AuthInfo {
-            token: Some(token.into()),
-            ..Default::default()
-        };
-        Ok(config)
+        self.config_with_token(&token).await
     }
 
     /// A client acting as the ServiceAccount `namespace/name`; see

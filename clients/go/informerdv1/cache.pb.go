@@ -297,20 +297,28 @@ const (
 	Reason_Invalid Reason = 7
 	// UNAVAILABLE: the sidecar is stopping: reconnect, resume.
 	Reason_ShuttingDown Reason = 8
+	// UNAUTHENTICATED: server.authorization is on and the call has no valid bearer token
+	// (missing, expired, forged, or for another audience): send a fresh projected token.
+	Reason_Unauthenticated Reason = 9
+	// PERMISSION_DENIED: the caller's RBAC does not allow the read (the message names the verb,
+	// resource and namespace); a Watch also ends with it when access is revoked.
+	Reason_Forbidden Reason = 10
 )
 
 // Enum value maps for Reason.
 var (
 	Reason_name = map[int32]string{
-		0: "REASON_UNSPECIFIED",
-		1: "Expired",
-		2: "EpochChanged",
-		3: "FellBehind",
-		4: "NotSynced",
-		5: "NotFound",
-		6: "NotCaughtUp",
-		7: "Invalid",
-		8: "ShuttingDown",
+		0:  "REASON_UNSPECIFIED",
+		1:  "Expired",
+		2:  "EpochChanged",
+		3:  "FellBehind",
+		4:  "NotSynced",
+		5:  "NotFound",
+		6:  "NotCaughtUp",
+		7:  "Invalid",
+		8:  "ShuttingDown",
+		9:  "Unauthenticated",
+		10: "Forbidden",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED": 0,
@@ -322,6 +330,8 @@ var (
 		"NotCaughtUp":        6,
 		"Invalid":            7,
 		"ShuttingDown":       8,
+		"Unauthenticated":    9,
+		"Forbidden":          10,
 	}
 )
 
@@ -2382,7 +2392,7 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\fRESYNC_START\x10\x02\x12\x0e\n" +
 	"\n" +
 	"RESYNC_END\x10\x03\x12\f\n" +
-	"\bPROGRESS\x10\x04*\x9c\x01\n" +
+	"\bPROGRESS\x10\x04*\xc0\x01\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aExpired\x10\x01\x12\x10\n" +
@@ -2393,7 +2403,10 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\bNotFound\x10\x05\x12\x0f\n" +
 	"\vNotCaughtUp\x10\x06\x12\v\n" +
 	"\aInvalid\x10\a\x12\x10\n" +
-	"\fShuttingDown\x10\b2\xd3\x02\n" +
+	"\fShuttingDown\x10\b\x12\x13\n" +
+	"\x0fUnauthenticated\x10\t\x12\r\n" +
+	"\tForbidden\x10\n" +
+	"2\xd3\x02\n" +
 	"\x05Cache\x12:\n" +
 	"\x03Get\x12\x18.informerd.v1.GetRequest\x1a\x19.informerd.v1.GetResponse\x12?\n" +
 	"\x04List\x12\x19.informerd.v1.ListRequest\x1a\x1a.informerd.v1.ListResponse0\x01\x12?\n" +

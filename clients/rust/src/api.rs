@@ -21,7 +21,7 @@ use crate::proto::{
     self, cache_client::CacheClient, watch_request, EventType, GetRequest, ListRequest,
     ResumeToken, WatchRequest,
 };
-use crate::Error;
+use crate::{Error, Token};
 
 /// One resource of the sidecar (its `resources[].name` in the sidecar's configuration, e.g.
 /// `pods`), in one namespace or all, read as `K`.
@@ -33,6 +33,8 @@ pub struct Api<K> {
     resource: String,
     namespace: String,
     fields: Vec<String>,
+    /// Sent with every call when the sidecar authorizes clients.
+    token: Option<Token>,
     kind: PhantomData<fn() -> K>,
 }
 
@@ -43,6 +45,7 @@ impl<K> Clone for Api<K> {
             resource: self.resource.clone(),
             namespace: self.namespace.clone(),
             fields: self.fields.clone(),
+            token: self.token.clone(),
             kind: PhantomData,
         }
     }
@@ -98,6 +101,7 @@ where
             resource: resource.to_string(),
             namespace: namespace.to_string(),
             fields: Vec::new(),
+            token: None,
             kind: PhantomData,
         }
     }
@@ -109,6 +113,22 @@ where
     pub fn fields<S: Into<String>>(mut self, paths: impl IntoIterator<Item = S>) -> Self {
         self.fields = paths.into_iter().map(Into::into).collect();
         self
+    }
+
+    /// Sends `token` with every call (`server.authorization: kubernetes`).
+    #[must_use]
+    pub fn token(mut self, token: Token) -> Self {
+        self.token = Some(token);
+        self
+    }
+
+    /// `message` as a request, with the token if there is one.
+    fn request<T>(&self, message: T) -> Result<tonic::Request<T>, tonic::Status> {
+        let request = tonic::Request::new(message);
+        match &self.token {
+            Some(token) => token.authorize(request),
+            None => Ok(request),
+        }
     }
 
     /// The resource's name in the sidecar's configuration.
@@ -145,7 +165,7 @@ where
         let response = self
             .cache
             .clone()
-            .get(request)
+            .get(self.request(request).map_err(|s| self.status("Get", s))?)
             .await
             .map_err(|s| self.status("Get", s))?
             .into_inner();
@@ -167,7 +187,7 @@ where
         let chunks = self
             .cache
             .clone()
-            .list(request)
+            .list(self.request(request).map_err(|s| self.status("List", s))?)
             .await
             .map_err(|s| self.status("List", s))?
             .into_inner();
@@ -208,7 +228,7 @@ where
         let events = self
             .cache
             .clone()
-            .watch(request)
+            .watch(self.request(request).map_err(|s| self.status("Watch", s))?)
             .await
             .map_err(|s| self.status("Watch", s))?
             .into_inner();

@@ -101,6 +101,14 @@ pub enum ClientError {
         #[source]
         source: std::io::Error,
     },
+    /// A bearer token that cannot be sent: empty, or not valid in a header.
+    #[error("the bearer token of {origin} cannot be used: {reason}")]
+    InvalidToken {
+        /// The token file, or "the token" for a fixed one.
+        origin: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The TLS configuration was refused (e.g. a file that is not PEM).
     #[error("TLS configuration for {address}: {reason}")]
     Tls {
@@ -203,9 +211,20 @@ pub async fn connect_with(
     options: &ConnectOptions,
 ) -> Result<CacheClient<Channel>, ClientError> {
     let channel = channel(target, options).await?;
-    Ok(CacheClient::new(channel)
+    Ok(limits(CacheClient::new(channel)))
+}
+
+/// `client` with the message size limits of every connection.
+pub(crate) fn limits<T>(client: CacheClient<T>) -> CacheClient<T>
+where
+    T: tonic::client::GrpcService<tonic::body::Body>,
+    T::Error: Into<tonic::codegen::StdError>,
+    T::ResponseBody: tonic::codegen::Body<Data = bytes::Bytes> + Send + 'static,
+    <T::ResponseBody as tonic::codegen::Body>::Error: Into<tonic::codegen::StdError> + Send,
+{
+    client
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_MESSAGE_BYTES))
+        .max_encoding_message_size(MAX_MESSAGE_BYTES)
 }
 
 /// The connected channel, for clients of other services on the same socket (health,

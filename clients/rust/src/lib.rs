@@ -19,9 +19,11 @@ mod connect;
 mod error;
 pub mod keys;
 pub mod proto;
+mod token;
 pub mod watcher;
 
 pub use api::{Api, Change, Start};
 pub use connect::*;
 pub use error::Error;
+pub use token::{connect_with_token, AuthorizedCache, Token};
 pub use watcher::watcher;

@@ -39,6 +39,8 @@ impl Reason {
             Reason::NotFound => Code::NotFound,
             Reason::NotCaughtUp => Code::DeadlineExceeded,
             Reason::Invalid => Code::InvalidArgument,
+            Reason::Unauthenticated => Code::Unauthenticated,
+            Reason::Forbidden => Code::PermissionDenied,
             // The proto's zero value, never sent.
             Reason::Unspecified => Code::Unknown,
         }

@@ -26,8 +26,9 @@ use std::collections::{HashMap, VecDeque};
 use tokio::sync::mpsc;
 use tonic::{Request, Response, Status, Streaming};
 
+use super::authz::Rpc;
 use super::reason::{self, invalid};
-use super::send::{spawn_stream, TaskStream};
+use super::send::spawn_stream;
 use super::service::DEFAULT_WAIT;
 use super::Api;
 use crate::config::Config;
@@ -71,6 +72,7 @@ pub async fn watch_keys(
     api: &Api,
     request: Request<Streaming<proto::WatchKeysRequest>>,
 ) -> Result<Response<KeyStream>, Status> {
+    let caller = api.caller(request.metadata()).await?;
     let until = tokio::time::Instant::now() + reason::deadline(request.metadata(), DEFAULT_WAIT);
     let mut inbound = request.into_inner();
     let subscription = match inbound.message().await? {
@@ -94,6 +96,11 @@ pub async fn watch_keys(
         .map(|(k, t)| (k.as_str(), t))
         .ok_or_else(|| Status::internal("the resource has no configuration"))?;
     let spec = KeysSpec::new(&resource, (kind, transform), &subscription)?;
+    // Keys name objects: a WatchKeys stream is authorized, and re-checked, as a Watch is.
+    let namespace = (!subscription.namespace.is_empty()).then_some(subscription.namespace.as_str());
+    let check = api
+        .authorize(caller.as_ref(), Rpc::Watch, &resource, namespace, "")
+        .await?;
     if subscription.wait_for_sync {
         resource.wait_synced(until).await?;
     }
@@ -121,5 +128,6 @@ pub async fn watch_keys(
         "WatchKeys ended unexpectedly (see the sidecar's log); subscribe again with since = \
          the token of the last event you received",
     );
-    Ok(Response::new(super::limits::holding(stream, slot)))
+    let stream = api.recheck(caller, check, super::limits::holding(stream, slot));
+    Ok(Response::new(stream))
 }

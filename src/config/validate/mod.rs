@@ -8,6 +8,7 @@
 //! `yaml.rs` and the serde structs of `raw.rs`), nor ask the cluster anything: what needs
 //! discovery is checked later, with [`Config::error_at`].
 
+pub(super) mod authorization;
 mod change_log;
 mod indexes;
 mod limits;
@@ -18,6 +19,7 @@ pub(super) mod snapshot;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::diagnostic::{ConfigError, Diagnostic, Source};
 use super::model::{resource_path, Config, ResourceConfig, API_VERSION, KIND};
@@ -139,6 +141,26 @@ impl Validator {
                     resource.name
                 ),
             );
+        }
+    }
+
+    /// A duration as Go and Kubernetes write them (`30s`, `5m`, `1h30m`), of at least `min`;
+    /// `None` (and an error at `path`) otherwise. Shared by every duration of the file.
+    fn duration(&mut self, path: &str, text: &str, min: Duration) -> Option<Duration> {
+        match humantime::parse_duration(text.trim()) {
+            Ok(d) if d >= min => Some(d),
+            Ok(_) => {
+                let min = humantime::format_duration(min);
+                self.error(path, format!("{text:?} is too short: at least {min}"));
+                None
+            }
+            Err(e) => {
+                self.error(
+                    path,
+                    format!("{text:?} is not a duration ({e}); write e.g. 30s, 5m or 1h30m"),
+                );
+                None
+            }
         }
     }
 }

@@ -29,12 +29,14 @@ impl Validator {
             .and_then(|text| self.socket_mode(&text))
             .unwrap_or(DEFAULT_SOCKET_MODE);
         let metrics = raw.metrics.and_then(|text| self.metrics(&text));
+        let authorization = self.authorization(raw.authorization);
         ServerConfig {
             socket,
             socket_mode,
             listen,
             tls,
             metrics,
+            authorization,
         }
     }
 

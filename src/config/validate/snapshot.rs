@@ -43,8 +43,9 @@ impl Validator {
                 None
             }
         };
-        let interval = self.duration("snapshot.interval", raw.interval, DEFAULT_SNAPSHOT_INTERVAL);
-        let max_age = self.duration("snapshot.maxAge", raw.max_age, DEFAULT_SNAPSHOT_MAX_AGE);
+        let interval =
+            self.duration_or("snapshot.interval", raw.interval, DEFAULT_SNAPSHOT_INTERVAL);
+        let max_age = self.duration_or("snapshot.maxAge", raw.max_age, DEFAULT_SNAPSHOT_MAX_AGE);
         Some(SnapshotConfig {
             directory: directory?,
             interval: interval?,
@@ -52,24 +53,16 @@ impl Validator {
         })
     }
 
-    /// A positive duration in Go's syntax (`30s`, `5m`, `1h30m`); `default` when left out.
-    fn duration(&mut self, path: &str, raw: Option<String>, default: Duration) -> Option<Duration> {
-        let Some(text) = raw else {
-            return Some(default);
-        };
-        match humantime::parse_duration(text.trim()) {
-            Ok(d) if d >= Duration::from_secs(1) => Some(d),
-            Ok(_) => {
-                self.error(path, format!("{text:?} is too short: at least 1s"));
-                None
-            }
-            Err(e) => {
-                self.error(
-                    path,
-                    format!("{text:?} is not a duration ({e}); write e.g. 30s, 5m or 1h30m"),
-                );
-                None
-            }
+    /// `raw` as a duration of at least 1s, or `default` when left out.
+    fn duration_or(
+        &mut self,
+        path: &str,
+        raw: Option<String>,
+        default: Duration,
+    ) -> Option<Duration> {
+        match raw {
+            None => Some(default),
+            Some(text) => self.duration(path, &text, Duration::from_secs(1)),
         }
     }
 }

@@ -48,6 +48,8 @@ class Reason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     NotCaughtUp: _ClassVar[Reason]
     Invalid: _ClassVar[Reason]
     ShuttingDown: _ClassVar[Reason]
+    Unauthenticated: _ClassVar[Reason]
+    Forbidden: _ClassVar[Reason]
 PREDICATE_UNSPECIFIED: Predicate
 GENERATION_CHANGED: Predicate
 LABELS_CHANGED: Predicate
@@ -75,6 +77,8 @@ NotFound: Reason
 NotCaughtUp: Reason
 Invalid: Reason
 ShuttingDown: Reason
+Unauthenticated: Reason
+Forbidden: Reason
 
 class Object(_message.Message):
     __slots__ = ("namespace", "name", "uid", "resource_version", "labels", "revision", "json")

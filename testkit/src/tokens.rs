@@ -1,0 +1,122 @@
+//! ServiceAccount tokens for tests of per-client authorization: real ones from the TokenRequest
+//! API for an audience, and the bad ones a server must refuse (expired, forged), made from real
+//! ones so that they differ in that one respect only.
+
+use k8s_openapi::api::{
+    authentication::v1::{TokenRequest, TokenRequestSpec},
+    core::v1::ServiceAccount,
+};
+use kube::{api::PostParams, config::AuthInfo, Api, Config};
+
+use crate::{ControlPlane, Error, Result};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use base64::Engine;
+
+impl ControlPlane {
+    /// A token of the ServiceAccount `namespace/name` (created if missing) from the
+    /// TokenRequest API, for `audiences` (empty: the apiserver's own), valid for `seconds`
+    /// (the apiserver's minimum is 600).
+    pub async fn service_account_token(
+        &self,
+        namespace: &str,
+        name: &str,
+        audiences: &[&str],
+        seconds: i64,
+    ) -> Result<String> {
+        let admin = self.client().await?;
+        let sas: Api<ServiceAccount> = Api::namespaced(admin, namespace);
+        let sa = ServiceAccount {
+            metadata: kube::api::ObjectMeta {
+                name: Some(name.to_string()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        match sas.create(&PostParams::default(), &sa).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(e) => return Err(e.into()),
+        }
+        let request = TokenRequest {
+            spec: Some(TokenRequestSpec {
+                audiences: (!audiences.is_empty())
+                    .then(|| audiences.iter().map(|a| a.to_string()).collect()),
+                expiration_seconds: Some(seconds),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let token = sas
+            .create_token_request(name, &PostParams::default(), &request)
+            .await?;
+        token
+            .status
+            .and_then(|s| s.token)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| Error::Command {
+                command: format!("TokenRequest for {namespace}/{name}"),
+                detail: "the apiserver returned no token".into(),
+            })
+    }
+
+    /// The admin's connection settings with `token` as the only credential: a client that is
+    /// whoever the token says.
+    pub async fn config_with_token(&self, token: &str) -> Result<Config> {
+        let mut config = self.admin_config().await?;
+        config.auth_info = AuthInfo {
+            token: Some(token.to_string().into()),
+            ..Default::default()
+        };
+        Ok(config)
+    }
+
+    /// `token` (a JWT the apiserver issued) with its claims changed by `edit` and signed again
+    /// with this control plane's service-account signing key: e.g. a token that expired, which
+    /// the TokenRequest API cannot issue (its shortest lifetime is 10 minutes).
+    pub fn resign_token(
+        &self,
+        token: &str,
+        edit: impl FnOnce(&mut serde_json::Value),
+    ) -> Result<String> {
+        let key_file = self.dir().join("pki/service-account.key");
+        let failed = |detail: String| Error::Command {
+            command: format!("sign a token with {}", key_file.display()),
+            detail,
+        };
+        let text = std::fs::read_to_string(&key_file).map_err(|e| failed(e.to_string()))?;
+        let der = pem::parse(text).map_err(|e| failed(e.to_string()))?;
+        let key = ring::signature::RsaKeyPair::from_der(der.contents())
+            .map_err(|e| failed(e.to_string()))?;
+        let (header, claims) = split(token).ok_or_else(|| failed("not a JWT".into()))?;
+        let mut claims: serde_json::Value =
+            serde_json::from_slice(&claims).map_err(|e| failed(e.to_string()))?;
+        edit(&mut claims);
+        let signed = format!("{header}.{}", B64.encode(claims.to_string()));
+        let mut signature = vec![0; key.public().modulus_len()];
+        key.sign(
+            &ring::signature::RSA_PKCS1_SHA256,
+            &ring::rand::SystemRandom::new(),
+            signed.as_bytes(),
+            &mut signature,
+        )
+        .map_err(|e| failed(e.to_string()))?;
+        Ok(format!("{signed}.{}", B64.encode(signature)))
+    }
+}
+
+/// `token` with its claims changed by `edit` and its signature kept: a forgery.
+pub fn forge_token(token: &str, edit: impl FnOnce(&mut serde_json::Value)) -> String {
+    let (header, claims) = split(token).expect("a JWT");
+    let mut claims: serde_json::Value = serde_json::from_slice(&claims).expect("JSON claims");
+    edit(&mut claims);
+    let signature = token.rsplit('.').next().unwrap_or_default();
+    format!("{header}.{}.{signature}", B64.encode(claims.to_string()))
+}
+
+/// The encoded header and the decoded claims of a JWT.
+fn split(token: &str) -> Option<(&str, Vec<u8>)> {
+    let mut parts = token.split('.');
+    let header = parts.next()?;
+    let claims = B64.decode(parts.next()?).ok()?;
+    Some((header, claims))
+}
