@@ -18,7 +18,7 @@ mod error;
 pub mod proto;
 pub mod watcher;
 
-pub use api::{Api, Change, Start};
+pub use api::{Api, Change, Start, CONTINUE_NOT_SUPPORTED};
 pub use connect::*;
 pub use error::Error;
 pub use watcher::watcher;
