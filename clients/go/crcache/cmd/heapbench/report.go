@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -35,6 +36,22 @@ processes; the sidecar's are jemalloc's allocated bytes and its RSS while the k 
 		return err
 	}
 	return nil
+}
+
+// earlierResults are the rows of OUT.json whose pod count this run does not measure.
+func earlierResults(out string, pods []int) ([]result, error) {
+	js, err := os.ReadFile(out + ".json")
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rs []result
+	if err := json.Unmarshal(js, &rs); err != nil {
+		return nil, fmt.Errorf("%s.json: %w", out, err)
+	}
+	return slices.DeleteFunc(rs, func(r result) bool { return slices.Contains(pods, r.Pods) }), nil
 }
 
 // table has one row per pod count and controller count, the caches side by side.

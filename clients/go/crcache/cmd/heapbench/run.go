@@ -51,6 +51,9 @@ func runMain(args []string) error {
 	if f.pods, err = ints(pods); err != nil {
 		return fmt.Errorf("--pods: %w", err)
 	}
+	if !slices.IsSorted(f.pods) {
+		return fmt.Errorf("--pods %s: give them in increasing order (pods are only added)", pods)
+	}
 	if f.controllers, err = ints(controllers); err != nil {
 		return fmt.Errorf("--controllers: %w", err)
 	}
@@ -89,8 +92,16 @@ func run(ctx context.Context, f runFlags) error {
 	if err := os.MkdirAll(b.dir, 0o755); err != nil {
 		return err
 	}
-	var all []result
-	have := 0
+	// Rows of other pod counts from an earlier run stay in the results.
+	all, err := earlierResults(f.out, f.pods)
+	if err != nil {
+		return err
+	}
+	// A control plane still running in --cluster-dir (an interrupted run's) keeps its pods.
+	have, err := countPods(ctx, b.kubeconfig)
+	if err != nil {
+		return err
+	}
 	for _, n := range f.pods {
 		if n > have {
 			if err := seed(ctx, f, b.kubeconfig, n-have, fmt.Sprintf("adapters-%d", n)); err != nil {
@@ -161,9 +172,6 @@ func ints(s string) ([]int, error) {
 			return nil, fmt.Errorf("%q is not a positive number", p)
 		}
 		out = append(out, n)
-	}
-	if !slices.IsSorted(out) {
-		return nil, fmt.Errorf("%s: give them in increasing order", s)
 	}
 	return out, nil
 }
