@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -28,6 +27,7 @@ type sidecarSample struct {
 
 type sidecar struct {
 	cmd     *exec.Cmd
+	cancel  context.CancelFunc // stops it: SIGINT, SIGKILL after 10 s (exec's Cancel, WaitDelay)
 	exited  chan struct{}
 	Socket  string
 	metrics string // host:port
@@ -90,10 +90,15 @@ func startSidecar(ctx context.Context, bin, kubeconfig, dir string, namespaces [
 		return nil, err
 	}
 	defer logFile.Close()
-	s.cmd = exec.Command(bin, "serve", "--config", config, "--kubeconfig", kubeconfig)
+	cmdCtx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.cmd = exec.CommandContext(cmdCtx, bin, "serve", "--config", config, "--kubeconfig", kubeconfig)
+	s.cmd.Cancel = func() error { return s.cmd.Process.Signal(os.Interrupt) }
+	s.cmd.WaitDelay = 10 * time.Second
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	s.cmd.Env = append(os.Environ(), "RUST_LOG=info")
 	if err := s.cmd.Start(); err != nil {
+		cancel()
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	go func() { _ = s.cmd.Wait(); close(s.exited) }()
@@ -159,15 +164,10 @@ func (s *sidecar) sample() (sidecarSample, error) {
 	return out, nil
 }
 
-// stop asks informerd to stop (SIGINT) and kills it after 10 s.
+// stop asks informerd to stop (SIGINT) and waits; exec kills it after 10 s.
 func (s *sidecar) stop() {
-	_ = s.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-s.exited:
-	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Signal(syscall.SIGKILL)
-		<-s.exited
-	}
+	s.cancel()
+	<-s.exited
 }
 
 // freePort is a loopback TCP port nothing listened on a moment ago.
