@@ -9,7 +9,10 @@
 // (`cluster up` in --cluster-dir, stopped at the end), seeds the pods, and for each pod count
 // starts one informerd and then, for each controller count k and each cache, k `controller`
 // processes at once; each reports its heap as one JSON line, informerd's /metrics and /proc give
-// the sidecar's figures. It prints a table and writes OUT.md and OUT.json (see report.go).
+// the sidecar's figures. It prints a table and writes OUT.md and OUT.json (see report.go),
+// keeping the rows of pod counts it does not measure; on a control plane still running in
+// --cluster-dir (a run killed before its `cluster down`) it starts from the pods already there,
+// so that a long run can be continued, e.g. `--pods 50000` after 10,000 were measured.
 //
 // `controller` runs labelctl's controller (the one compare_test.go proves equivalent under both
 // caches) in a manager, waits until its caches have synced and its pod informer has delivered
