@@ -24,6 +24,8 @@ help:
 	@echo "make fuzz          the fuzz targets' long form (FUZZ_CASES=100000 per property; make test runs 256)"
 	@echo "make bench         memory per pod: informerd's profiles against kube-rs and client-go caches"
 	@echo "                   (BENCH_PODS=10000,50000 ...; results in benches/results/compare.*)"
+	@echo "make bench-adapters  controller heap: controller-runtime's own cache against the informerd"
+	@echo "                   adapter, 1 and 3 controllers (BENCH_PODS=10000,50000; benches/results/adapters.*)"
 	@echo "make chaos         the chaos suite's long form (CHAOS_ROUNDS=5 CHAOS_CHURN_SECONDS=20 ...;"
 	@echo "                   table in benches/results/chaos.md)"
 	@echo "make bench-restart warm (snapshot) against cold start on a control plane of its own"
@@ -182,6 +184,15 @@ bench-restart: tools $(BIN)/seed
 	$(BIN)/cluster up --dir $(BENCH_RESTART_CLUSTER_DIR) --bin $(BIN); \
 	BENCH_PODS=$(BENCH_PODS) INFORMERD_CLUSTER_DIR=$(abspath $(BENCH_RESTART_CLUSTER_DIR)) \
 	  cargo bench --bench restart
+
+# --- controller heap, own cache against the informerd adapter (clients/go/crcache/cmd/heapbench
+# documents it; BENCH_PODS=10000,50000 by default); a private control plane, stopped at the end --
+.PHONY: bench-adapters
+bench-adapters: control-plane $(BIN)/seed
+	cargo build --release --bin informerd
+	cd clients/go/crcache && go build -o $(abspath .cache)/heapbench ./cmd/heapbench
+	.cache/heapbench run --bin $(abspath $(BIN)) --informerd $(abspath $(CARGO_TARGET))/release/informerd \
+	  --pods $${BENCH_PODS:-10000,50000} --out benches/results/adapters
 
 # --- the chaos suite's long form and the soak (tests/chaos/ documents their settings); make test
 # runs one short round of the chaos suite. Both start a control plane of their own (they kill its

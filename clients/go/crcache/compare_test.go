@@ -11,130 +11,27 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"informerd.io/clients/go/crcache"
+	"informerd.io/clients/go/crcache/internal/labelctl"
 )
 
-// labelReconciler copies each Deployment's "team" label, and the "zone" label of each pod's
-// node, onto the Deployment's pods.
-type labelReconciler struct {
-	client.Client
-
-	mu         sync.Mutex
-	lastWrite  map[types.NamespacedName]string // pod -> resourceVersion of our last write
-	writes     int
-	reads      int      // Gets of pods we wrote, at our last write's resourceVersion
-	staleLists int      // listed pods older than our last write of them
-	staleReads []string // Gets that returned a pod older than our last write
-}
-
-func (r *labelReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	var d appsv1.Deployment
-	if err := r.Get(ctx, req.NamespacedName, &d); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	var pods corev1.PodList
-	if err := r.List(ctx, &pods, client.InNamespace(d.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return reconcile.Result{}, err
-	}
-	for i := range pods.Items {
-		if !metav1.IsControlledBy(&pods.Items[i], &d) {
-			continue
-		}
-		p, err := r.fresh(ctx, &pods.Items[i])
-		if err != nil {
-			return reconcile.Result{}, client.IgnoreNotFound(err)
-		}
-		zone := ""
-		var node corev1.Node
-		if err := r.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, &node); err == nil {
-			zone = node.Labels["zone"]
-		} else if !apierrors.IsNotFound(err) {
-			return reconcile.Result{}, err
-		}
-		if p.Labels["team"] == d.Labels["team"] && p.Labels["zone"] == zone {
-			continue
-		}
-		patch := client.MergeFrom(p.DeepCopy())
-		p.Labels["team"], p.Labels["zone"] = d.Labels["team"], zone
-		if err := r.Patch(ctx, p, patch); err != nil {
-			return reconcile.Result{}, client.IgnoreNotFound(err)
-		}
-		r.mu.Lock()
-		r.lastWrite[client.ObjectKeyFromObject(p)] = p.ResourceVersion
-		r.writes++
-		r.mu.Unlock()
-	}
-	return reconcile.Result{}, nil
-}
-
-// fresh returns the listed pod or, if we have written it, the pod read with Get at our last
-// write's resourceVersion or later ("not older than", as the API server reads it; the default
-// cache ignores it, the informerd cache waits for it).
-func (r *labelReconciler) fresh(ctx context.Context, p *corev1.Pod) (*corev1.Pod, error) {
-	key := client.ObjectKeyFromObject(p)
-	r.mu.Lock()
-	written := r.lastWrite[key]
-	r.mu.Unlock()
-	if written == "" {
-		return p, nil
-	}
-	var got corev1.Pod
-	if err := r.Get(ctx, key, &got, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: written}}); err != nil {
-		return nil, err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.reads++
-	if rvLess(p.ResourceVersion, written) {
-		r.staleLists++
-	}
-	if rvLess(got.ResourceVersion, written) {
-		r.staleReads = append(r.staleReads, fmt.Sprintf("%s: read rv %s after writing rv %s", key, got.ResourceVersion, written))
-	}
-	return &got, nil
-}
-
-// deploymentsOnNode maps a node to the Deployments of the pods on it, by the spec.nodeName index.
-func (r *labelReconciler) deploymentsOnNode(ctx context.Context, node client.Object) []reconcile.Request {
-	var pods corev1.PodList
-	if err := r.List(ctx, &pods, client.MatchingFields{"spec.nodeName": node.GetName()}); err != nil {
-		log.FromContext(ctx).Error(err, "list pods on node")
-		return nil
-	}
-	var reqs []reconcile.Request
-	for _, p := range pods.Items {
-		if ref := metav1.GetControllerOf(&p); ref != nil && ref.Kind == "Deployment" {
-			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: ref.Name}})
-		}
-	}
-	return reqs
-}
-
-// startController runs the controller in a manager until the test ends.
-func startController(t *testing.T, e *env, name string, opts ctrl.Options) *labelReconciler {
+// startController runs the label controller in a manager until the test ends.
+func startController(t *testing.T, e *env, name string, opts ctrl.Options) *labelctl.Reconciler {
 	t.Helper()
 	opts.Scheme = scheme.Scheme
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
@@ -143,20 +40,10 @@ func startController(t *testing.T, e *env, name string, opts ctrl.Options) *labe
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &labelReconciler{Client: mgr.GetClient(), lastWrite: map[types.NamespacedName]string{}}
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, "spec.nodeName", func(o client.Object) []string {
-		return []string{o.(*corev1.Pod).Spec.NodeName}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	err = ctrl.NewControllerManagedBy(mgr).
-		Named(name).
-		For(&appsv1.Deployment{}).
-		Owns(&corev1.Pod{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.deploymentsOnNode)).
-		Complete(r)
+	r, err := labelctl.Setup(ctx, mgr, name)
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -265,23 +152,20 @@ func TestControllerBothCaches(t *testing.T) {
 	if d := diffStates(states["default"], states["informerd"]); d != "" {
 		t.Errorf("the two runs end with different pods (name: team zone node):\n%s", d)
 	}
-	viaInformerd.mu.Lock()
-	defer viaInformerd.mu.Unlock()
-	if len(viaInformerd.staleReads) > 0 {
-		t.Errorf("the informerd run read pods older than its own writes:\n%s", strings.Join(viaInformerd.staleReads, "\n"))
+	inf, def := viaInformerd.Stats(), viaDefault.Stats()
+	if len(inf.StaleReads) > 0 {
+		t.Errorf("the informerd run read pods older than its own writes:\n%s", strings.Join(inf.StaleReads, "\n"))
 	}
-	if viaInformerd.writes == 0 {
+	if inf.Writes == 0 {
 		t.Errorf("the informerd run wrote nothing")
 	}
-	viaDefault.mu.Lock()
-	defer viaDefault.mu.Unlock()
-	if viaInformerd.reads == 0 {
+	if inf.Reads == 0 {
 		t.Errorf("the informerd run never read back a pod it wrote: the check above checked nothing")
 	}
 	t.Logf("default cache: %d writes; of %d reads of pods it wrote, %d listed and %d got older than its write (the default cache cannot wait)",
-		viaDefault.writes, viaDefault.reads, viaDefault.staleLists, len(viaDefault.staleReads))
+		def.Writes, def.Reads, def.StaleLists, len(def.StaleReads))
 	t.Logf("informerd cache: %d writes; of %d reads of pods it wrote, %d listed older than its write, none got older",
-		viaInformerd.writes, viaInformerd.reads, viaInformerd.staleLists)
+		inf.Writes, inf.Reads, inf.StaleLists)
 }
 
 // ownedPod is a pod of the Deployment, controlled by it, on node i of the target.

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"informerd.io/clients/go/crcache"
+	"informerd.io/clients/go/crcache/internal/labelctl"
 )
 
 var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")
@@ -335,7 +336,7 @@ func TestMinResourceVersion(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(p), &got, opt); err != nil {
 			t.Fatalf("update %d: %v", i, err)
 		}
-		if got.Labels["n"] != strconv.Itoa(i) || rvLess(got.ResourceVersion, p.ResourceVersion) {
+		if got.Labels["n"] != strconv.Itoa(i) || labelctl.RVLess(got.ResourceVersion, p.ResourceVersion) {
 			t.Fatalf("update %d (rv %s): read rv %s with n=%s, older than the write", i, p.ResourceVersion, got.ResourceVersion, got.Labels["n"])
 		}
 	}
@@ -353,16 +354,10 @@ func TestMinResourceVersion(t *testing.T) {
 		if err := c.List(ctx, &got, client.InNamespace(ns), listOpt); err != nil {
 			t.Fatalf("update %d: List: %v", i, err)
 		}
-		if len(got.Items) != 1 || got.Items[0].Labels["n"] != strconv.Itoa(i) || rvLess(got.Items[0].ResourceVersion, p.ResourceVersion) {
+		if len(got.Items) != 1 || got.Items[0].Labels["n"] != strconv.Itoa(i) || labelctl.RVLess(got.Items[0].ResourceVersion, p.ResourceVersion) {
 			t.Fatalf("update %d (rv %s): List read %v, older than the write", i, p.ResourceVersion, got.Items)
 		}
 	}
-}
-
-func rvLess(a, b string) bool {
-	x, _ := strconv.ParseUint(a, 10, 64)
-	y, _ := strconv.ParseUint(b, 10, 64)
-	return x < y
 }
 
 func mustFieldSelector(t *testing.T, text string) fields.Selector {

@@ -176,9 +176,12 @@ where
     /// The objects that match `params`, all at one revision of the cache, once it has synced.
     /// Label and field selectors are the sidecar's (a field selector works on
     /// `metadata.name`, `metadata.namespace` and the fields it indexes with a `path` index;
-    /// another is its `Invalid` error, naming the field). Refused, as [`Error::Unsupported`],
-    /// because a shared cache cannot honour them: `limit`/`continue_token` and a
-    /// `resource_version` other than `"0"`.
+    /// another is its `Invalid` error, naming the field). `limit` returns the first matches in
+    /// the sidecar's order; when more remain, `metadata.continue_` is
+    /// [`CONTINUE_NOT_SUPPORTED`], so that a loop paging as against the apiserver does not take
+    /// the page for the whole list, and fails (as below) when it passes the token back.
+    /// Refused, as [`Error::Unsupported`], because a shared cache cannot honour them:
+    /// `continue_token` and a `resource_version` other than `"0"`.
     pub async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, Error>
     where
         K: Clone,
@@ -191,12 +194,21 @@ where
             .await
             .map_err(|s| self.status("List", s))?
             .into_inner();
-        let objects: Vec<proto::Object> = chunks
+        let mut objects: Vec<proto::Object> = chunks
             .map_ok(|chunk| futures::stream::iter(chunk.objects.into_iter().map(Ok)))
             .try_flatten()
             .try_collect()
             .await
             .map_err(|s| self.status("List", s))?;
+        let mut metadata = ListMeta::default();
+        if let Some(limit) = params.limit.filter(|&l| l > 0) {
+            // The request asked for one more than the limit: whether it came says whether
+            // more remain.
+            if objects.len() > limit as usize {
+                objects.truncate(limit as usize);
+                metadata.continue_ = Some(CONTINUE_NOT_SUPPORTED.into());
+            }
+        }
         let items = objects
             .iter()
             .map(|o| self.decode(o))
@@ -207,7 +219,7 @@ where
                 api_version: "v1".into(),
                 kind: "List".into(),
             },
-            metadata: ListMeta::default(),
+            metadata,
             items,
         })
     }
@@ -293,25 +305,28 @@ where
     }
 }
 
-/// The `List` request for kube-rs's [`ListParams`] (see [`Api::list`]): `limit` and
-/// `continue_token` are refused because the sidecar returns every match at one revision, in
-/// chunks of its own; a chosen `resource_version` because a cache serves its current state.
-/// `timeout` is for the apiserver and not used.
+/// The `continue_` of a list that `limit` cut short (the token controller-runtime's cache
+/// gives too): informerd offers no continuation, and passing it back as `continue_token` is
+/// refused with [`Error::Unsupported`].
+pub const CONTINUE_NOT_SUPPORTED: &str = "continue-not-supported";
+
+/// The `List` request for kube-rs's [`ListParams`] (see [`Api::list`]): `limit` asks for one
+/// object more, so that [`Api::list`] knows whether more remain; `continue_token` is refused
+/// because a List is one snapshot of the cache, not a paged read, and a chosen
+/// `resource_version` because a cache serves its current state. `timeout` is for the apiserver
+/// and not used.
 fn list_request(
     resource: &str,
     namespace: &str,
     fields: &[String],
     params: &ListParams,
 ) -> Result<ListRequest, Error> {
-    if params.limit.is_some() || params.continue_token.is_some() {
+    if params.continue_token.is_some() {
         return Err(Error::Unsupported {
-            option: if params.limit.is_some() {
-                "ListParams.limit"
-            } else {
-                "ListParams.continue_token"
-            },
-            fix: "informerd returns every match at one revision (in chunks it sizes itself); \
-                  drop limit and continue_token, or list from the apiserver",
+            option: "ListParams.continue_token",
+            fix: "informerd returns the matches of one List at one revision and offers no \
+                  continuation; list without limit to read every match, or list from the \
+                  apiserver to page",
         });
     }
     if params.version_match == Some(VersionMatch::Exact) {
@@ -335,6 +350,10 @@ fn list_request(
         field_selector: params.field_selector.clone().unwrap_or_default(),
         fields: fields.to_vec(),
         wait_for_sync: true,
+        // Decision: kube-rs's `Some(0)` is the apiserver's "no limit", as informerd's 0 is.
+        limit: params
+            .limit
+            .map_or(0, |l| if l == 0 { 0 } else { i64::from(l) + 1 }),
         ..ListRequest::default()
     })
 }
@@ -353,11 +372,7 @@ mod tests {
     #[test]
     fn list_options_a_cache_cannot_honour_are_named() {
         assert_eq!(
-            refused(&ListParams::default().limit(10)),
-            "ListParams.limit"
-        );
-        assert_eq!(
-            refused(&ListParams::default().continue_token("x")),
+            refused(&ListParams::default().continue_token(CONTINUE_NOT_SUPPORTED)),
             "ListParams.continue_token"
         );
         assert_eq!(
@@ -386,5 +401,17 @@ mod tests {
         assert_eq!(request.namespace, "ns");
         assert_eq!(request.fields, ["spec"]);
         assert!(request.wait_for_sync);
+        assert_eq!(request.limit, 0, "no limit: every match");
+    }
+
+    #[test]
+    fn limit_asks_for_one_more_to_know_whether_more_remain() {
+        let limit = |params: ListParams| list_request("pods", "", &[], &params).unwrap().limit;
+        assert_eq!(limit(ListParams::default().limit(10)), 11);
+        assert_eq!(limit(ListParams::default().limit(0)), 0, "0: no limit");
+        assert_eq!(
+            limit(ListParams::default().limit(u32::MAX)),
+            i64::from(u32::MAX) + 1
+        );
     }
 }

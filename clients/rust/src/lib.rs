@@ -22,7 +22,7 @@ pub mod proto;
 mod token;
 pub mod watcher;
 
-pub use api::{Api, Change, Start};
+pub use api::{Api, Change, Start, CONTINUE_NOT_SUPPORTED};
 pub use connect::*;
 pub use error::Error;
 pub use token::{connect_with_token, AuthorizedCache, Token};

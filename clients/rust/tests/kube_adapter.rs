@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use common::{apiserver_pods, apply_pod, delete_pod, eventually, labels, versions, Fixture};
 use futures::StreamExt;
 use informerd_client::proto::Reason;
-use informerd_client::{watcher, Api, Error};
+use informerd_client::{watcher, Api, Error, CONTINUE_NOT_SUPPORTED};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{DynamicObject, ListParams};
 use kube::runtime::reflector::{self, Store};
@@ -63,19 +63,10 @@ async fn get_and_list_decode_into_kube_types() -> anyhow::Result<()> {
     let err = pods.get("nope").await.unwrap_err();
     assert_eq!(err.reason(), Some(Reason::NotFound), "{err}");
     let err = pods
-        .list(&ListParams::default().limit(1))
+        .list(&ListParams::default().continue_token("from-the-apiserver"))
         .await
         .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Unsupported {
-                option: "ListParams.limit",
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert_unsupported(&err, "ListParams.continue_token");
     let err = pods
         .list(&ListParams::default().fields("status.phase=Running"))
         .await
@@ -89,6 +80,71 @@ async fn get_and_list_decode_into_kube_types() -> anyhow::Result<()> {
 
     fx.cleanup().await;
     Ok(())
+}
+
+/// `ListParams.limit`: the first matches in the sidecar's order; `continue_` only when more
+/// remain, so that a loop paging as against the apiserver neither takes the first page for the
+/// whole list nor gets a wrong next page: passing the token back is refused.
+#[tokio::test]
+async fn list_limit_returns_the_first_matches_and_says_whether_more_remain() -> anyhow::Result<()> {
+    let fx = Fixture::new("kubers-limit").await?;
+    let mut last = String::new();
+    for (i, app) in ["web", "web", "db"].iter().enumerate() {
+        last = apply_pod(&fx.kube, &fx.ns, &format!("p{i}"), &labels(&[("app", app)])).await?;
+    }
+    let pods: Api<Pod> = Api::namespaced(fx.cache().await?, "pods", &fx.ns);
+    pods.get_at_least("p2", &last).await?;
+    let names = |items: &[Pod]| items.iter().map(ResourceExt::name_any).collect::<Vec<_>>();
+
+    let every = pods.list(&ListParams::default()).await?;
+    assert_eq!(every.items.len(), 3);
+    assert_eq!(every.metadata.continue_, None);
+
+    let first = pods.list(&ListParams::default().limit(2)).await?;
+    assert_eq!(names(&first.items), names(&every.items[..2]));
+    assert_eq!(
+        first.metadata.continue_.as_deref(),
+        Some(CONTINUE_NOT_SUPPORTED),
+        "one pod remains"
+    );
+
+    for params in [
+        ListParams::default().limit(3),
+        ListParams::default().limit(50),
+        ListParams::default().limit(0),
+    ] {
+        let whole = pods.list(&params).await?;
+        assert_eq!(names(&whole.items), names(&every.items), "{params:?}");
+        assert_eq!(
+            whole.metadata.continue_, None,
+            "{params:?}: nothing remains"
+        );
+    }
+    // With a selector, the limit counts matches: exactly two web pods, none remain.
+    let web = pods
+        .list(&ListParams::default().labels("app=web").limit(2))
+        .await?;
+    assert_eq!(web.items.len(), 2);
+    assert_eq!(web.metadata.continue_, None);
+
+    let token = first.metadata.continue_.unwrap();
+    let err = pods
+        .list(&ListParams::default().limit(2).continue_token(&token))
+        .await
+        .unwrap_err();
+    assert_unsupported(&err, "ListParams.continue_token");
+    assert!(err.to_string().contains("without limit"), "{err}");
+
+    fx.cleanup().await;
+    Ok(())
+}
+
+/// `err` is the adapter's refusal of `option`.
+fn assert_unsupported(err: &Error, option: &str) {
+    assert!(
+        matches!(err, Error::Unsupported { option: o, .. } if *o == option),
+        "{err}"
+    );
 }
 
 /// What a watcher delivered, in order: `Init`, `InitApply(name)`, `InitDone`, `Apply(name)`,
@@ -241,8 +297,11 @@ async fn a_sidecar_restart_is_a_new_init_cycle_that_drops_vanished_objects() -> 
 #[tokio::test]
 async fn the_event_stream_is_kube_rs_watcher_events() -> anyhow::Result<()> {
     let fx = Fixture::new("kubers-events").await?;
-    apply_pod(&fx.kube, &fx.ns, "a", &labels(&[])).await?;
+    let written = apply_pod(&fx.kube, &fx.ns, "a", &labels(&[])).await?;
     let pods: Api<Pod> = Api::namespaced(fx.cache().await?, "pods", &fx.ns);
+    // The sidecar started before `a` was written: the initial state holds `a` once the
+    // sidecar has seen the write (a busy machine may not have yet).
+    pods.get_at_least("a", &written).await?;
     let mut stream = Box::pin(watcher(pods, watcher::Config::default().labels("!skip")));
     assert!(matches!(stream.next().await, Some(Ok(Event::Init))));
     match stream.next().await {

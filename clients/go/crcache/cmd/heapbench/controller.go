@@ -1,0 +1,152 @@
+package main
+
+// The measured process: labelctl's controller in a manager with one of the caches.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"informerd.io/clients/go/crcache"
+	"informerd.io/clients/go/crcache/internal/labelctl"
+)
+
+// The caches a controller process can run with.
+const (
+	cacheDefault      = "default"       // controller-runtime's own cache, as a manager has it unconfigured
+	cacheDefaultStrip = "default-strip" // the same with cache.TransformStripManagedFields, a common tuning
+	cacheInformerd    = "informerd"     // crcache over the sidecar
+)
+
+type controllerFlags struct {
+	kubeconfig, cache, socket, namespaces string
+	hold, timeout                         time.Duration
+}
+
+func controllerMain(args []string) error {
+	var f controllerFlags
+	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
+	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the API server")
+	fs.StringVar(&f.cache, "cache", cacheDefault, "the manager's cache: default, default-strip or informerd")
+	fs.StringVar(&f.socket, "socket", "", "informerd's socket (with --cache informerd)")
+	fs.StringVar(&f.namespaces, "namespaces", "", "comma-separated namespaces the default cache watches (default: all); informerd's config decides its own")
+	fs.DurationVar(&f.hold, "hold", 5*time.Second, "how long to run after sync before measuring")
+	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "give up if the caches have not synced by then")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	opts, err := managerOptions(f)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runController(ctx, f, opts)
+}
+
+// managerOptions are the manager's options for the cache f names; nothing else differs.
+func managerOptions(f controllerFlags) (ctrl.Options, error) {
+	opts := ctrl.Options{
+		Scheme:                 scheme.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	}
+	if f.namespaces != "" && f.cache != cacheInformerd {
+		opts.Cache.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range strings.Split(f.namespaces, ",") {
+			opts.Cache.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	switch f.cache {
+	case cacheDefault:
+	case cacheDefaultStrip:
+		opts.Cache.DefaultTransform = cache.TransformStripManagedFields()
+	case cacheInformerd:
+		if f.socket == "" {
+			return opts, errors.New("--cache informerd needs --socket, the sidecar's Unix socket")
+		}
+		opts.NewCache = crcache.NewCacheFunc(crcache.Options{Target: "unix://" + f.socket})
+	default:
+		return opts, fmt.Errorf("--cache %q: want %s, %s or %s", f.cache, cacheDefault, cacheDefaultStrip, cacheInformerd)
+	}
+	return opts, nil
+}
+
+// runController starts the manager, measures once synced, prints the sample and runs until ctx ends.
+func runController(ctx context.Context, f controllerFlags, opts ctrl.Options) error {
+	log.SetLogger(logr.Discard())
+	cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	// Decision: the client's rate limits matter only for the reconcilers' own reads and writes;
+	// informers list and watch outside them. The defaults stay, as in an unconfigured manager.
+	start := time.Now()
+	mgr, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		return err
+	}
+	r, err := labelctl.Setup(ctx, mgr, "label-"+f.cache)
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+
+	pods, err := waitSynced(ctx, mgr, f.timeout)
+	if err != nil {
+		return err
+	}
+	synced := time.Since(start)
+	select {
+	case <-time.After(f.hold):
+	case <-ctx.Done():
+	}
+	s := measure()
+	s.Cache, s.Pods, s.SyncSeconds, s.Reconciles = f.cache, pods.Load(), synced.Seconds(), r.Reconciles()
+	if err := json.NewEncoder(os.Stdout).Encode(s); err != nil {
+		return err
+	}
+	return <-done
+}
+
+// waitSynced waits until the manager's caches have synced and a handler on the pod informer
+// has received every pod the cache holds; the returned counter follows the pods it holds.
+func waitSynced(ctx context.Context, mgr ctrl.Manager, timeout time.Duration) (*atomic.Int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	inf, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return nil, fmt.Errorf("pod informer: %w", err)
+	}
+	var pods atomic.Int64
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { pods.Add(1) },
+		DeleteFunc: func(any) { pods.Add(-1) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !mgr.GetCache().WaitForCacheSync(ctx) || !toolscache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+		return nil, fmt.Errorf("caches not synced after %s", timeout)
+	}
+	return &pods, nil
+}

@@ -1,0 +1,98 @@
+package main
+
+// The results: a Markdown table (printed and OUT.md) and every sample (OUT.json).
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// writeResults rewrites OUT.md and OUT.json with what has been measured so far.
+func writeResults(out string, rs []result) error {
+	js, err := json.MarshalIndent(rs, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(out+".json", append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	md := fmt.Sprintf(`# Controller heap: own cache against the informerd adapter
+
+`+"`make bench-adapters`"+` (clients/go/crcache/cmd/heapbench), %s, a private control plane.
+labelctl's controller (For Deployments, Owns pods, Watches nodes, an index on spec.nodeName)
+in k processes at once; each forces two collections after sync and reports Go's live heap
+(/gc/heap/live) and its resident set. "default" is controller-runtime's cache unconfigured,
+"default-strip" the same with cache.TransformStripManagedFields, "informerd" crcache over one
+sidecar all k share (pods kept as metadata and spec.nodeName). Figures are the sum over the k
+processes; the sidecar's are jemalloc's allocated bytes and its RSS while the k were connected.
+
+`, time.Now().UTC().Format("2006-01-02"))
+	if err := os.WriteFile(out+".md", []byte(md+table(rs)), 0o644); err != nil {
+		return err
+	}
+	return nil
+}
+
+// earlierResults are the rows of OUT.json whose pod count this run does not measure.
+func earlierResults(out string, pods []int) ([]result, error) {
+	js, err := os.ReadFile(out + ".json")
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rs []result
+	if err := json.Unmarshal(js, &rs); err != nil {
+		return nil, fmt.Errorf("%s.json: %w", out, err)
+	}
+	return slices.DeleteFunc(rs, func(r result) bool { return slices.Contains(pods, r.Pods) }), nil
+}
+
+// table has one row per pod count and controller count, the caches side by side.
+func table(rs []result) string {
+	type key struct{ pods, controllers int }
+	byKey := map[key]map[string]result{}
+	var keys []key
+	var caches []string
+	for _, r := range rs {
+		k := key{r.Pods, r.Controllers}
+		if byKey[k] == nil {
+			byKey[k] = map[string]result{}
+			keys = append(keys, k)
+		}
+		byKey[k][r.Cache] = r
+		if !slices.Contains(caches, r.Cache) {
+			caches = append(caches, r.Cache)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("| pods | controllers |")
+	for _, c := range caches {
+		fmt.Fprintf(&b, " %s: heap (RSS) |", c)
+	}
+	b.WriteString(" informerd sidecar: allocated (RSS) | informerd processes + sidecar, RSS |\n|---:|---:|")
+	b.WriteString(strings.Repeat("---:|", len(caches)+2) + "\n")
+	for _, k := range keys {
+		fmt.Fprintf(&b, "| %d | %d |", k.pods, k.controllers)
+		for _, c := range caches {
+			r, ok := byKey[k][c]
+			if !ok {
+				b.WriteString(" |")
+				continue
+			}
+			fmt.Fprintf(&b, " %s (%s) |", mib(r.heap()), mib(r.rss()))
+		}
+		if r, ok := byKey[k][cacheInformerd]; ok && r.Sidecar != nil {
+			fmt.Fprintf(&b, " %s (%s) | %s |\n", mib(r.Sidecar.Allocated), mib(r.Sidecar.RSS), mib(r.rss()+r.Sidecar.RSS))
+		} else {
+			b.WriteString(" | |\n")
+		}
+	}
+	return b.String()
+}
