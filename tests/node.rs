@@ -81,26 +81,17 @@ fn the_node_config_names_an_unset_node_name_at_its_reference() {
 /// deploy/node/rbac.yaml is written by hand (it adds the reviews, and node mode is cluster-wide),
 /// so it must grant at least what `informerd rbac` asks for the node configuration: a resource
 /// added to informerd.yaml without its rules fails here rather than as a forbidden scope on
-/// every node. The configuration is read without its `authorization` line (what the resources
-/// need does not depend on it, and a build without per-client authorization refuses the key).
+/// every node. The whole file is read, `server.authorization: kubernetes` included, so the
+/// TokenReview and SubjectAccessReview rules that per-client authorization needs are checked too.
 #[test]
 fn the_cluster_role_grants_what_informerd_rbac_asks_for_the_node_config() {
-    let dir = std::env::temp_dir().join(unique_prefix("nod-rbac"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let text = std::fs::read_to_string(repo_root().join("deploy/node/informerd.yaml")).unwrap();
-    let config = dir.join("informerd.yaml");
-    let without: Vec<&str> = text
-        .lines()
-        .filter(|l| !l.trim_start().starts_with("authorization:"))
-        .collect();
-    std::fs::write(&config, without.join("\n")).unwrap();
+    let config = repo_root().join("deploy/node/informerd.yaml");
     let out = Command::new(BIN)
         .args(["rbac", "--config"])
         .arg(&config)
         .env("NODE_NAME", "any")
         .output()
         .unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
     let printed = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -111,6 +102,12 @@ fn the_cluster_role_grants_what_informerd_rbac_asks_for_the_node_config() {
     let granted = grants(&committed, "ClusterRole");
     let needed = grants(&printed, "ClusterRole");
     assert!(!needed.is_empty(), "{printed}");
+    for review in ["tokenreviews", "subjectaccessreviews"] {
+        assert!(
+            needed.iter().any(|(_, r, v)| r == review && v == "create"),
+            "`informerd rbac` asks no {review} create for a config with authorization on: {printed}"
+        );
+    }
     assert!(
         grants(&printed, "Role").is_empty(),
         "node mode is cluster-wide: {printed}"
