@@ -27,9 +27,8 @@ use common::{env_or, InNamespace};
 use http_body_util::BodyExt;
 use informerd::client::{connect_with_token, AuthorizedCache, ConnectOptions, Token};
 use informerd::proto::{GetRequest, StatusRequest};
-use informerd_testkit::{free_port, Sidecar};
-use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
-use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
+use informerd_testkit::{free_port, grant_pod_readers, Sidecar};
+use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_informerd");
@@ -172,42 +171,9 @@ async fn bench(at: &InNamespace<'_>, s: &Settings) -> anyhow::Result<bool> {
 /// A Role that may get, list and watch the namespace's pods, bound to `client-0..9`.
 async fn grant_clients(at: &InNamespace<'_>) -> anyhow::Result<()> {
     let admin = at.cluster.client().await?;
-    let meta = ObjectMeta {
-        name: Some("bench-readers".into()),
-        ..Default::default()
-    };
-    let role = Role {
-        metadata: meta.clone(),
-        rules: Some(vec![PolicyRule {
-            api_groups: Some(vec![String::new()]),
-            resources: Some(vec!["pods".into()]),
-            verbs: vec!["get".into(), "list".into(), "watch".into()],
-            ..Default::default()
-        }]),
-    };
-    let subjects = (0..CLIENTS)
-        .map(|i| Subject {
-            kind: "ServiceAccount".into(),
-            name: format!("client-{i}"),
-            namespace: Some(at.ns.to_string()),
-            ..Default::default()
-        })
-        .collect();
-    let binding = RoleBinding {
-        metadata: meta,
-        role_ref: RoleRef {
-            api_group: Some("rbac.authorization.k8s.io".into()),
-            kind: "Role".into(),
-            name: "bench-readers".into(),
-        },
-        subjects: Some(subjects),
-    };
-    kube::Api::<Role>::namespaced(admin.clone(), at.ns)
-        .create(&PostParams::default(), &role)
-        .await?;
-    kube::Api::<RoleBinding>::namespaced(admin, at.ns)
-        .create(&PostParams::default(), &binding)
-        .await?;
+    let names: Vec<String> = (0..CLIENTS).map(|i| format!("client-{i}")).collect();
+    let subjects: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), at.ns)).collect();
+    grant_pod_readers(&admin, at.ns, "bench-readers", &subjects).await?;
     Ok(())
 }
 

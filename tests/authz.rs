@@ -19,11 +19,11 @@ use informerd::proto::{
     WatchRequest,
 };
 use informerd_testkit::{
-    delete_namespace, forge_token, unique_namespace, wait_default_service_account, ControlPlane,
-    Sidecar,
+    delete_namespace, forge_token, grant_pod_readers, unique_namespace,
+    wait_default_service_account, ControlPlane, Sidecar,
 };
 use k8s_openapi::api::core::v1::{Pod, Secret};
-use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use k8s_openapi::api::rbac::v1::RoleBinding;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::Client;
 use serde_json::json;
@@ -66,9 +66,9 @@ impl Fixture {
         Api::<Secret>::namespaced(admin.clone(), &a)
             .create(&PostParams::default(), &secret)
             .await?;
-        grant(&admin, &a, "reader-a", &a).await?;
-        grant(&admin, &a, "reader-ab", &a).await?;
-        grant(&admin, &b, "reader-ab", &a).await?;
+        grant_pod_readers(&admin, &a, "reader-a", &[("reader-a", &a)]).await?;
+        grant_pod_readers(&admin, &a, "reader-ab", &[("reader-ab", &a)]).await?;
+        grant_pod_readers(&admin, &b, "reader-ab", &[("reader-ab", &a)]).await?;
         let resources = format!(
             "- name: pods\n  apiVersion: v1\n  kind: Pod\n  namespaces: [{a}, {b}]\n\
              - name: secrets\n  apiVersion: v1\n  kind: Secret\n  namespaces: [{a}]\n  allowSecrets: true\n"
@@ -152,45 +152,6 @@ async fn apply_pod(kube: &Client, ns: &str, name: &str) -> anyhow::Result<()> {
             &PatchParams::apply("informerd-test").force(),
             &Patch::Apply(pod),
         )
-        .await?;
-    Ok(())
-}
-
-/// Grants the ServiceAccount `sa_ns/sa` get, list and watch on pods in `ns`: a Role and a
-/// RoleBinding named after the ServiceAccount.
-async fn grant(admin: &Client, ns: &str, sa: &str, sa_ns: &str) -> anyhow::Result<()> {
-    let meta = ObjectMeta {
-        name: Some(sa.to_string()),
-        ..Default::default()
-    };
-    let role = Role {
-        metadata: meta.clone(),
-        rules: Some(vec![PolicyRule {
-            api_groups: Some(vec![String::new()]),
-            resources: Some(vec!["pods".into()]),
-            verbs: vec!["get".into(), "list".into(), "watch".into()],
-            ..Default::default()
-        }]),
-    };
-    let binding = RoleBinding {
-        metadata: meta,
-        role_ref: RoleRef {
-            api_group: Some("rbac.authorization.k8s.io".into()),
-            kind: "Role".into(),
-            name: sa.to_string(),
-        },
-        subjects: Some(vec![Subject {
-            kind: "ServiceAccount".into(),
-            name: sa.to_string(),
-            namespace: Some(sa_ns.to_string()),
-            ..Default::default()
-        }]),
-    };
-    Api::<Role>::namespaced(admin.clone(), ns)
-        .create(&PostParams::default(), &role)
-        .await?;
-    Api::<RoleBinding>::namespaced(admin.clone(), ns)
-        .create(&PostParams::default(), &binding)
         .await?;
     Ok(())
 }

@@ -23,7 +23,7 @@ pub use kubectl::{deployed_config, documents, unique_prefix, Kubectl};
 pub use metrics::{scrape_metrics, Sample, Samples};
 pub use proxy::FaultProxy;
 pub use sidecar::Sidecar;
-pub use tokens::forge_token;
+pub use tokens::{forge_token, grant_pod_readers};
 
 use std::{
     path::{Path, PathBuf},

@@ -120,3 +120,52 @@ fn split(token: &str) -> Option<(&str, Vec<u8>)> {
     let claims = B64.decode(parts.next()?).ok()?;
     Some((header, claims))
 }
+
+/// Grants the ServiceAccounts `subjects` (name, namespace) get, list and watch on the pods of
+/// `namespace`: a Role and a RoleBinding named `name`, as an operator would write them.
+pub async fn grant_pod_readers(
+    admin: &kube::Client,
+    namespace: &str,
+    name: &str,
+    subjects: &[(&str, &str)],
+) -> Result<()> {
+    use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
+    let metadata = kube::api::ObjectMeta {
+        name: Some(name.to_string()),
+        ..Default::default()
+    };
+    let role = Role {
+        metadata: metadata.clone(),
+        rules: Some(vec![PolicyRule {
+            api_groups: Some(vec![String::new()]),
+            resources: Some(vec!["pods".into()]),
+            verbs: vec!["get".into(), "list".into(), "watch".into()],
+            ..Default::default()
+        }]),
+    };
+    let subjects = subjects
+        .iter()
+        .map(|(sa, sa_namespace)| Subject {
+            kind: "ServiceAccount".into(),
+            name: sa.to_string(),
+            namespace: Some(sa_namespace.to_string()),
+            ..Default::default()
+        })
+        .collect();
+    let binding = RoleBinding {
+        metadata,
+        role_ref: RoleRef {
+            api_group: Some("rbac.authorization.k8s.io".into()),
+            kind: "Role".into(),
+            name: name.to_string(),
+        },
+        subjects: Some(subjects),
+    };
+    Api::<Role>::namespaced(admin.clone(), namespace)
+        .create(&PostParams::default(), &role)
+        .await?;
+    Api::<RoleBinding>::namespaced(admin.clone(), namespace)
+        .create(&PostParams::default(), &binding)
+        .await?;
+    Ok(())
+}
