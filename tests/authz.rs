@@ -12,11 +12,11 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use informerd::client::{self, connect_with_token, AuthorizedCache, ConnectOptions, Reason, Token};
 use informerd::proto::{
-    watch_request::Start, EventType, GetRequest, ListRequest, StatusRequest, WatchEvent,
-    WatchRequest,
+    watch_keys_request, watch_request::Start, EventType, GetRequest, KeysSubscription, ListRequest,
+    StatusRequest, WatchEvent, WatchKeysRequest, WatchRequest,
 };
 use informerd_testkit::{
     delete_namespace, forge_token, grant_pod_readers, unique_namespace,
@@ -259,6 +259,34 @@ async fn open_watch(
     Ok(cache.watch(request).await?.into_inner())
 }
 
+/// Whether a WatchKeys stream on `resource` in `ns` opens (keys name objects, so it is
+/// authorized as a Watch is): `Ok` when the sidecar accepts the subscription.
+async fn open_watch_keys(
+    cache: &mut AuthorizedCache,
+    resource: &str,
+    ns: &str,
+) -> Result<(), Status> {
+    cache
+        .watch_keys(watch_keys_subscription(resource, ns))
+        .await?;
+    Ok(())
+}
+
+/// A WatchKeys request stream: the subscription, then open (no acknowledgements).
+fn watch_keys_subscription(
+    resource: &str,
+    ns: &str,
+) -> impl futures::Stream<Item = WatchKeysRequest> + Send + 'static {
+    let subscribe = WatchKeysRequest {
+        request: Some(watch_keys_request::Request::Subscribe(KeysSubscription {
+            resource: resource.into(),
+            namespace: ns.into(),
+            ..Default::default()
+        })),
+    };
+    futures::stream::iter([subscribe]).chain(futures::stream::pending())
+}
+
 /// The next event that is not a bookmark, or the status that ended the watch.
 async fn next(events: &mut Streaming<WatchEvent>) -> Result<WatchEvent, Status> {
     loop {
@@ -324,6 +352,12 @@ async fn each_client_reads_exactly_what_the_apiserver_lets_it_read() -> anyhow::
             };
             let (got, message) = from_sidecar(sidecar_watch(&mut cache, "pods", ns).await);
             assert_eq!(got, want_watch, "Watch of pods by {where_}: {message}");
+            let keys = open_watch_keys(&mut cache, "pods", ns).await;
+            assert_eq!(
+                keys.as_ref().err().map(Status::code),
+                (want_watch == Outcome::Forbidden).then_some(Code::PermissionDenied),
+                "WatchKeys of pods by {where_}: {keys:?}"
+            );
             // Get of one pod.
             if !ns.is_empty() {
                 let want = from_apiserver(pods.get("p0").await, |p| {
@@ -514,6 +548,13 @@ where
         (
             "Watch",
             cache.watch(watch).await.expect_err("Watch is refused"),
+        ),
+        (
+            "WatchKeys",
+            cache
+                .watch_keys(watch_keys_subscription("pods", ns))
+                .await
+                .expect_err("WatchKeys is refused"),
         ),
     ]
 }
