@@ -3,7 +3,8 @@
 //! whose RBAC the suite revokes, while the seeder churns pods and 100 subscribers (one of them
 //! stalled) watch through the Rust client. Each phase injects one kind of fault (the last, a
 //! seeded random mix), then, with the churn stopped, waits (bounded) until the apiserver's
-//! list == informerd's List == every subscriber's folded stream, by name and resourceVersion;
+//! list == informerd's List == every subscriber's folded stream, by name, resourceVersion and
+//! the fields the transform keeps (truth.rs: `Held`);
 //! checks that revisions only grew within an epoch on every subscriber, and that informerd's
 //! memory is back within a bound of its post-sync baseline.
 //!

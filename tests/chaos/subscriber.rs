@@ -14,7 +14,7 @@ use informerd::{
     proto::{watch_request::Start, EventType, ResumeToken, WatchRequest},
 };
 
-use crate::truth::State;
+use crate::truth::{Held, State};
 
 /// What one subscriber has seen: its folded state, per epoch, and its checks.
 #[derive(Debug, Default)]
@@ -141,14 +141,15 @@ fn fold(s: &mut Seen, event: &informerd::proto::WatchEvent) {
             // this test may do: they are etcd revisions of the suite's own control plane.
             let number = |rv: &str| rv.parse::<u64>().unwrap_or_default();
             if let Some(held) = s.state.get(&key) {
-                if number(&o.resource_version) < number(held) {
+                if number(&o.resource_version) < number(&held.resource_version) {
                     s.disorder.push(format!(
                         "{kind:?} moved {key} back from resourceVersion {held} to {}",
-                        o.resource_version
+                        o.resource_version,
+                        held = held.resource_version
                     ));
                 }
             }
-            s.state.insert(key, o.resource_version.clone());
+            s.state.insert(key, Held::of_object(o));
         }
         (EventType::Deleted, Some(o)) => {
             s.state.remove(&format!("{}/{}", o.namespace, o.name));

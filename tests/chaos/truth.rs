@@ -8,17 +8,60 @@ use informerd::{
     proto::{ListRequest, ScopeStatus, StatusRequest},
 };
 use k8s_openapi::api::core::v1::Pod;
-use kube::{api::ListParams, Api, Client};
+use kube::{
+    api::{ApiResource, DynamicObject, ListParams},
+    Api, Client,
+};
+use serde_json::{json, Value};
 
 use crate::{env_number, rig::Rig, TIER};
 
-/// (namespace/name) -> resourceVersion.
-pub type State = std::collections::BTreeMap<String, String>;
+/// (namespace/name) -> what is compared of the object.
+pub type State = std::collections::BTreeMap<String, Held>;
+
+/// What is compared of one object: its resourceVersion, and a digest of the fields the
+/// transform keeps that churn changes (labels, annotations, spec, status). Decision: the
+/// suite's config has no transform, so informerd keeps all of them, and a cache that held the
+/// right resourceVersion with other content (a store that decoded wrongly) is caught too.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Held {
+    pub resource_version: String,
+    pub digest: u64,
+}
+
+impl Held {
+    /// `object` (the whole JSON object, as the apiserver or informerd gives it).
+    pub fn of(resource_version: &str, object: &Value) -> Held {
+        use std::hash::{Hash, Hasher};
+        let or_empty = |v: &Value| if v.is_null() { json!({}) } else { v.clone() };
+        let compared = json!({
+            "labels": or_empty(&object["metadata"]["labels"]),
+            "annotations": or_empty(&object["metadata"]["annotations"]),
+            "spec": object["spec"],
+            "status": object["status"],
+        });
+        // serde_json's maps are sorted (no preserve_order), so equal content prints alike.
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        compared.to_string().hash(&mut hasher);
+        Held {
+            resource_version: resource_version.to_string(),
+            digest: hasher.finish(),
+        }
+    }
+
+    /// An informerd object's, from its JSON.
+    pub fn of_object(o: &informerd::proto::Object) -> Held {
+        let json: Value = serde_json::from_slice(&o.json).unwrap_or(Value::Null);
+        Held::of(&o.resource_version, &json)
+    }
+}
 
 pub async fn apiserver_state(client: &Client, namespaces: &[String]) -> anyhow::Result<State> {
     let mut out = State::new();
+    // Dynamic objects: every field as the apiserver sent it, none lost to a typed struct.
+    let pod = ApiResource::erase::<Pod>(&());
     for ns in namespaces {
-        let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+        let pods: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &pod);
         let list = pods
             .list(&ListParams::default().labels(&format!("{TIER}=keep")))
             .await?;
@@ -26,9 +69,11 @@ pub async fn apiserver_state(client: &Client, namespaces: &[String]) -> anyhow::
             if p.metadata.deletion_timestamp.is_some() {
                 continue;
             }
+            let json = serde_json::to_value(&p)?;
+            let rv = p.metadata.resource_version.unwrap_or_default();
             out.insert(
                 format!("{ns}/{}", p.metadata.name.unwrap_or_default()),
-                p.metadata.resource_version.unwrap_or_default(),
+                Held::of(&rv, &json),
             );
         }
     }
@@ -46,7 +91,7 @@ pub async fn informerd_state(socket: &str) -> anyhow::Result<State> {
     let mut out = State::new();
     while let Some(chunk) = stream.message().await? {
         for o in chunk.objects {
-            out.insert(format!("{}/{}", o.namespace, o.name), o.resource_version);
+            out.insert(format!("{}/{}", o.namespace, o.name), Held::of_object(&o));
         }
     }
     Ok(out)
@@ -112,20 +157,28 @@ pub fn diff(want: &State, have: &State) -> String {
         .filter(|k| !want.contains_key(*k))
         .take(3)
         .collect();
-    let stale: Vec<_> = want
-        .iter()
-        .filter(|(k, v)| have.get(*k).is_some_and(|h| h != *v))
-        .take(3)
-        .collect();
+    let other = |same_version: bool| -> Vec<String> {
+        want.iter()
+            .filter_map(|(k, w)| Some((k, w, have.get(k)?)))
+            .filter(|(_, w, h)| w != h && (w.resource_version == h.resource_version) == same_version)
+            .take(3)
+            .map(|(k, w, h)| format!("{k} {} (held {})", w.resource_version, h.resource_version))
+            .collect()
+    };
     format!(
-        "{} vs {} objects; missing {missing:?}, extra {extra:?}, other resourceVersion {stale:?}",
+        "{} vs {} objects; missing {missing:?}, extra {extra:?}, other resourceVersion {:?}, \
+         same resourceVersion but other labels, annotations, spec or status {:?}",
         want.len(),
-        have.len()
+        have.len(),
+        other(false),
+        other(true)
     )
 }
 
 /// The state of every scope of `pods` (namespace -> Listing, Synced, Forbidden or Failing).
-pub async fn scope_states(socket: &str) -> anyhow::Result<State> {
+pub async fn scope_states(
+    socket: &str,
+) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
     Ok(scopes(socket)
         .await?
         .into_iter()
