@@ -97,7 +97,7 @@ def namespaces(core: k8s.CoreV1Api, request: pytest.FixtureRequest) -> Iterator[
 class Sidecar:
     """One informerd process, serving on a Unix socket in a directory of its own."""
 
-    def __init__(self, binary: str, kubeconfig: str, resources_yaml: str):
+    def __init__(self, binary: str, kubeconfig: str, resources_yaml: str, server_yaml: str = ""):
         # A short directory: a Unix socket path has at most 107 bytes.
         self.dir = Path(tempfile.mkdtemp(prefix="informerd-py-"))
         self.socket = self.dir / "informerd.sock"
@@ -107,8 +107,7 @@ class Sidecar:
             "apiVersion: informerd.io/v1alpha1\n"
             "kind: Config\n"
             "server:\n"
-            f"  socket: {self.socket}\n"
-            "resources:\n" + resources_yaml
+            f"  socket: {self.socket}\n" + server_yaml + "resources:\n" + resources_yaml
         )
         self.log = self.dir / "informerd.log"
         self.binary = binary
