@@ -191,14 +191,18 @@ def sidecar(
     informerd_bin: str, kubeconfig: str, request: pytest.FixtureRequest
 ) -> Iterator[Callable[..., Sidecar]]:
     """sidecar(namespaces) starts informerd caching those namespaces' pods and waits until it
-    has synced; it is stopped at the end of the test (its log is shown if the test failed)."""
+    has synced (unless wait=False: with authorization on, Status needs a token); it is stopped
+    at the end of the test (its log is shown if the test failed)."""
     started: list[Sidecar] = []
 
-    def start(namespaces: list[str], *, resources_yaml: str | None = None) -> Sidecar:
-        sc = Sidecar(informerd_bin, kubeconfig, resources_yaml or pods_resource(namespaces))
+    def start(
+        namespaces: list[str], *, resources_yaml: str | None = None, server_yaml: str = "", wait: bool = True
+    ) -> Sidecar:
+        sc = Sidecar(informerd_bin, kubeconfig, resources_yaml or pods_resource(namespaces), server_yaml)
         started.append(sc)
         sc.start()
-        sc.wait_synced()
+        if wait:
+            sc.wait_synced()
         return sc
 
     yield start

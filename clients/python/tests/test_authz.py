@@ -5,13 +5,12 @@ TokenRequest API (audience `informerd`) in a file, as a projected token would be
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import grpc
 import pytest
 from conftest import Sidecar
-from helpers import api_pods, cache_pods, new_api_client, pod, pods_resource
+from helpers import api_pods, cache_pods, new_api_client, pod
 from kubernetes import client as k8s
 
 from informerd import Client, InformerdError, Reason
@@ -54,28 +53,6 @@ def pod_reader_token(kubeconfig: str, namespace: str, sa: str, directory: Path) 
     return path
 
 
-@pytest.fixture
-def authz_sidecar(
-    informerd_bin: str, kubeconfig: str, request: pytest.FixtureRequest
-) -> Iterator[Callable[[list[str]], Sidecar]]:
-    """authz_sidecar(namespaces) starts informerd with authorization on, caching those
-    namespaces' pods; it does not wait for the sync (Status needs a token)."""
-    started: list[Sidecar] = []
-
-    def start(namespaces: list[str]) -> Sidecar:
-        sc = Sidecar(informerd_bin, kubeconfig, pods_resource(namespaces), server_yaml=AUTHORIZATION)
-        started.append(sc)
-        sc.start()
-        return sc
-
-    yield start
-    failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
-    for sc in started:
-        if failed:
-            print(f"--- informerd log ({sc.log}) ---\n{sc.log_tail(80)}")
-        sc.close()
-
-
 def list_when_ready(sc: Sidecar, client: Client, namespace: str, timeout: float = 120) -> dict[str, str]:
     """Lists the namespace's pods once the sidecar has synced and the apiserver's RBAC serves
     the new binding; fails (only to avoid hanging) after `timeout`."""
@@ -98,7 +75,7 @@ def expect_refused(call, code: grpc.StatusCode, reason: str, what: str) -> None:
 
 
 def test_token_file_reads_only_what_rbac_allows(
-    namespaces, core: k8s.CoreV1Api, kubeconfig: str, authz_sidecar, tmp_path: Path
+    namespaces, core: k8s.CoreV1Api, kubeconfig: str, sidecar, tmp_path: Path
 ) -> None:
     """A client with `token_file` lists exactly the pods of the namespace its Role covers, is
     refused PERMISSION_DENIED/Forbidden for another cached namespace and for all namespaces
@@ -109,7 +86,7 @@ def test_token_file_reads_only_what_rbac_allows(
         for i in range(2):
             core.create_namespaced_pod(ns, pod(f"p{i}"))
     token_file = pod_reader_token(kubeconfig, a, "reader-a", tmp_path)
-    sc = authz_sidecar([a, b])
+    sc = sidecar([a, b], server_yaml=AUTHORIZATION, wait=False)
 
     with Client(sc.address, timeout=30, token_file=token_file) as reader:
         got = list_when_ready(sc, reader, a)
