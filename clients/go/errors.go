@@ -36,6 +36,14 @@ var (
 	ReasonInvalid = informerdv1.Reason_Invalid.String()
 	// ReasonShuttingDown (UNAVAILABLE): the sidecar is stopping: reconnect, resume.
 	ReasonShuttingDown = informerdv1.Reason_ShuttingDown.String()
+	// ReasonUnauthenticated (UNAUTHENTICATED): server.authorization is on and the call carried
+	// no valid token (missing, expired, forged, or for another audience): send a fresh projected
+	// token for the audience "informerd" (WithTokenFile).
+	ReasonUnauthenticated = informerdv1.Reason_Unauthenticated.String()
+	// ReasonForbidden (PERMISSION_DENIED): the caller's RBAC does not allow the read; the
+	// message names the verb, resource and namespace to grant. A Watch also ends with it when
+	// access is revoked.
+	ReasonForbidden = informerdv1.Reason_Forbidden.String()
 )
 
 // Error is an error returned by the informerd API: the gRPC status and the informerd-reason
@@ -82,6 +90,9 @@ var (
 	ErrNotCaughtUp  = &Error{Code: codes.DeadlineExceeded, Reason: ReasonNotCaughtUp}
 	ErrInvalid      = &Error{Code: codes.InvalidArgument, Reason: ReasonInvalid}
 	ErrShuttingDown = &Error{Code: codes.Unavailable, Reason: ReasonShuttingDown}
+
+	ErrUnauthenticated = &Error{Code: codes.Unauthenticated, Reason: ReasonUnauthenticated}
+	ErrForbidden       = &Error{Code: codes.PermissionDenied, Reason: ReasonForbidden}
 )
 
 // Reason returns the informerd-reason of an error returned by this package ("" if none).

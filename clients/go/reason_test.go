@@ -36,3 +36,28 @@ func TestReasonTrailerIsTheGeneratedName(t *testing.T) {
 		t.Errorf("trailer %s: %q, want informerd.ReasonNotFound %q", informerd.ReasonKey, sent, informerd.ReasonNotFound)
 	}
 }
+
+// TestReasonConstantsCoverTheProto: every reason the proto defines has its constant here, so a
+// reason added to cache.proto without one (as Unauthenticated and Forbidden once were) fails.
+func TestReasonConstantsCoverTheProto(t *testing.T) {
+	constants := map[string]bool{}
+	for _, r := range []string{
+		informerd.ReasonExpired, informerd.ReasonEpochChanged, informerd.ReasonFellBehind,
+		informerd.ReasonNotSynced, informerd.ReasonNotFound, informerd.ReasonNotCaughtUp,
+		informerd.ReasonInvalid, informerd.ReasonShuttingDown, informerd.ReasonUnauthenticated,
+		informerd.ReasonForbidden,
+	} {
+		constants[r] = true
+	}
+	for value, name := range informerdv1.Reason_name {
+		if informerdv1.Reason(value) == informerdv1.Reason_REASON_UNSPECIFIED {
+			continue
+		}
+		if !constants[name] {
+			t.Errorf("proto Reason %s (%d) has no Reason constant in errors.go", name, value)
+		}
+	}
+	if len(constants) != len(informerdv1.Reason_name)-1 {
+		t.Errorf("%d distinct Reason constants, the proto defines %d reasons", len(constants), len(informerdv1.Reason_name)-1)
+	}
+}

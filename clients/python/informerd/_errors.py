@@ -33,6 +33,12 @@ class Reason:
     INVALID = pb.Reason.Name(pb.Reason.Invalid)
     # UNAVAILABLE: the sidecar is stopping: reconnect, resume.
     SHUTTING_DOWN = pb.Reason.Name(pb.Reason.ShuttingDown)
+    # UNAUTHENTICATED: server.authorization is on and the call carried no valid token (missing,
+    # expired, forged, or for another audience): send a fresh projected token (`token_file`).
+    UNAUTHENTICATED = pb.Reason.Name(pb.Reason.Unauthenticated)
+    # PERMISSION_DENIED: the caller's RBAC does not allow the read; the message names the verb,
+    # resource and namespace to grant. A watch also ends with it when access is revoked.
+    FORBIDDEN = pb.Reason.Name(pb.Reason.Forbidden)
 
 
 class InformerdError(Exception):

@@ -97,7 +97,7 @@ def namespaces(core: k8s.CoreV1Api, request: pytest.FixtureRequest) -> Iterator[
 class Sidecar:
     """One informerd process, serving on a Unix socket in a directory of its own."""
 
-    def __init__(self, binary: str, kubeconfig: str, resources_yaml: str):
+    def __init__(self, binary: str, kubeconfig: str, resources_yaml: str, server_yaml: str = ""):
         # A short directory: a Unix socket path has at most 107 bytes.
         self.dir = Path(tempfile.mkdtemp(prefix="informerd-py-"))
         self.socket = self.dir / "informerd.sock"
@@ -107,8 +107,7 @@ class Sidecar:
             "apiVersion: informerd.io/v1alpha1\n"
             "kind: Config\n"
             "server:\n"
-            f"  socket: {self.socket}\n"
-            "resources:\n" + resources_yaml
+            f"  socket: {self.socket}\n" + server_yaml + "resources:\n" + resources_yaml
         )
         self.log = self.dir / "informerd.log"
         self.binary = binary
@@ -192,14 +191,18 @@ def sidecar(
     informerd_bin: str, kubeconfig: str, request: pytest.FixtureRequest
 ) -> Iterator[Callable[..., Sidecar]]:
     """sidecar(namespaces) starts informerd caching those namespaces' pods and waits until it
-    has synced; it is stopped at the end of the test (its log is shown if the test failed)."""
+    has synced (unless wait=False: with authorization on, Status needs a token); it is stopped
+    at the end of the test (its log is shown if the test failed)."""
     started: list[Sidecar] = []
 
-    def start(namespaces: list[str], *, resources_yaml: str | None = None) -> Sidecar:
-        sc = Sidecar(informerd_bin, kubeconfig, resources_yaml or pods_resource(namespaces))
+    def start(
+        namespaces: list[str], *, resources_yaml: str | None = None, server_yaml: str = "", wait: bool = True
+    ) -> Sidecar:
+        sc = Sidecar(informerd_bin, kubeconfig, resources_yaml or pods_resource(namespaces), server_yaml)
         started.append(sc)
         sc.start()
-        sc.wait_synced()
+        if wait:
+            sc.wait_synced()
         return sc
 
     yield start
