@@ -160,7 +160,9 @@ pub fn diff(want: &State, have: &State) -> String {
     let other = |same_version: bool| -> Vec<String> {
         want.iter()
             .filter_map(|(k, w)| Some((k, w, have.get(k)?)))
-            .filter(|(_, w, h)| w != h && (w.resource_version == h.resource_version) == same_version)
+            .filter(|(_, w, h)| {
+                w != h && (w.resource_version == h.resource_version) == same_version
+            })
             .take(3)
             .map(|(k, w, h)| format!("{k} {} (held {})", w.resource_version, h.resource_version))
             .collect()

@@ -172,9 +172,13 @@ impl Scope {
             Step::InitDone(rv) => (Some(watcher::Event::InitDone), Some(rv)),
             Step::Reached(rv) => (None, self.reached.as_ref().map(|_| rv)),
             Step::Resumed => {
+                let how = if self.resuming {
+                    "watch resumed from the snapshot"
+                } else {
+                    "watch resumed after an error"
+                };
                 self.resuming = false;
-                tracing::info!(resource = %self.spec.api_resource.plural, scope = %self.label,
-                    "watch resumed from the snapshot");
+                tracing::info!(resource = %self.spec.api_resource.plural, scope = %self.label, "{how}");
                 self.spec
                     .status
                     .update(&self.label, |s| StatusChange::Serving.apply(s));

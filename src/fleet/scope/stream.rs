@@ -55,7 +55,8 @@ enum State {
     Empty,
     /// Receiving the list's initial events.
     InitialWatch(Events),
-    /// Watch from a resourceVersion; `confirm` while it is the snapshot's.
+    /// Watch from a resourceVersion; `confirm` while it is the snapshot's, or after a watch
+    /// that could not start (its error set the scope's state: the confirmation sets it back).
     Resume {
         rv: String,
         confirm: bool,
@@ -135,7 +136,10 @@ async fn step(api: &Api<Projected>, params: &WatchParams, state: State) -> Next 
                 let next = if matches!(&e, kube::Error::Api(s) if s.code == 410) {
                     State::Empty
                 } else {
-                    State::Resume { rv, confirm }
+                    // Decision: confirmed once it starts again. The error (Forbidden while a
+                    // RoleBinding is missing, say) marked the scope; a resumed watch that then
+                    // sees no change would otherwise leave it marked, and unready, for ever.
+                    State::Resume { rv, confirm: true }
                 };
                 (Some(Err(watcher::Error::WatchStartFailed(e))), next)
             }
