@@ -67,13 +67,23 @@ impl PrivateControlPlane {
     }
 
     /// Kills kube-apiserver with SIGKILL (no graceful shutdown: watches are cut, its watch
-    /// cache is lost) and starts it again on the same port; returns once it is ready.
-    pub async fn kill_and_restart_apiserver(&self) -> Result<()> {
+    /// cache is lost), runs `while_down`, and starts it again on the same port; returns once it
+    /// is ready.
+    ///
+    /// `while_down` runs while no apiserver of this handle's first port serves, so nothing it
+    /// changes in etcd reaches a client of that port before the restart (the chaos suite
+    /// advances and compacts etcd there, so that every resume is older than the new watch
+    /// cache: 410 Gone, whatever the client had seen before the kill).
+    pub async fn kill_and_restart_apiserver(
+        &self,
+        while_down: impl AsyncFnOnce() -> Result<()>,
+    ) -> Result<()> {
         let pid = self.recorded_pid("kube-apiserver")?;
         let launch = Launch::of(pid)?;
         let addr = self.apiserver_addr()?;
         kill(pid)?;
         self.reap(pid);
+        while_down().await?;
         let log = self.cp.dir.join("logs/kube-apiserver.log");
         // The port is free once the old process has closed its files; on busy cores a new one
         // started at once has found it still bound, so wait until it can be bound.

@@ -26,6 +26,34 @@ impl ControlPlane {
         Ok(revision)
     }
 
+    /// Writes one key outside Kubernetes' prefix (so no apiserver has ever served its
+    /// revision) and compacts etcd up to that write. Afterwards etcd's revision is above every
+    /// resourceVersion any client was told, and history older than it is gone: a watch cache
+    /// started now begins after every such resourceVersion, so each resume answers 410 Gone.
+    /// Returns the revision compacted to.
+    ///
+    /// Decision: the chaos suite calls this while kube-apiserver is down. Compaction alone
+    /// (`compact_etcd`) gives 410 only when the client had not yet seen the newest revision
+    /// at the kill; with a quiet moment (or a bookmark) it had, and resumed without a relist,
+    /// which is right but left the 410 path untested in some runs.
+    pub async fn advance_and_compact_etcd(&self) -> Result<u64> {
+        let url = self.etcd_url()?;
+        // key "informerd-chaos/advance", value "x", base64 as the JSON gateway wants.
+        let put = etcd_call(
+            &url,
+            "/v3/kv/put",
+            r#"{"key":"aW5mb3JtZXJkLWNoYW9zL2FkdmFuY2U=","value":"eA=="}"#,
+        )
+        .await?;
+        let revision = put["header"]["revision"]
+            .as_str()
+            .and_then(|r| r.parse::<u64>().ok())
+            .ok_or_else(|| etcd_error("/v3/kv/put", format!("no header.revision in {put}")))?;
+        let body = format!(r#"{{"revision":"{revision}","physical":true}}"#);
+        etcd_call(&url, "/v3/kv/compaction", &body).await?;
+        Ok(revision)
+    }
+
     /// etcd's client URL, from the command line of the etcd process of this control plane.
     fn etcd_url(&self) -> Result<String> {
         let state_path = self.dir.join("state.json");

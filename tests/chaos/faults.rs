@@ -19,9 +19,10 @@ pub enum Fault {
     CutMidList,
     /// informerd killed with SIGKILL and restarted.
     KillInformerd,
-    /// etcd compacted to its current revision, then kube-apiserver killed with SIGKILL and
-    /// restarted on the same port: its watch cache starts empty, so informerd's resume gets
-    /// 410 Gone and relists.
+    /// kube-apiserver killed with SIGKILL; while it is down etcd is advanced by one write and
+    /// compacted to it; then it is restarted on the same port: its watch cache starts after
+    /// every resourceVersion informerd was told, so informerd's resume gets 410 Gone and
+    /// relists.
     CompactKillApiserver,
     /// The proxy moved informerd to the second kube-apiserver of the same etcd, and back.
     SwitchApiservers,
@@ -92,8 +93,10 @@ pub async fn inject(fault: Fault, rig: &mut Rig, rng: &mut StdRng) -> anyhow::Re
             Ok(1)
         }
         Fault::CompactKillApiserver => {
-            rig.plane.control_plane().compact_etcd().await?;
-            rig.plane.kill_and_restart_apiserver().await?;
+            let cp = rig.plane.control_plane().clone();
+            rig.plane
+                .kill_and_restart_apiserver(async || cp.advance_and_compact_etcd().await.map(drop))
+                .await?;
             Ok(1)
         }
         Fault::SwitchApiservers => {
