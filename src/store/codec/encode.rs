@@ -100,18 +100,32 @@ pub(crate) fn encode_body(
     id: &Identity<'_>,
     root: &Map<String, Value>,
 ) -> Vec<u8> {
+    encode_body_sized(atoms, id, root).0
+}
+
+/// [`encode_body`], and the object's encoded size: its body plus every string, key and shape
+/// (template, array) it references, each counted in full at every use, shared or not. The
+/// size is what the object would cost alone, whatever else the store holds, so it does not
+/// depend on the order objects arrive in (`limits.maxObjectSize` is checked against it).
+pub(crate) fn encode_body_sized(
+    atoms: &mut Atoms,
+    id: &Identity<'_>,
+    root: &Map<String, Value>,
+) -> (Vec<u8>, u64) {
     let mut enc = Encoder {
         atoms,
         id,
         last_ts: TS_BASE,
         out: Vec::with_capacity(128),
+        referenced: 0,
     };
     match enc.object(root, false) {
         Enc::Const(c) => enc.out.extend_from_slice(c.bytes()),
         Enc::ObjHoles(tid) => enc.tag_id_at(0, T_OBJ, tid),
         Enc::Hole => unreachable!("objects are constants or have holes"),
     }
-    enc.out
+    let size = enc.referenced + enc.out.len() as u64;
+    (enc.out, size)
 }
 
 struct Encoder<'a, 'i> {
@@ -119,6 +133,8 @@ struct Encoder<'a, 'i> {
     id: &'a Identity<'i>,
     last_ts: i64,
     out: Vec<u8>,
+    /// Bytes of the atoms referenced so far, each counted at every use.
+    referenced: u64,
 }
 
 impl Encoder<'_, '_> {
@@ -132,6 +148,12 @@ impl Encoder<'_, '_> {
             Value::Array(a) => self.array(a, owner_refs),
             Value::Object(m) => self.object(m, owner_refs),
         }
+    }
+
+    /// Takes a reference on the string atom `s`, counting its bytes.
+    fn acquire_str(&mut self, s: &str) -> AtomId {
+        self.referenced += s.len() as u64;
+        self.atoms.acquire(KIND_STR, s.as_bytes()).0
     }
 
     /// Inserts `tag id` into the body at `pos` (before the holes of what it introduces).
@@ -192,7 +214,7 @@ impl Encoder<'_, '_> {
             return Enc::Hole;
         }
         if let Some((prefix, suffix)) = split_generated_name(s) {
-            let (a, _) = self.atoms.acquire(KIND_STR, prefix.as_bytes());
+            let a = self.acquire_str(prefix);
             self.out.push(T_GEN_NAME);
             put_varint(&mut self.out, u64::from(a));
             self.out.extend_from_slice(&pack_suffix(&suffix));
@@ -203,7 +225,7 @@ impl Encoder<'_, '_> {
             if prefix.is_empty() {
                 self.out.push(0);
             } else {
-                let (a, _) = self.atoms.acquire(KIND_STR, prefix.as_bytes());
+                let a = self.acquire_str(prefix);
                 put_varint(&mut self.out, u64::from(a) + 1);
             }
             self.out.extend_from_slice(&digest);
@@ -219,7 +241,7 @@ impl Encoder<'_, '_> {
             c.extend(s.as_bytes());
             c
         } else {
-            let (a, _) = self.atoms.acquire(KIND_STR, s.as_bytes());
+            let a = self.acquire_str(s);
             Const::tag_id(T_ATOM_STR, a)
         }
     }
@@ -229,7 +251,7 @@ impl Encoder<'_, '_> {
         put_varint(&mut template, m.len() as u64);
         let mut holes = false;
         for (k, v) in m {
-            let (key, _) = self.atoms.acquire(KIND_STR, k.as_bytes());
+            let key = self.acquire_str(k);
             put_varint(&mut template, u64::from(key));
             let pos = self.out.len();
             match self.value(v, owner_refs || k == "ownerReferences") {
@@ -290,6 +312,7 @@ impl Encoder<'_, '_> {
     /// Interns a template or array whose payload already holds references on its children;
     /// when an equal atom exists, those references are returned (the existing atom has its own).
     fn intern(&mut self, kind: u8, payload: &[u8]) -> AtomId {
+        self.referenced += payload.len() as u64;
         let (id, created) = self.atoms.acquire(kind, payload);
         if !created {
             let mut ids = Vec::new();

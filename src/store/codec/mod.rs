@@ -35,7 +35,7 @@ mod refs;
 mod varint;
 
 pub(crate) use decode::{decode_blob, decode_body};
-pub(crate) use encode::{encode_body, too_deep};
+pub(crate) use encode::{encode_body, encode_body_sized, too_deep};
 pub(crate) use header::{encode_header, parse_header, Name};
 pub(crate) use refs::{exclusive_bytes, release_blob, release_body};
 
