@@ -37,8 +37,8 @@ impl ScopeIngest {
     pub(super) fn too_large(&mut self, key: &ObjectKey, size: u64) {
         self.counters.too_large += 1;
         tracing::warn!(object = %key, size, limit = self.pipeline.max_object_size,
-            "object larger than limits.maxObjectSize (its encoded size); not kept (raise the \
-             limit, or drop its large fields with a transform)");
+            "object larger than limits.maxObjectSize; not kept (raise the limit, or drop \
+             its large fields with a transform)");
     }
 }
 
