@@ -7,8 +7,9 @@ use super::refs::{atom_children, release_all};
 use super::varint::{put_varint, zigzag};
 use super::{
     Identity, HOLE, OBJ_HOLE, SMALL_MAX, T_ARR, T_ARR_CONST, T_ARR_EMPTY, T_ATOM_STR, T_F64,
-    T_FALSE, T_GEN_NAME, T_HEX64, T_IPV4, T_IPV4_CIDR, T_KEY_NAME, T_KEY_NS, T_KEY_RV, T_NEG,
-    T_NULL, T_OBJ, T_SMALL, T_STR, T_TRUE, T_TS, T_TS_FRAC, T_U64, T_UINT_STR, T_UUID,
+    T_FALSE, T_GEN_NAME, T_HEX64, T_IPV4, T_IPV4_CIDR, T_KEY_GEN_PREFIX, T_KEY_NAME,
+    T_KEY_NAME_AFFIX, T_KEY_NS, T_KEY_RV, T_NEG, T_NULL, T_OBJ, T_SMALL, T_STR, T_TRUE, T_TS,
+    T_TS_FRAC, T_U64, T_UINT_STR, T_UUID,
 };
 use crate::store::atoms::{
     AtomId, Atoms, KIND_ARRAY, KIND_ARRAY_TEMPLATE, KIND_STR, KIND_TEMPLATE,
@@ -18,7 +19,11 @@ use crate::store::scalar::{
     split_hex64, TS_BASE,
 };
 
-/// Encoding of a constant: a tag and at most 16 bytes (UUID) or a 10-byte varint.
+/// Names at least this long are looked for inside other strings (see `name_relative`).
+const MIN_AFFIX_NAME: usize = 8;
+
+/// Encoding of a constant: a tag and at most 16 bytes (UUID), a 10-byte varint, or two
+/// string constants (`T_KEY_NAME_AFFIX`: 2 x (tag + 4-byte inline string or 5-byte varint)).
 #[derive(Clone, Copy)]
 struct Const {
     len: u8,
@@ -172,6 +177,9 @@ impl Encoder<'_, '_> {
         if Some(s) == self.id.resource_version {
             return Enc::Const(Const::tag(T_KEY_RV));
         }
+        if let Some(c) = self.name_relative(s) {
+            return Enc::Const(c);
+        }
         if let Some(u) = parse_uuid(s) {
             if owner_refs {
                 // The owner's UID is shared by all its objects: keep it in the template.
@@ -232,6 +240,27 @@ impl Encoder<'_, '_> {
             return Enc::Hole;
         }
         Enc::Const(self.const_string(s))
+    }
+
+    /// `s` as a constant relative to the object's name: the name's generateName prefix, or the
+    /// name with a fixed prefix and suffix. Such a value is unique to the object, and as a
+    /// constant it lets the objects of one owner share the template around it (a StatefulSet
+    /// pod's `data-NAME` claim). Names shorter than [`MIN_AFFIX_NAME`] are not looked for: in
+    /// a string shared by many objects they would make it a different constant per name.
+    fn name_relative(&mut self, s: &str) -> Option<Const> {
+        let name = self.id.name;
+        if split_generated_name(name).is_some_and(|(prefix, _)| prefix == s) {
+            return Some(Const::tag(T_KEY_GEN_PREFIX));
+        }
+        if name.len() < MIN_AFFIX_NAME || s.len() <= name.len() {
+            return None;
+        }
+        let at = s.find(name)?;
+        let (prefix, suffix) = (&s[..at], &s[at + name.len()..]);
+        let mut c = Const::tag(T_KEY_NAME_AFFIX);
+        c.extend(self.const_string(prefix).bytes());
+        c.extend(self.const_string(suffix).bytes());
+        Some(c)
     }
 
     fn const_string(&mut self, s: &str) -> Const {
