@@ -9,6 +9,7 @@ use super::reader::Store;
 
 /// Atoms of one kind.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct AtomKindStats {
     /// Live atoms of this kind.
     pub atoms: usize,
@@ -23,6 +24,7 @@ pub struct AtomKindStats {
 /// The atoms of a store, by kind, with a few strings referenced once (what makes objects
 /// unique and is still interned).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct AtomBreakdown {
     /// Strings: keys, label values, names...
     pub strings: AtomKindStats,

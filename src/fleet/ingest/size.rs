@@ -8,7 +8,11 @@
 //! at every use, shared or not. It is what the object costs to keep, independent of what else
 //! the store holds, and close to its JSON after the transform for the large objects the limit
 //! is for (a large object is large because of its strings, counted byte for byte; quotes,
-//! commas and repeated keys are not counted). The bytes as received are not seen (objects are
+//! commas and repeated keys are not counted). An object made of many small typed values
+//! (timestamps, UUIDs, IPs: a few bytes each encoded) can be several times larger as JSON
+//! than its encoded size, so the default's promise that a kept object fits a client's 4 MiB
+//! message holds for objects large by their strings, which is what large objects are in
+//! practice (ConfigMaps, annotations, CRDs' specs). The bytes as received are not seen (objects are
 //! decoded straight from the stream, and the apiserver bounds them itself: etcd refuses
 //! writes over 1.5 MiB by default). A field the transform drops is never allocated, so it
 //! costs nothing to keep out.
