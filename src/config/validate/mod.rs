@@ -12,6 +12,7 @@ pub(super) mod authorization;
 mod change_log;
 mod indexes;
 mod limits;
+pub(super) mod on_demand;
 mod resource;
 mod scope;
 mod server;
@@ -36,7 +37,8 @@ pub(super) fn validate(source: Arc<Source>, raw: RawConfig) -> Result<Config, Co
     let change_log = validator.change_log(raw.change_log.unwrap_or_default());
     let limits = validator.limits(raw.limits.unwrap_or_default());
     let snapshot = raw.snapshot.map(|s| validator.snapshot(s));
-    let resources = validator.resources(raw.resources);
+    let on_demand = raw.on_demand.map(|o| validator.on_demand(o));
+    let resources = validator.resources(raw.resources, on_demand.is_some());
     if !validator.diagnostics.is_empty() {
         let mut diagnostics = validator.diagnostics;
         diagnostics.sort_by_key(|d| (d.line, d.column));
@@ -48,6 +50,7 @@ pub(super) fn validate(source: Arc<Source>, raw: RawConfig) -> Result<Config, Co
         limits,
         snapshot: snapshot.flatten(),
         resources,
+        on_demand: on_demand.flatten(),
         source: validator.source,
     })
 }
@@ -90,9 +93,10 @@ impl Validator {
         }
     }
 
-    /// The `resources` list: at least one, each valid, and their names unique.
-    fn resources(&mut self, raw: Vec<RawResource>) -> Vec<ResourceConfig> {
-        if raw.is_empty() {
+    /// The `resources` list: at least one (none is fine beside `onDemand`), each valid, and
+    /// their names unique.
+    fn resources(&mut self, raw: Vec<RawResource>, on_demand: bool) -> Vec<ResourceConfig> {
+        if raw.is_empty() && !on_demand {
             self.error(
                 "resources",
                 "no resources: list at least one resource to cache (apiVersion and kind)",
