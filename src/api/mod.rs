@@ -27,6 +27,7 @@
 //! `store::Store` (through the fleet's caches), never a `Writer`.
 
 mod authz;
+mod ensure;
 mod handover;
 mod health;
 mod keys;
@@ -35,6 +36,7 @@ mod list;
 mod mask;
 mod query;
 pub mod reason;
+mod registry;
 mod request_size;
 mod resource;
 mod send;
@@ -56,6 +58,7 @@ use crate::config::{Config, ServerConfig};
 use crate::fleet::Fleet;
 use crate::proto;
 pub use reason::{Reason, REASON_TRAILER};
+pub use registry::OnDemandReport;
 pub use resource::{Resource, WatchCounts, CLIENT_CLOSED};
 pub use watch::{DEFAULT_BOOKMARK_INTERVAL, WATCHER_BUFFER};
 
@@ -101,7 +104,10 @@ pub struct Api {
 
 struct Inner {
     fleet: Arc<Fleet>,
-    resources: Vec<Arc<Resource>>,
+    /// Every served resource (`registry`): the configuration's, and the on-demand ones.
+    resources: Arc<registry::Registry>,
+    /// Starts on-demand caches (`onDemand`, see `ensure`); `None` when off.
+    on_demand: Option<Arc<crate::fleet::OnDemand>>,
     stop: signal::Sender<bool>,
     limits: limits::Limits,
     max_request_size: u64,
@@ -128,10 +134,12 @@ impl Api {
                 Arc::new(Resource::start(cache.clone(), indexes, stopped.clone()))
             })
             .collect();
+        let resources = Arc::new(registry::Registry::new(resources));
         Api {
             inner: Arc::new(Inner {
                 fleet,
                 resources,
+                on_demand: None,
                 stop,
                 limits: limits::Limits::new(&config.limits),
                 max_request_size: config.limits.max_request_size,
@@ -141,8 +149,8 @@ impl Api {
         }
     }
 
-    fn resources(&self) -> &[Arc<Resource>] {
-        &self.inner.resources
+    fn resources(&self) -> Vec<Arc<Resource>> {
+        self.inner.resources.all()
     }
 
     fn resource(&self, name: &str) -> Result<Arc<Resource>, Status> {
@@ -152,10 +160,9 @@ impl Api {
                 format!("is required; this sidecar serves: {}", self.names()),
             ));
         }
-        self.resources()
-            .iter()
-            .find(|r| r.name() == name)
-            .cloned()
+        self.inner
+            .resources
+            .lookup(name)
             .ok_or_else(|| {
                 Reason::NotFound.status(format!(
                     "no resource named {name:?} in the configuration; this sidecar serves: {}",
