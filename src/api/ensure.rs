@@ -96,17 +96,30 @@ pub(super) async fn ensure(
         }
         None => start(api, &on_demand, &name, &resolved, asked).await?,
     };
+    // Decision: a call waiting for the sync is a client of the cache (in Status's `clients`),
+    // so that a sync longer than idleTimeout does not stop it under the call.
+    let _waiting = resource.watching();
     resource.wait_synced(until).await.map_err(|_| {
         Reason::NotCaughtUp.status(format!(
             "{name} has not synced before the call's deadline ({}); it keeps syncing: call \
              Ensure again, with a longer deadline",
-            resource.status().scopes.iter().map(|s| format!("{}: {}", s.scope, s.state)).collect::<Vec<_>>().join(", ")
+            pending(&resource)
         ))
     })?;
     Ok(Response::new(proto::EnsureResponse {
         resource: name,
         started,
     }))
+}
+
+/// The scopes of `resource` and their states, e.g. `team-a: Listing`.
+fn pending(resource: &Resource) -> String {
+    let scopes = resource.status().scopes;
+    let states: Vec<String> = scopes
+        .iter()
+        .map(|s| format!("{}: {}", s.scope, s.state))
+        .collect();
+    states.join(", ")
 }
 
 /// What the request names (a kind or a resource), and its namespaces, sorted.
@@ -174,7 +187,7 @@ fn check_bounds(
         .map_err(|e| Reason::Forbidden.status(e))
 }
 
-/// The name clients use: `PLURAL.GROUP` (`PLURAL` for the core group), with `/NS1,NS2` when
+/// The name clients use: `PLURAL.GROUP` (`PLURAL` for the core group), with `/NS1+NS2` when
 /// the cache holds some namespaces only.
 fn cache_name(resolved: &Resolved, namespaces: &[String]) -> String {
     let ar = &resolved.api_resource;
@@ -186,7 +199,7 @@ fn cache_name(resolved: &Resolved, namespaces: &[String]) -> String {
     if namespaces.is_empty() {
         base
     } else {
-        format!("{base}/{}", namespaces.join(","))
+        format!("{base}/{}", namespaces.join("+"))
     }
 }
 

@@ -58,7 +58,7 @@ use crate::config::{Config, ServerConfig};
 use crate::fleet::Fleet;
 use crate::proto;
 pub use reason::{Reason, REASON_TRAILER};
-pub use registry::OnDemandReport;
+pub use registry::{OnDemandReport, STOPPED_IDLE, STOPPED_MAX_OBJECTS};
 pub use resource::{Resource, WatchCounts, CLIENT_CLOSED};
 pub use watch::{DEFAULT_BOOKMARK_INTERVAL, WATCHER_BUFFER};
 
@@ -160,15 +160,12 @@ impl Api {
                 format!("is required; this sidecar serves: {}", self.names()),
             ));
         }
-        self.inner
-            .resources
-            .lookup(name)
-            .ok_or_else(|| {
-                Reason::NotFound.status(format!(
-                    "no resource named {name:?} in the configuration; this sidecar serves: {}",
-                    self.names()
-                ))
-            })
+        self.inner.resources.lookup(name).ok_or_else(|| {
+            Reason::NotFound.status(format!(
+                "no resource named {name:?} in the configuration; this sidecar serves: {}",
+                self.names()
+            ))
+        })
     }
 
     fn names(&self) -> String {

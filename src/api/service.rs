@@ -167,7 +167,11 @@ impl Cache for Api {
             allocated_bytes,
             resident_bytes,
             on_demand: on_demand.caches,
-            on_demand_stops: on_demand.stops.into_iter().map(|(r, n)| (r.into(), n)).collect(),
+            on_demand_stops: on_demand
+                .stops
+                .into_iter()
+                .map(|(r, n)| (r.into(), n))
+                .collect(),
         }))
     }
 
