@@ -140,7 +140,7 @@ impl OnDemand {
     pub fn new(client: Client, config: &Config) -> Option<OnDemand> {
         Some(OnDemand {
             client,
-            limits: config.limits.clone(),
+            limits: config.limits,
             change_log: config.change_log,
             bounds: config.on_demand.clone()?,
             initial_lists: Arc::new(Semaphore::new(INITIAL_LISTS)),
