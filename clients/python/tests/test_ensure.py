@@ -24,7 +24,10 @@ def test_ensure_caches_a_kind_on_demand(core, namespaces, sidecar):
     name = c.ensure("v1", "ConfigMap", [ns], timeout=60)
     assert name == f"configmaps/{ns}"
     listed = c.list(name, namespace=ns)
-    assert sorted(o["metadata"]["name"] for o in listed.items) == ["cm-a", "cm-b"]
+    # What the apiserver holds: the two created, and the namespace's kube-root-ca.crt.
+    want = sorted(cm.metadata.name for cm in core.list_namespaced_config_map(ns).items)
+    assert {"cm-a", "cm-b"} <= set(want)
+    assert sorted(o["metadata"]["name"] for o in listed.items) == want
     assert all(o["kind"] == "ConfigMap" for o in listed.items)
 
     with pytest.raises(InformerdError) as refused:
