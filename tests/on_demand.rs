@@ -86,29 +86,35 @@ fn fxhash(name: &str, i: usize) -> u64 {
     h.finish()
 }
 
-fn ensure_request(
+/// Ensures `kind` of `api_version` in `namespaces` with the Rust client; the name to read it by.
+async fn ensure(
+    api: &CacheClient<Channel>,
     api_version: &str,
     kind: &str,
     namespaces: &[&str],
-) -> tonic::Request<EnsureRequest> {
-    let mut request = tonic::Request::new(EnsureRequest {
-        api_version: api_version.into(),
-        kind: kind.into(),
-        namespaces: namespaces.iter().map(|s| s.to_string()).collect(),
-        ..Default::default()
-    });
-    request.set_timeout(PATIENCE);
-    request
+) -> Result<String, tonic::Status> {
+    client::ensure_resource(api.clone(), api_version, kind, namespaces, PATIENCE)
+        .await
+        .map_err(|e| match e {
+            client::Error::Status { status, .. } => *status,
+            other => panic!("Ensure: {other}"),
+        })
 }
 
-async fn ensure(
+/// The raw call, for what the Rust client leaves out (whether it started the cache); waits for
+/// the sync as long as the sidecar's default (30s).
+async fn ensure_raw(
     api: &mut CacheClient<Channel>,
     api_version: &str,
-    kind: &str,
-    namespaces: &[&str],
-) -> Result<EnsureResponse, tonic::Status> {
-    let request = ensure_request(api_version, kind, namespaces);
-    api.ensure(request).await.map(tonic::Response::into_inner)
+    namespace: &str,
+) -> anyhow::Result<EnsureResponse> {
+    let request = EnsureRequest {
+        api_version: api_version.into(),
+        kind: "Widget".into(),
+        namespaces: vec![namespace.into()],
+        ..Default::default()
+    };
+    Ok(api.ensure(request).await?.into_inner())
 }
 
 async fn status(api: &mut CacheClient<Channel>) -> anyhow::Result<StatusResponse> {
@@ -158,11 +164,11 @@ async fn a_kind_outside_the_configuration_is_cached_on_demand_and_stopped_when_i
     let api_version = widgets_ar.api_version.clone();
 
     // Ensure: started, synced, named after the resource and its namespace.
-    let ensured = ensure(&mut api, &api_version, "Widget", &[&ns]).await?;
+    let ensured = ensure_raw(&mut api, &api_version, &ns).await?;
     let name = format!("widgets.{group}/{ns}");
     assert_eq!(ensured.resource, name);
     assert!(ensured.started);
-    let joined = ensure(&mut api, &api_version, "Widget", &[&ns]).await?;
+    let joined = ensure_raw(&mut api, &api_version, &ns).await?;
     assert_eq!(
         (joined.resource.as_str(), joined.started),
         (name.as_str(), false)
@@ -280,15 +286,15 @@ async fn a_kind_outside_the_configuration_is_cached_on_demand_and_stopped_when_i
     );
 
     // Outside the bounds: a kind onDemand.allow does not list.
-    let refused = ensure(&mut api, "v1", "ConfigMap", &[&ns])
+    let refused = ensure(&api, "v1", "ConfigMap", &[&ns])
         .await
         .expect_err("ConfigMaps are outside the bounds");
     assert_refused_by(&refused, "onDemand.allow");
 
     // maxCaches: 1. Widgets again (a new start), then Gizmos is one too many.
-    let again = ensure(&mut api, &api_version, "Widget", &[&ns]).await?;
-    assert!(again.started);
-    let full = ensure(&mut api, &api_version, "Gizmo", &[&ns])
+    let again = ensure(&api, &api_version, "Widget", &[&ns]).await?;
+    assert_eq!(again, name);
+    let full = ensure(&api, &api_version, "Gizmo", &[&ns])
         .await
         .expect_err("maxCaches is 1");
     assert_refused_by(&full, "onDemand.maxCaches");
