@@ -3,7 +3,8 @@
 //! serves (List holds the custom resources, a Watch sees a new one); once no client has used
 //! it for `idleTimeout` it is stopped (Status and `/metrics` say so) and the process's
 //! allocated memory falls back; a kind outside `onDemand.allow` is refused with
-//! PERMISSION_DENIED naming the bound, and so is a cache over `onDemand.maxCaches`.
+//! PERMISSION_DENIED naming the bound, and so is a cache over `onDemand.maxCaches`. Ensure
+//! is called through the raw API, the Rust client and the CLI.
 
 use std::time::Duration;
 
@@ -292,8 +293,27 @@ async fn a_kind_outside_the_configuration_is_cached_on_demand_and_stopped_when_i
     assert_refused_by(&refused, "onDemand.allow");
 
     // maxCaches: 1. Widgets again (a new start), then Gizmos is one too many.
-    let again = ensure(&api, &api_version, "Widget", &[&ns]).await?;
-    assert_eq!(again, name);
+    // (through the CLI, which prints the name to read it by)
+    let cli = std::process::Command::new(BIN)
+        .args([
+            "ensure",
+            &api_version,
+            "Widget",
+            "-n",
+            &ns,
+            "--timeout",
+            "2m",
+            "--socket",
+        ])
+        .arg(sidecar.socket())
+        .output()?;
+    let stderr = String::from_utf8_lossy(&cli.stderr);
+    assert!(cli.status.success(), "informerd ensure: {stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&cli.stdout).trim(),
+        name,
+        "{stderr}"
+    );
     let full = ensure(&api, &api_version, "Gizmo", &[&ns])
         .await
         .expect_err("maxCaches is 1");

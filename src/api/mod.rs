@@ -9,7 +9,9 @@
 //! - `authz`: per-client authorization (`server.authorization: kubernetes`).
 //! - `service`: the RPCs. `reason`: statuses with the `informerd-reason` trailer. `list`: the
 //!   List stream, in chunks.
-//! - `resource`: one served resource (its cache, indexes, watch hub, counters).
+//! - `resource`: one served resource (its cache, indexes, watch hub, counters). `registry`:
+//!   every served resource by name, the configuration's and the on-demand ones (one lookup).
+//!   `ensure`: the Ensure RPC, which starts on-demand caches, and the reaper that stops them.
 //! - `query`: the filters of a request, validated once, matched per object. `mask`: the
 //!   fields a request asks for, and how objects are rendered.
 //! - `watch`: one hub per resource broadcasts decoded changes; each watcher filters, applies

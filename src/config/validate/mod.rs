@@ -3,8 +3,8 @@
 //! than stopping at the first, so that one run of `check-config` shows them all, in file order.
 //!
 //! This folder owns the rules of the file's fields, one section per file: the document and its
-//! list of resources here, [`server`], [`change_log`], and one resource's fields in
-//! [`resource`], [`scope`] and [`indexes`]. It must NOT read files or the YAML (that is
+//! list of resources here, [`server`], [`change_log`], [`on_demand`], and one resource's
+//! fields in [`resource`], [`scope`] and [`indexes`]. It must NOT read files or the YAML (that is
 //! `yaml.rs` and the serde structs of `raw.rs`), nor ask the cluster anything: what needs
 //! discovery is checked later, with [`Config::error_at`].
 
