@@ -280,3 +280,92 @@ fn spawn_reaper(registry: Arc<Registry>, bounds: OnDemandConfig, mut stop: signa
         registry.clear();
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use kube::discovery::{ApiCapabilities, ApiResource, Scope};
+
+    use super::*;
+    use crate::config::parse;
+
+    fn resolved(group: &str, kind: &str, plural: &str, scope: Scope) -> Resolved {
+        let api_version = if group.is_empty() {
+            "v1".to_string()
+        } else {
+            format!("{group}/v1")
+        };
+        Resolved {
+            api_resource: ApiResource {
+                group: group.into(),
+                version: "v1".into(),
+                api_version,
+                kind: kind.into(),
+                plural: plural.into(),
+            },
+            capabilities: ApiCapabilities {
+                scope,
+                subresources: Vec::new(),
+                operations: vec!["list".into(), "watch".into()],
+            },
+        }
+    }
+
+    fn bounds(section: &str) -> OnDemandConfig {
+        let text = format!("apiVersion: informerd.io/v1alpha1\nkind: Config\nonDemand:\n{section}");
+        parse("t.yaml", &text)
+            .expect("valid")
+            .on_demand
+            .expect("set")
+    }
+
+    #[test]
+    fn names_say_resource_group_and_namespaces() {
+        let deployments = resolved("apps", "Deployment", "deployments", Scope::Namespaced);
+        assert_eq!(cache_name(&deployments, &[]), "deployments.apps");
+        let two = ["a".to_string(), "b".to_string()];
+        assert_eq!(cache_name(&deployments, &two), "deployments.apps/a+b");
+        let nodes = resolved("", "Node", "nodes", Scope::Cluster);
+        assert_eq!(cache_name(&nodes, &[]), "nodes");
+    }
+
+    #[test]
+    fn requests_name_one_target_and_no_cluster_yet() {
+        let request = |kind: &str, resource: &str, cluster: &str| proto::EnsureRequest {
+            api_version: "apps/v1".into(),
+            kind: kind.into(),
+            resource: resource.into(),
+            namespaces: vec!["b".into(), "a".into(), "b".into()],
+            cluster: cluster.into(),
+        };
+        let ok = request("Deployment", "", "");
+        let (target, namespaces) = request_target(&ok).expect("valid");
+        assert!(matches!(target, Target::Kind("Deployment")));
+        assert_eq!(namespaces, ["a", "b"]);
+        for (bad, field) in [
+            (request("Deployment", "deployments", ""), "resource"),
+            (request("", "", ""), "kind"),
+            (request("Deployment", "", "east"), "cluster"),
+        ] {
+            let refused = request_target(&bad).err().expect("refused");
+            assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+            assert!(refused.message().starts_with(field), "{refused:?}");
+        }
+    }
+
+    #[test]
+    fn bounds_refuse_with_permission_denied_naming_the_bound() {
+        let bounds = bounds("  allow: [{group: apps, kinds: [Deployment]}]\n  namespaces: [a]\n");
+        let deployments = resolved("apps", "Deployment", "deployments", Scope::Namespaced);
+        assert!(check_bounds(&bounds, &deployments, &["a".into()]).is_ok());
+        let outside = check_bounds(&bounds, &deployments, &["b".into()]).unwrap_err();
+        assert_eq!(outside.code(), tonic::Code::PermissionDenied);
+        assert!(
+            outside.message().contains("onDemand.namespaces"),
+            "{outside:?}"
+        );
+        let jobs = resolved("batch", "Job", "jobs", Scope::Namespaced);
+        let kind = check_bounds(&bounds, &jobs, &["a".into()]).unwrap_err();
+        assert_eq!(Reason::of(&kind), Some(Reason::Forbidden));
+        assert!(kind.message().contains("onDemand.allow"), "{kind:?}");
+    }
+}
