@@ -346,7 +346,7 @@ mod tests {
             (request("", "", ""), "kind"),
             (request("Deployment", "", "east"), "cluster"),
         ] {
-            let refused = request_target(&bad).err().expect("refused");
+            let refused = request_target(&bad).expect_err("refused");
             assert_eq!(refused.code(), tonic::Code::InvalidArgument);
             assert!(refused.message().starts_with(field), "{refused:?}");
         }
