@@ -50,6 +50,9 @@ enum Command {
     Watch(cli::Client<cli::WatchArgs>),
     /// What the sidecar caches and how it is doing: sync state, objects, memory, scopes.
     Status(cli::Client<cli::StatusArgs>),
+    /// Start (or join) an on-demand cache and print its resource name once synced:
+    /// `ensure apps/v1 Deployment -n team-a`.
+    Ensure(cli::Client<cli::EnsureArgs>),
     /// Print the least-privilege RBAC of a configuration as YAML (Roles, ClusterRoles and
     /// their bindings to the sidecar's ServiceAccount).
     Rbac(cli::RbacArgs),
@@ -65,6 +68,7 @@ fn main() -> ExitCode {
         Command::List(client) => cli::run(client),
         Command::Watch(client) => cli::run(client),
         Command::Status(client) => cli::run(client),
+        Command::Ensure(client) => cli::run(client),
         Command::Bench(args) => cli::bench::run(args),
         Command::CheckConfig { file } => cli::check_config(&file),
         Command::Rbac(args) => cli::rbac(args),

@@ -9,7 +9,9 @@
 //! - `authz`: per-client authorization (`server.authorization: kubernetes`).
 //! - `service`: the RPCs. `reason`: statuses with the `informerd-reason` trailer. `list`: the
 //!   List stream, in chunks.
-//! - `resource`: one served resource (its cache, indexes, watch hub, counters).
+//! - `resource`: one served resource (its cache, indexes, watch hub, counters). `registry`:
+//!   every served resource by name, the configuration's and the on-demand ones (one lookup).
+//!   `ensure`: the Ensure RPC, which starts on-demand caches, and the reaper that stops them.
 //! - `query`: the filters of a request, validated once, matched per object. `mask`: the
 //!   fields a request asks for, and how objects are rendered.
 //! - `watch`: one hub per resource broadcasts decoded changes; each watcher filters, applies
@@ -27,6 +29,7 @@
 //! `store::Store` (through the fleet's caches), never a `Writer`.
 
 mod authz;
+mod ensure;
 mod handover;
 mod health;
 mod keys;
@@ -35,6 +38,7 @@ mod list;
 mod mask;
 mod query;
 pub mod reason;
+mod registry;
 mod request_size;
 mod resource;
 mod send;
@@ -56,6 +60,7 @@ use crate::config::{Config, ServerConfig};
 use crate::fleet::Fleet;
 use crate::proto;
 pub use reason::{Reason, REASON_TRAILER};
+pub use registry::{OnDemandReport, STOPPED_IDLE, STOPPED_MAX_OBJECTS};
 pub use resource::{Resource, WatchCounts, CLIENT_CLOSED};
 pub use watch::{DEFAULT_BOOKMARK_INTERVAL, WATCHER_BUFFER};
 
@@ -101,7 +106,10 @@ pub struct Api {
 
 struct Inner {
     fleet: Arc<Fleet>,
-    resources: Vec<Arc<Resource>>,
+    /// Every served resource (`registry`): the configuration's, and the on-demand ones.
+    resources: Arc<registry::Registry>,
+    /// Starts on-demand caches (`onDemand`, see `ensure`); `None` when off.
+    on_demand: Option<Arc<crate::fleet::OnDemand>>,
     stop: signal::Sender<bool>,
     limits: limits::Limits,
     max_request_size: u64,
@@ -128,10 +136,12 @@ impl Api {
                 Arc::new(Resource::start(cache.clone(), indexes, stopped.clone()))
             })
             .collect();
+        let resources = Arc::new(registry::Registry::new(resources));
         Api {
             inner: Arc::new(Inner {
                 fleet,
                 resources,
+                on_demand: None,
                 stop,
                 limits: limits::Limits::new(&config.limits),
                 max_request_size: config.limits.max_request_size,
@@ -141,8 +151,8 @@ impl Api {
         }
     }
 
-    fn resources(&self) -> &[Arc<Resource>] {
-        &self.inner.resources
+    fn resources(&self) -> Vec<Arc<Resource>> {
+        self.inner.resources.all()
     }
 
     fn resource(&self, name: &str) -> Result<Arc<Resource>, Status> {
@@ -152,16 +162,12 @@ impl Api {
                 format!("is required; this sidecar serves: {}", self.names()),
             ));
         }
-        self.resources()
-            .iter()
-            .find(|r| r.name() == name)
-            .cloned()
-            .ok_or_else(|| {
-                Reason::NotFound.status(format!(
-                    "no resource named {name:?} in the configuration; this sidecar serves: {}",
-                    self.names()
-                ))
-            })
+        self.inner.resources.lookup(name).ok_or_else(|| {
+            Reason::NotFound.status(format!(
+                "no resource named {name:?} in the configuration; this sidecar serves: {}",
+                self.names()
+            ))
+        })
     }
 
     fn names(&self) -> String {

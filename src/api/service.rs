@@ -152,20 +152,34 @@ impl Cache for Api {
         self.caller(request.metadata()).await?;
         let req = request.into_inner();
         let resources: Vec<_> = if req.resource.is_empty() {
-            self.resources().to_vec()
+            self.resources()
         } else {
             vec![self.resource(&req.resource)?]
         };
         let resources: Vec<proto::ResourceStatus> = resources.iter().map(|r| r.status()).collect();
         let memory = crate::vocab::memory::Memory::now();
         let (allocated_bytes, resident_bytes) = (memory.allocated, memory.resident);
+        let on_demand = self.on_demand_report();
         Ok(Response::new(proto::StatusResponse {
             version: env!("CARGO_PKG_VERSION").to_string(),
             synced: resources.iter().all(|r| r.synced),
             resources,
             allocated_bytes,
             resident_bytes,
+            on_demand: on_demand.caches,
+            on_demand_stops: on_demand
+                .stops
+                .into_iter()
+                .map(|(r, n)| (r.into(), n))
+                .collect(),
         }))
+    }
+
+    async fn ensure(
+        &self,
+        request: Request<proto::EnsureRequest>,
+    ) -> Result<Response<proto::EnsureResponse>, Status> {
+        super::ensure::ensure(self, request).await
     }
 }
 

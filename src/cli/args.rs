@@ -102,7 +102,7 @@ pub fn parse_token(text: &str) -> Result<ResumeToken, String> {
 }
 
 /// `30s`, `500ms`, `2m`, `1h`, or a number of seconds.
-fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit() && c != '.')

@@ -14,6 +14,7 @@ mod args;
 pub mod bench;
 mod check_config;
 mod connect;
+mod ensure;
 mod error;
 mod get;
 mod humanize;
@@ -27,6 +28,7 @@ mod watch;
 
 pub use check_config::check_config;
 pub use connect::Connection;
+pub use ensure::EnsureArgs;
 pub use error::CliError;
 pub use get::GetArgs;
 pub use list::ListArgs;

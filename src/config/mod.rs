@@ -84,6 +84,9 @@ pub use model::{
     DEFAULT_SOCKET, DEFAULT_SOCKET_MODE, KIND,
 };
 pub use quantity::parse_bytes;
+pub use validate::on_demand::{
+    AllowedGroup, OnDemandConfig, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CACHES, DEFAULT_MAX_OBJECTS,
+};
 pub use validate::snapshot::{SnapshotConfig, DEFAULT_SNAPSHOT_INTERVAL, DEFAULT_SNAPSHOT_MAX_AGE};
 pub use yaml::{Place, Pos};
 

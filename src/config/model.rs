@@ -135,6 +135,8 @@ pub struct Config {
     pub snapshot: Option<crate::config::SnapshotConfig>,
     /// The cached resources, in file order.
     pub resources: Vec<ResourceConfig>,
+    /// Caches clients may ask for at run time (`onDemand`; off when `None`).
+    pub on_demand: Option<crate::config::OnDemandConfig>,
     pub(super) source: Arc<Source>,
 }
 

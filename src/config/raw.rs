@@ -19,6 +19,8 @@ pub struct RawConfig {
     pub snapshot: Option<RawSnapshot>,
     #[serde(default)]
     pub resources: Vec<RawResource>,
+    #[serde(default)]
+    pub on_demand: Option<super::validate::on_demand::RawOnDemand>,
 }
 
 #[derive(Debug, Default, Deserialize)]

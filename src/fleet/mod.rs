@@ -20,6 +20,7 @@
 mod client;
 mod ingest;
 mod object;
+mod on_demand;
 mod pipeline;
 mod scope;
 mod synced;
@@ -39,6 +40,7 @@ use tokio::task::JoinHandle;
 pub use client::{client, READ_BUFFER};
 pub use ingest::{Applied, Progress, ScopeIngest};
 pub use object::{with_transform, Decoding, Projected};
+pub use on_demand::{OnDemand, OnDemandError, Prepared, Resolved, Running, Target};
 pub use pipeline::Pipeline;
 pub use scope::{RelistReason, ScopeState, ScopeStatus};
 pub use synced::SyncedWatch;
@@ -156,39 +158,13 @@ impl Fleet {
                 Some(w) => (w.store, w.scopes),
                 None => (Writer::new(options), BTreeMap::new()),
             };
-            let pipeline = Pipeline::with_store(rc, store).with_limits(&config.limits);
-            let cache = Arc::new(ResourceCache {
-                name: rc.name.clone(),
-                api_resource: ar.clone(),
-                namespaced: caps.scope == ResourceScope::Namespaced,
-                store: Arc::new(pipeline.store.as_reader()),
-                status: scope::StatusBoard::default(),
-            });
-            let spec = scope::StreamSpec {
-                client: client.clone(),
-                api_resource: ar,
-                label_selector: rc.label_selector.clone(),
-                field_selector: rc.field_selector.clone(),
-                pipeline,
-                status: cache.status.clone(),
-                initial_lists: initial_lists.clone(),
-                progress: Arc::new(scope::ResourceProgress::new(std::time::Instant::now())),
-                resume: Arc::new(resume),
+            let streams = on_demand::Streams {
+                client: &client,
+                limits: &config.limits,
+                initial_lists: &initial_lists,
             };
-            match &rc.scope {
-                Scope::AllNamespaces => tasks.push(scope::spawn(spec, None)),
-                Scope::Namespaces(list) => {
-                    for ns in list {
-                        tasks.push(scope::spawn(spec.clone(), Some(ns.clone())));
-                    }
-                }
-                Scope::Selector(selector) => {
-                    tasks.push(tokio::spawn(scope::run_namespace_selector(
-                        spec,
-                        selector.to_string(),
-                    )));
-                }
-            }
+            let (cache, spec) = streams.prepare(rc, ar, &caps, store, resume);
+            tasks.extend(on_demand::spawn_streams(spec, &rc.scope));
             tracing::info!(resource = %rc.name, kind = %cache.api_resource.kind, "cache started");
             caches.push(cache);
         }

@@ -19,6 +19,7 @@
 mod authz;
 mod fleet;
 mod http;
+mod on_demand;
 mod process;
 mod rpc;
 mod serving;
@@ -48,7 +49,8 @@ pub const PREFIX: &str = "informerd";
 pub fn registry(fleet: Arc<Fleet>, api: Api) -> Registry {
     let mut registry = Registry::with_prefix(PREFIX);
     registry.register_collector(Box::new(fleet::FleetCollector::new(fleet)));
-    registry.register_collector(Box::new(serving::ServingCollector::new(api)));
+    registry.register_collector(Box::new(serving::ServingCollector::new(api.clone())));
+    registry.register_collector(Box::new(on_demand::OnDemandCollector::new(api.clone())));
     registry.register_collector(Box::new(process::ProcessCollector));
     RPC.register(&mut registry);
     AUTHZ.register(&mut registry);

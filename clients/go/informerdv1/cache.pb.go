@@ -1556,8 +1556,13 @@ type StatusResponse struct {
 	// Bytes the sidecar has allocated (jemalloc's count) and its resident set.
 	AllocatedBytes uint64 `protobuf:"varint,4,opt,name=allocated_bytes,json=allocatedBytes,proto3" json:"allocated_bytes,omitempty"`
 	ResidentBytes  uint64 `protobuf:"varint,5,opt,name=resident_bytes,json=residentBytes,proto3" json:"resident_bytes,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The on-demand caches running now (each is also in `resources`).
+	OnDemand []*OnDemandStatus `protobuf:"bytes,6,rep,name=on_demand,json=onDemand,proto3" json:"on_demand,omitempty"`
+	// On-demand caches stopped since start-up, by reason: Idle (no client for
+	// onDemand.idleTimeout), MaxObjects (it outgrew onDemand.maxObjects).
+	OnDemandStops map[string]uint64 `protobuf:"bytes,7,rep,name=on_demand_stops,json=onDemandStops,proto3" json:"on_demand_stops,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
@@ -1625,6 +1630,260 @@ func (x *StatusResponse) GetResidentBytes() uint64 {
 	return 0
 }
 
+func (x *StatusResponse) GetOnDemand() []*OnDemandStatus {
+	if x != nil {
+		return x.OnDemand
+	}
+	return nil
+}
+
+func (x *StatusResponse) GetOnDemandStops() map[string]uint64 {
+	if x != nil {
+		return x.OnDemandStops
+	}
+	return nil
+}
+
+// Ensure: a cache of one kind (apiVersion and kind, or apiVersion and resource) in some
+// namespaces (none: every namespace, and cluster-scoped kinds).
+type EnsureRequest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ApiVersion string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	// The kind (e.g. Widget); or leave it empty and give `resource`.
+	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// The resource, its plural (e.g. widgets), when `kind` is empty.
+	Resource   string   `protobuf:"bytes,3,opt,name=resource,proto3" json:"resource,omitempty"`
+	Namespaces []string `protobuf:"bytes,4,rep,name=namespaces,proto3" json:"namespaces,omitempty"`
+	// Reserved for remote clusters; must be empty (the cluster informerd runs in).
+	Cluster       string `protobuf:"bytes,5,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EnsureRequest) Reset() {
+	*x = EnsureRequest{}
+	mi := &file_informerd_v1_cache_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EnsureRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EnsureRequest) ProtoMessage() {}
+
+func (x *EnsureRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_informerd_v1_cache_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EnsureRequest.ProtoReflect.Descriptor instead.
+func (*EnsureRequest) Descriptor() ([]byte, []int) {
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *EnsureRequest) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *EnsureRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *EnsureRequest) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *EnsureRequest) GetNamespaces() []string {
+	if x != nil {
+		return x.Namespaces
+	}
+	return nil
+}
+
+func (x *EnsureRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+type EnsureResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The name to use with Get, List, Watch: PLURAL.GROUP (PLURAL for the core group), with
+	// /NS1+NS2 when the cache holds some namespaces only.
+	Resource string `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	// This call started the cache (false: it joined one already running).
+	Started       bool `protobuf:"varint,2,opt,name=started,proto3" json:"started,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EnsureResponse) Reset() {
+	*x = EnsureResponse{}
+	mi := &file_informerd_v1_cache_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EnsureResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EnsureResponse) ProtoMessage() {}
+
+func (x *EnsureResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_informerd_v1_cache_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EnsureResponse.ProtoReflect.Descriptor instead.
+func (*EnsureResponse) Descriptor() ([]byte, []int) {
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *EnsureResponse) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *EnsureResponse) GetStarted() bool {
+	if x != nil {
+		return x.Started
+	}
+	return false
+}
+
+// One on-demand cache in Status.
+type OnDemandStatus struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Resource   string                 `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	ApiVersion string                 `protobuf:"bytes,2,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind       string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	Namespaces []string               `protobuf:"bytes,4,rep,name=namespaces,proto3" json:"namespaces,omitempty"`
+	// Watch calls open on it now.
+	Clients uint64 `protobuf:"varint,5,opt,name=clients,proto3" json:"clients,omitempty"`
+	// Seconds since a call last named it (0 while a Watch is open); it is stopped when this
+	// reaches onDemand.idleTimeout.
+	IdleSeconds   float64 `protobuf:"fixed64,6,opt,name=idle_seconds,json=idleSeconds,proto3" json:"idle_seconds,omitempty"`
+	Objects       uint64  `protobuf:"varint,7,opt,name=objects,proto3" json:"objects,omitempty"`
+	Synced        bool    `protobuf:"varint,8,opt,name=synced,proto3" json:"synced,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OnDemandStatus) Reset() {
+	*x = OnDemandStatus{}
+	mi := &file_informerd_v1_cache_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OnDemandStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OnDemandStatus) ProtoMessage() {}
+
+func (x *OnDemandStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_informerd_v1_cache_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OnDemandStatus.ProtoReflect.Descriptor instead.
+func (*OnDemandStatus) Descriptor() ([]byte, []int) {
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *OnDemandStatus) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *OnDemandStatus) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *OnDemandStatus) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *OnDemandStatus) GetNamespaces() []string {
+	if x != nil {
+		return x.Namespaces
+	}
+	return nil
+}
+
+func (x *OnDemandStatus) GetClients() uint64 {
+	if x != nil {
+		return x.Clients
+	}
+	return 0
+}
+
+func (x *OnDemandStatus) GetIdleSeconds() float64 {
+	if x != nil {
+		return x.IdleSeconds
+	}
+	return 0
+}
+
+func (x *OnDemandStatus) GetObjects() uint64 {
+	if x != nil {
+		return x.Objects
+	}
+	return 0
+}
+
+func (x *OnDemandStatus) GetSynced() bool {
+	if x != nil {
+		return x.Synced
+	}
+	return false
+}
+
 // WatchKeys: a level-triggered work queue of keys ("this object changed, look at it"), as a
 // controller's workqueue is, kept by the sidecar for one stream.
 //
@@ -1660,7 +1919,7 @@ type WatchKeysRequest struct {
 
 func (x *WatchKeysRequest) Reset() {
 	*x = WatchKeysRequest{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[14]
+	mi := &file_informerd_v1_cache_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1672,7 +1931,7 @@ func (x *WatchKeysRequest) String() string {
 func (*WatchKeysRequest) ProtoMessage() {}
 
 func (x *WatchKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[14]
+	mi := &file_informerd_v1_cache_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1685,7 +1944,7 @@ func (x *WatchKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchKeysRequest.ProtoReflect.Descriptor instead.
 func (*WatchKeysRequest) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{14}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *WatchKeysRequest) GetRequest() isWatchKeysRequest_Request {
@@ -1759,7 +2018,7 @@ type KeysSubscription struct {
 
 func (x *KeysSubscription) Reset() {
 	*x = KeysSubscription{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[15]
+	mi := &file_informerd_v1_cache_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1771,7 +2030,7 @@ func (x *KeysSubscription) String() string {
 func (*KeysSubscription) ProtoMessage() {}
 
 func (x *KeysSubscription) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[15]
+	mi := &file_informerd_v1_cache_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1784,7 +2043,7 @@ func (x *KeysSubscription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeysSubscription.ProtoReflect.Descriptor instead.
 func (*KeysSubscription) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{15}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *KeysSubscription) GetResource() string {
@@ -1889,7 +2148,7 @@ type OwnerMapping struct {
 
 func (x *OwnerMapping) Reset() {
 	*x = OwnerMapping{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[16]
+	mi := &file_informerd_v1_cache_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1901,7 +2160,7 @@ func (x *OwnerMapping) String() string {
 func (*OwnerMapping) ProtoMessage() {}
 
 func (x *OwnerMapping) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[16]
+	mi := &file_informerd_v1_cache_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1914,7 +2173,7 @@ func (x *OwnerMapping) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OwnerMapping.ProtoReflect.Descriptor instead.
 func (*OwnerMapping) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{16}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *OwnerMapping) GetKind() string {
@@ -1952,7 +2211,7 @@ type Key struct {
 
 func (x *Key) Reset() {
 	*x = Key{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[17]
+	mi := &file_informerd_v1_cache_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1964,7 +2223,7 @@ func (x *Key) String() string {
 func (*Key) ProtoMessage() {}
 
 func (x *Key) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[17]
+	mi := &file_informerd_v1_cache_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1977,7 +2236,7 @@ func (x *Key) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Key.ProtoReflect.Descriptor instead.
 func (*Key) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{17}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Key) GetKind() string {
@@ -2012,7 +2271,7 @@ type KeyAck struct {
 
 func (x *KeyAck) Reset() {
 	*x = KeyAck{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[18]
+	mi := &file_informerd_v1_cache_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2024,7 +2283,7 @@ func (x *KeyAck) String() string {
 func (*KeyAck) ProtoMessage() {}
 
 func (x *KeyAck) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[18]
+	mi := &file_informerd_v1_cache_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2037,7 +2296,7 @@ func (x *KeyAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyAck.ProtoReflect.Descriptor instead.
 func (*KeyAck) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{18}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *KeyAck) GetKey() *Key {
@@ -2063,7 +2322,7 @@ type KeyAcks struct {
 
 func (x *KeyAcks) Reset() {
 	*x = KeyAcks{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[19]
+	mi := &file_informerd_v1_cache_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2075,7 +2334,7 @@ func (x *KeyAcks) String() string {
 func (*KeyAcks) ProtoMessage() {}
 
 func (x *KeyAcks) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[19]
+	mi := &file_informerd_v1_cache_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2088,7 +2347,7 @@ func (x *KeyAcks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyAcks.ProtoReflect.Descriptor instead.
 func (*KeyAcks) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{19}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *KeyAcks) GetAcks() []*KeyAck {
@@ -2122,7 +2381,7 @@ type KeyEvent struct {
 
 func (x *KeyEvent) Reset() {
 	*x = KeyEvent{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[20]
+	mi := &file_informerd_v1_cache_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2134,7 +2393,7 @@ func (x *KeyEvent) String() string {
 func (*KeyEvent) ProtoMessage() {}
 
 func (x *KeyEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[20]
+	mi := &file_informerd_v1_cache_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2147,7 +2406,7 @@ func (x *KeyEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyEvent.ProtoReflect.Descriptor instead.
 func (*KeyEvent) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{20}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *KeyEvent) GetType() KeyEventType {
@@ -2317,13 +2576,42 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\bwatchers\x18\r \x01(\x04R\bwatchers\x12'\n" +
 	"\x0fdropped_watches\x18\x0e \x01(\x04R\x0edroppedWatches\x121\n" +
 	"\x06scopes\x18\x0f \x03(\v2\x19.informerd.v1.ScopeStatusR\x06scopes\x123\n" +
-	"\aindexes\x18\x10 \x03(\v2\x19.informerd.v1.IndexStatusR\aindexes\"\xce\x01\n" +
+	"\aindexes\x18\x10 \x03(\v2\x19.informerd.v1.IndexStatusR\aindexes\"\xa4\x03\n" +
 	"\x0eStatusResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x16\n" +
 	"\x06synced\x18\x02 \x01(\bR\x06synced\x12:\n" +
 	"\tresources\x18\x03 \x03(\v2\x1c.informerd.v1.ResourceStatusR\tresources\x12'\n" +
 	"\x0fallocated_bytes\x18\x04 \x01(\x04R\x0eallocatedBytes\x12%\n" +
-	"\x0eresident_bytes\x18\x05 \x01(\x04R\rresidentBytes\"\x88\x01\n" +
+	"\x0eresident_bytes\x18\x05 \x01(\x04R\rresidentBytes\x129\n" +
+	"\ton_demand\x18\x06 \x03(\v2\x1c.informerd.v1.OnDemandStatusR\bonDemand\x12W\n" +
+	"\x0fon_demand_stops\x18\a \x03(\v2/.informerd.v1.StatusResponse.OnDemandStopsEntryR\ronDemandStops\x1a@\n" +
+	"\x12OnDemandStopsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\x9a\x01\n" +
+	"\rEnsureRequest\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1a\n" +
+	"\bresource\x18\x03 \x01(\tR\bresource\x12\x1e\n" +
+	"\n" +
+	"namespaces\x18\x04 \x03(\tR\n" +
+	"namespaces\x12\x18\n" +
+	"\acluster\x18\x05 \x01(\tR\acluster\"F\n" +
+	"\x0eEnsureResponse\x12\x1a\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\x12\x18\n" +
+	"\astarted\x18\x02 \x01(\bR\astarted\"\xf0\x01\n" +
+	"\x0eOnDemandStatus\x12\x1a\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\x12\x1f\n" +
+	"\vapi_version\x18\x02 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\x1e\n" +
+	"\n" +
+	"namespaces\x18\x04 \x03(\tR\n" +
+	"namespaces\x12\x18\n" +
+	"\aclients\x18\x05 \x01(\x04R\aclients\x12!\n" +
+	"\fidle_seconds\x18\x06 \x01(\x01R\vidleSeconds\x12\x18\n" +
+	"\aobjects\x18\a \x01(\x04R\aobjects\x12\x16\n" +
+	"\x06synced\x18\b \x01(\bR\x06synced\"\x88\x01\n" +
 	"\x10WatchKeysRequest\x12>\n" +
 	"\tsubscribe\x18\x01 \x01(\v2\x1e.informerd.v1.KeysSubscriptionH\x00R\tsubscribe\x12)\n" +
 	"\x03ack\x18\x02 \x01(\v2\x15.informerd.v1.KeyAcksH\x00R\x03ackB\t\n" +
@@ -2406,13 +2694,14 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\fShuttingDown\x10\b\x12\x13\n" +
 	"\x0fUnauthenticated\x10\t\x12\r\n" +
 	"\tForbidden\x10\n" +
-	"2\xd3\x02\n" +
+	"2\x98\x03\n" +
 	"\x05Cache\x12:\n" +
 	"\x03Get\x12\x18.informerd.v1.GetRequest\x1a\x19.informerd.v1.GetResponse\x12?\n" +
 	"\x04List\x12\x19.informerd.v1.ListRequest\x1a\x1a.informerd.v1.ListResponse0\x01\x12?\n" +
 	"\x05Watch\x12\x1a.informerd.v1.WatchRequest\x1a\x18.informerd.v1.WatchEvent0\x01\x12C\n" +
 	"\x06Status\x12\x1b.informerd.v1.StatusRequest\x1a\x1c.informerd.v1.StatusResponse\x12G\n" +
-	"\tWatchKeys\x12\x1e.informerd.v1.WatchKeysRequest\x1a\x16.informerd.v1.KeyEvent(\x010\x01B1Z/informerd.io/clients/go/informerdv1;informerdv1b\x06proto3"
+	"\tWatchKeys\x12\x1e.informerd.v1.WatchKeysRequest\x1a\x16.informerd.v1.KeyEvent(\x010\x01\x12C\n" +
+	"\x06Ensure\x12\x1b.informerd.v1.EnsureRequest\x1a\x1c.informerd.v1.EnsureResponseB1Z/informerd.io/clients/go/informerdv1;informerdv1b\x06proto3"
 
 var (
 	file_informerd_v1_cache_proto_rawDescOnce sync.Once
@@ -2427,7 +2716,7 @@ func file_informerd_v1_cache_proto_rawDescGZIP() []byte {
 }
 
 var file_informerd_v1_cache_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_informerd_v1_cache_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_informerd_v1_cache_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_informerd_v1_cache_proto_goTypes = []any{
 	(Predicate)(0),           // 0: informerd.v1.Predicate
 	(EventType)(0),           // 1: informerd.v1.EventType
@@ -2448,17 +2737,21 @@ var file_informerd_v1_cache_proto_goTypes = []any{
 	(*IndexStatus)(nil),      // 16: informerd.v1.IndexStatus
 	(*ResourceStatus)(nil),   // 17: informerd.v1.ResourceStatus
 	(*StatusResponse)(nil),   // 18: informerd.v1.StatusResponse
-	(*WatchKeysRequest)(nil), // 19: informerd.v1.WatchKeysRequest
-	(*KeysSubscription)(nil), // 20: informerd.v1.KeysSubscription
-	(*OwnerMapping)(nil),     // 21: informerd.v1.OwnerMapping
-	(*Key)(nil),              // 22: informerd.v1.Key
-	(*KeyAck)(nil),           // 23: informerd.v1.KeyAck
-	(*KeyAcks)(nil),          // 24: informerd.v1.KeyAcks
-	(*KeyEvent)(nil),         // 25: informerd.v1.KeyEvent
-	nil,                      // 26: informerd.v1.Object.LabelsEntry
+	(*EnsureRequest)(nil),    // 19: informerd.v1.EnsureRequest
+	(*EnsureResponse)(nil),   // 20: informerd.v1.EnsureResponse
+	(*OnDemandStatus)(nil),   // 21: informerd.v1.OnDemandStatus
+	(*WatchKeysRequest)(nil), // 22: informerd.v1.WatchKeysRequest
+	(*KeysSubscription)(nil), // 23: informerd.v1.KeysSubscription
+	(*OwnerMapping)(nil),     // 24: informerd.v1.OwnerMapping
+	(*Key)(nil),              // 25: informerd.v1.Key
+	(*KeyAck)(nil),           // 26: informerd.v1.KeyAck
+	(*KeyAcks)(nil),          // 27: informerd.v1.KeyAcks
+	(*KeyEvent)(nil),         // 28: informerd.v1.KeyEvent
+	nil,                      // 29: informerd.v1.Object.LabelsEntry
+	nil,                      // 30: informerd.v1.StatusResponse.OnDemandStopsEntry
 }
 var file_informerd_v1_cache_proto_depIdxs = []int32{
-	26, // 0: informerd.v1.Object.labels:type_name -> informerd.v1.Object.LabelsEntry
+	29, // 0: informerd.v1.Object.labels:type_name -> informerd.v1.Object.LabelsEntry
 	5,  // 1: informerd.v1.GetResponse.object:type_name -> informerd.v1.Object
 	6,  // 2: informerd.v1.ListRequest.index:type_name -> informerd.v1.IndexLookup
 	5,  // 3: informerd.v1.ListResponse.objects:type_name -> informerd.v1.Object
@@ -2470,33 +2763,37 @@ var file_informerd_v1_cache_proto_depIdxs = []int32{
 	15, // 9: informerd.v1.ResourceStatus.scopes:type_name -> informerd.v1.ScopeStatus
 	16, // 10: informerd.v1.ResourceStatus.indexes:type_name -> informerd.v1.IndexStatus
 	17, // 11: informerd.v1.StatusResponse.resources:type_name -> informerd.v1.ResourceStatus
-	20, // 12: informerd.v1.WatchKeysRequest.subscribe:type_name -> informerd.v1.KeysSubscription
-	24, // 13: informerd.v1.WatchKeysRequest.ack:type_name -> informerd.v1.KeyAcks
-	6,  // 14: informerd.v1.KeysSubscription.index:type_name -> informerd.v1.IndexLookup
-	0,  // 15: informerd.v1.KeysSubscription.predicates:type_name -> informerd.v1.Predicate
-	11, // 16: informerd.v1.KeysSubscription.since:type_name -> informerd.v1.ResumeToken
-	21, // 17: informerd.v1.KeysSubscription.owner:type_name -> informerd.v1.OwnerMapping
-	2,  // 18: informerd.v1.OwnerMapping.mode:type_name -> informerd.v1.OwnerMode
-	22, // 19: informerd.v1.KeyAck.key:type_name -> informerd.v1.Key
-	23, // 20: informerd.v1.KeyAcks.acks:type_name -> informerd.v1.KeyAck
-	3,  // 21: informerd.v1.KeyEvent.type:type_name -> informerd.v1.KeyEventType
-	22, // 22: informerd.v1.KeyEvent.key:type_name -> informerd.v1.Key
-	11, // 23: informerd.v1.KeyEvent.token:type_name -> informerd.v1.ResumeToken
-	7,  // 24: informerd.v1.Cache.Get:input_type -> informerd.v1.GetRequest
-	9,  // 25: informerd.v1.Cache.List:input_type -> informerd.v1.ListRequest
-	12, // 26: informerd.v1.Cache.Watch:input_type -> informerd.v1.WatchRequest
-	14, // 27: informerd.v1.Cache.Status:input_type -> informerd.v1.StatusRequest
-	19, // 28: informerd.v1.Cache.WatchKeys:input_type -> informerd.v1.WatchKeysRequest
-	8,  // 29: informerd.v1.Cache.Get:output_type -> informerd.v1.GetResponse
-	10, // 30: informerd.v1.Cache.List:output_type -> informerd.v1.ListResponse
-	13, // 31: informerd.v1.Cache.Watch:output_type -> informerd.v1.WatchEvent
-	18, // 32: informerd.v1.Cache.Status:output_type -> informerd.v1.StatusResponse
-	25, // 33: informerd.v1.Cache.WatchKeys:output_type -> informerd.v1.KeyEvent
-	29, // [29:34] is the sub-list for method output_type
-	24, // [24:29] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	21, // 12: informerd.v1.StatusResponse.on_demand:type_name -> informerd.v1.OnDemandStatus
+	30, // 13: informerd.v1.StatusResponse.on_demand_stops:type_name -> informerd.v1.StatusResponse.OnDemandStopsEntry
+	23, // 14: informerd.v1.WatchKeysRequest.subscribe:type_name -> informerd.v1.KeysSubscription
+	27, // 15: informerd.v1.WatchKeysRequest.ack:type_name -> informerd.v1.KeyAcks
+	6,  // 16: informerd.v1.KeysSubscription.index:type_name -> informerd.v1.IndexLookup
+	0,  // 17: informerd.v1.KeysSubscription.predicates:type_name -> informerd.v1.Predicate
+	11, // 18: informerd.v1.KeysSubscription.since:type_name -> informerd.v1.ResumeToken
+	24, // 19: informerd.v1.KeysSubscription.owner:type_name -> informerd.v1.OwnerMapping
+	2,  // 20: informerd.v1.OwnerMapping.mode:type_name -> informerd.v1.OwnerMode
+	25, // 21: informerd.v1.KeyAck.key:type_name -> informerd.v1.Key
+	26, // 22: informerd.v1.KeyAcks.acks:type_name -> informerd.v1.KeyAck
+	3,  // 23: informerd.v1.KeyEvent.type:type_name -> informerd.v1.KeyEventType
+	25, // 24: informerd.v1.KeyEvent.key:type_name -> informerd.v1.Key
+	11, // 25: informerd.v1.KeyEvent.token:type_name -> informerd.v1.ResumeToken
+	7,  // 26: informerd.v1.Cache.Get:input_type -> informerd.v1.GetRequest
+	9,  // 27: informerd.v1.Cache.List:input_type -> informerd.v1.ListRequest
+	12, // 28: informerd.v1.Cache.Watch:input_type -> informerd.v1.WatchRequest
+	14, // 29: informerd.v1.Cache.Status:input_type -> informerd.v1.StatusRequest
+	22, // 30: informerd.v1.Cache.WatchKeys:input_type -> informerd.v1.WatchKeysRequest
+	19, // 31: informerd.v1.Cache.Ensure:input_type -> informerd.v1.EnsureRequest
+	8,  // 32: informerd.v1.Cache.Get:output_type -> informerd.v1.GetResponse
+	10, // 33: informerd.v1.Cache.List:output_type -> informerd.v1.ListResponse
+	13, // 34: informerd.v1.Cache.Watch:output_type -> informerd.v1.WatchEvent
+	18, // 35: informerd.v1.Cache.Status:output_type -> informerd.v1.StatusResponse
+	28, // 36: informerd.v1.Cache.WatchKeys:output_type -> informerd.v1.KeyEvent
+	20, // 37: informerd.v1.Cache.Ensure:output_type -> informerd.v1.EnsureResponse
+	32, // [32:38] is the sub-list for method output_type
+	26, // [26:32] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_informerd_v1_cache_proto_init() }
@@ -2508,7 +2805,7 @@ func file_informerd_v1_cache_proto_init() {
 		(*WatchRequest_Since)(nil),
 		(*WatchRequest_SendInitialState)(nil),
 	}
-	file_informerd_v1_cache_proto_msgTypes[14].OneofWrappers = []any{
+	file_informerd_v1_cache_proto_msgTypes[17].OneofWrappers = []any{
 		(*WatchKeysRequest_Subscribe)(nil),
 		(*WatchKeysRequest_Ack)(nil),
 	}
@@ -2518,7 +2815,7 @@ func file_informerd_v1_cache_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_informerd_v1_cache_proto_rawDesc), len(file_informerd_v1_cache_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   22,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

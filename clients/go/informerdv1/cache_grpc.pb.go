@@ -40,6 +40,7 @@ const (
 	Cache_Watch_FullMethodName     = "/informerd.v1.Cache/Watch"
 	Cache_Status_FullMethodName    = "/informerd.v1.Cache/Status"
 	Cache_WatchKeys_FullMethodName = "/informerd.v1.Cache/WatchKeys"
+	Cache_Ensure_FullMethodName    = "/informerd.v1.Cache/Ensure"
 )
 
 // CacheClient is the client API for Cache service.
@@ -58,6 +59,14 @@ type CacheClient interface {
 	// each key at most once while it is not acknowledged. The first request subscribes; every
 	// later one acknowledges keys. See KeyEvent.
 	WatchKeys(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WatchKeysRequest, KeyEvent], error)
+	// Starts a cache of a kind the configuration does not list, within the bounds of its
+	// onDemand section (or joins the one already running), and returns once it has synced: its
+	// resource name is then used with Get, List, Watch. Refusals: PERMISSION_DENIED/Forbidden
+	// naming the bound (onDemand.allow, onDemand.namespaces, onDemand.maxCaches) or the RBAC
+	// rule (authorized as a List and Watch); DEADLINE_EXCEEDED/NotCaughtUp when the call's
+	// deadline passes first (the cache keeps syncing: call again). A cache without a client
+	// (no Watch open, no call naming it) for onDemand.idleTimeout is stopped.
+	Ensure(ctx context.Context, in *EnsureRequest, opts ...grpc.CallOption) (*EnsureResponse, error)
 }
 
 type cacheClient struct {
@@ -139,6 +148,16 @@ func (c *cacheClient) WatchKeys(ctx context.Context, opts ...grpc.CallOption) (g
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Cache_WatchKeysClient = grpc.BidiStreamingClient[WatchKeysRequest, KeyEvent]
 
+func (c *cacheClient) Ensure(ctx context.Context, in *EnsureRequest, opts ...grpc.CallOption) (*EnsureResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EnsureResponse)
+	err := c.cc.Invoke(ctx, Cache_Ensure_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CacheServer is the server API for Cache service.
 // All implementations must embed UnimplementedCacheServer
 // for forward compatibility.
@@ -155,6 +174,14 @@ type CacheServer interface {
 	// each key at most once while it is not acknowledged. The first request subscribes; every
 	// later one acknowledges keys. See KeyEvent.
 	WatchKeys(grpc.BidiStreamingServer[WatchKeysRequest, KeyEvent]) error
+	// Starts a cache of a kind the configuration does not list, within the bounds of its
+	// onDemand section (or joins the one already running), and returns once it has synced: its
+	// resource name is then used with Get, List, Watch. Refusals: PERMISSION_DENIED/Forbidden
+	// naming the bound (onDemand.allow, onDemand.namespaces, onDemand.maxCaches) or the RBAC
+	// rule (authorized as a List and Watch); DEADLINE_EXCEEDED/NotCaughtUp when the call's
+	// deadline passes first (the cache keeps syncing: call again). A cache without a client
+	// (no Watch open, no call naming it) for onDemand.idleTimeout is stopped.
+	Ensure(context.Context, *EnsureRequest) (*EnsureResponse, error)
 	mustEmbedUnimplementedCacheServer()
 }
 
@@ -179,6 +206,9 @@ func (UnimplementedCacheServer) Status(context.Context, *StatusRequest) (*Status
 }
 func (UnimplementedCacheServer) WatchKeys(grpc.BidiStreamingServer[WatchKeysRequest, KeyEvent]) error {
 	return status.Error(codes.Unimplemented, "method WatchKeys not implemented")
+}
+func (UnimplementedCacheServer) Ensure(context.Context, *EnsureRequest) (*EnsureResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Ensure not implemented")
 }
 func (UnimplementedCacheServer) mustEmbedUnimplementedCacheServer() {}
 func (UnimplementedCacheServer) testEmbeddedByValue()               {}
@@ -266,6 +296,24 @@ func _Cache_WatchKeys_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Cache_WatchKeysServer = grpc.BidiStreamingServer[WatchKeysRequest, KeyEvent]
 
+func _Cache_Ensure_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EnsureRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CacheServer).Ensure(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Cache_Ensure_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CacheServer).Ensure(ctx, req.(*EnsureRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Cache_ServiceDesc is the grpc.ServiceDesc for Cache service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -280,6 +328,10 @@ var Cache_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Status",
 			Handler:    _Cache_Status_Handler,
+		},
+		{
+			MethodName: "Ensure",
+			Handler:    _Cache_Ensure_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -441,6 +441,29 @@ class Client:
         except ValueError as err:  # the channel is closed
             raise InformerdError(grpc.StatusCode.CANCELLED, None, str(err)) from None
 
+    # --- Ensure ----------------------------------------------------------------------------
+
+    def ensure(
+        self,
+        api_version: str,
+        kind: str,
+        namespaces: Sequence[str] = (),
+        *,
+        timeout: float | None = None,
+    ) -> str:
+        """Asks the sidecar for a cache of `kind` (of `api_version`) in `namespaces` (none: every
+        namespace), a kind its configuration does not list, within the operator's onDemand
+        bounds; returns, once it has synced, the resource name to use with get, list and watch.
+        Refusals are InformerdError PERMISSION_DENIED with reason Forbidden naming the bound
+        (onDemand.allow, onDemand.namespaces, onDemand.maxCaches); NotCaughtUp when `timeout`
+        passes before the sync (the cache keeps syncing: call again). The sidecar stops the
+        cache after onDemand.idleTimeout without a client."""
+        req = pb.EnsureRequest(api_version=api_version, kind=kind, namespaces=list(namespaces))
+        try:
+            return self._stub.Ensure(req, timeout=self._timeout(timeout)).resource
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+
     # --- Status ----------------------------------------------------------------------------
 
     def status(self, resource: str = "", *, timeout: float | None = None) -> pb.StatusResponse:

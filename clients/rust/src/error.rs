@@ -10,7 +10,7 @@ pub enum Error {
     /// The sidecar (or the connection to it) answered with an error status.
     #[error("informerd {call} of {resource:?}: {}", describe(status))]
     Status {
-        /// `Get`, `List` or `Watch`.
+        /// `Get`, `List`, `Watch` or `Ensure`.
         call: &'static str,
         /// The resource's name in the sidecar's configuration.
         resource: String,

@@ -16,6 +16,7 @@
 
 mod api;
 mod connect;
+mod ensure;
 mod error;
 pub mod keys;
 pub mod proto;
@@ -24,6 +25,7 @@ pub mod watcher;
 
 pub use api::{Api, Change, Start, CONTINUE_NOT_SUPPORTED};
 pub use connect::*;
+pub use ensure::{ensure, ensure_resource};
 pub use error::Error;
 pub use token::{connect_with_token, AuthorizedCache, Token};
 pub use watcher::watcher;

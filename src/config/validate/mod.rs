@@ -3,8 +3,8 @@
 //! than stopping at the first, so that one run of `check-config` shows them all, in file order.
 //!
 //! This folder owns the rules of the file's fields, one section per file: the document and its
-//! list of resources here, [`server`], [`change_log`], and one resource's fields in
-//! [`resource`], [`scope`] and [`indexes`]. It must NOT read files or the YAML (that is
+//! list of resources here, [`server`], [`change_log`], [`on_demand`], and one resource's
+//! fields in [`resource`], [`scope`] and [`indexes`]. It must NOT read files or the YAML (that is
 //! `yaml.rs` and the serde structs of `raw.rs`), nor ask the cluster anything: what needs
 //! discovery is checked later, with [`Config::error_at`].
 
@@ -12,6 +12,7 @@ pub(super) mod authorization;
 mod change_log;
 mod indexes;
 mod limits;
+pub(super) mod on_demand;
 mod resource;
 mod scope;
 mod server;
@@ -36,7 +37,8 @@ pub(super) fn validate(source: Arc<Source>, raw: RawConfig) -> Result<Config, Co
     let change_log = validator.change_log(raw.change_log.unwrap_or_default());
     let limits = validator.limits(raw.limits.unwrap_or_default());
     let snapshot = raw.snapshot.map(|s| validator.snapshot(s));
-    let resources = validator.resources(raw.resources);
+    let on_demand = raw.on_demand.map(|o| validator.on_demand(o));
+    let resources = validator.resources(raw.resources, on_demand.is_some());
     if !validator.diagnostics.is_empty() {
         let mut diagnostics = validator.diagnostics;
         diagnostics.sort_by_key(|d| (d.line, d.column));
@@ -48,6 +50,7 @@ pub(super) fn validate(source: Arc<Source>, raw: RawConfig) -> Result<Config, Co
         limits,
         snapshot: snapshot.flatten(),
         resources,
+        on_demand: on_demand.flatten(),
         source: validator.source,
     })
 }
@@ -90,9 +93,10 @@ impl Validator {
         }
     }
 
-    /// The `resources` list: at least one, each valid, and their names unique.
-    fn resources(&mut self, raw: Vec<RawResource>) -> Vec<ResourceConfig> {
-        if raw.is_empty() {
+    /// The `resources` list: at least one (none is fine beside `onDemand`), each valid, and
+    /// their names unique.
+    fn resources(&mut self, raw: Vec<RawResource>, on_demand: bool) -> Vec<ResourceConfig> {
+        if raw.is_empty() && !on_demand {
             self.error(
                 "resources",
                 "no resources: list at least one resource to cache (apiVersion and kind)",

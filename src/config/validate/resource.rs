@@ -155,21 +155,37 @@ impl ResourceFields<'_> {
 
     /// `filter`: a CEL expression that must compile (and yield a bool).
     fn filter(&mut self, expr: Option<String>) -> Option<Filter> {
-        let expr = non_blank(expr)?;
-        Filter::compile(&expr)
-            .map_err(|e| self.error("filter", e.to_string()))
-            .ok()
+        let path = resource_path(self.index, "filter");
+        self.validator.filter_at(&path, expr)
     }
 
     /// `transform`: the identity when absent, or when invalid (the error recorded at the path
     /// at fault).
     fn transform(&mut self, raw: Option<RawTransform>) -> Transform {
+        let path = resource_path(self.index, "transform");
+        self.validator.transform_at(&path, raw)
+    }
+}
+
+impl Validator {
+    /// A `filter` at `path` (of a resource, or of `onDemand`): a CEL expression that must
+    /// compile (and yield a bool); blank is none.
+    pub(super) fn filter_at(&mut self, path: &str, expr: Option<String>) -> Option<Filter> {
+        let expr = non_blank(expr)?;
+        Filter::compile(&expr)
+            .map_err(|e| self.error(path, e.to_string()))
+            .ok()
+    }
+
+    /// A `transform` at `path`: the identity when absent, or when invalid (the error recorded
+    /// at the entry at fault, e.g. `PATH.drop[2]`).
+    pub(super) fn transform_at(&mut self, path: &str, raw: Option<RawTransform>) -> Transform {
         let Some(raw) = raw else {
             return Transform::identity();
         };
         Transform::new(&raw.drop, &raw.keep).unwrap_or_else(|e| {
             let (list, index) = e.location();
-            self.error(&format!("transform.{list}[{index}]"), e.detail());
+            self.error(format!("{path}.{list}[{index}]"), e.detail());
             Transform::identity()
         })
     }

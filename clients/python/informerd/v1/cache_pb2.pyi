@@ -294,18 +294,71 @@ class ResourceStatus(_message.Message):
     def __init__(self, name: _Optional[str] = ..., api_version: _Optional[str] = ..., kind: _Optional[str] = ..., namespaced: bool = ..., synced: bool = ..., epoch: _Optional[int] = ..., revision: _Optional[int] = ..., objects: _Optional[int] = ..., encoded_bytes: _Optional[int] = ..., interned_bytes: _Optional[int] = ..., log_entries: _Optional[int] = ..., log_bytes: _Optional[int] = ..., watchers: _Optional[int] = ..., dropped_watches: _Optional[int] = ..., scopes: _Optional[_Iterable[_Union[ScopeStatus, _Mapping]]] = ..., indexes: _Optional[_Iterable[_Union[IndexStatus, _Mapping]]] = ...) -> None: ...
 
 class StatusResponse(_message.Message):
-    __slots__ = ("version", "synced", "resources", "allocated_bytes", "resident_bytes")
+    __slots__ = ("version", "synced", "resources", "allocated_bytes", "resident_bytes", "on_demand", "on_demand_stops")
+    class OnDemandStopsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     VERSION_FIELD_NUMBER: _ClassVar[int]
     SYNCED_FIELD_NUMBER: _ClassVar[int]
     RESOURCES_FIELD_NUMBER: _ClassVar[int]
     ALLOCATED_BYTES_FIELD_NUMBER: _ClassVar[int]
     RESIDENT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    ON_DEMAND_FIELD_NUMBER: _ClassVar[int]
+    ON_DEMAND_STOPS_FIELD_NUMBER: _ClassVar[int]
     version: str
     synced: bool
     resources: _containers.RepeatedCompositeFieldContainer[ResourceStatus]
     allocated_bytes: int
     resident_bytes: int
-    def __init__(self, version: _Optional[str] = ..., synced: bool = ..., resources: _Optional[_Iterable[_Union[ResourceStatus, _Mapping]]] = ..., allocated_bytes: _Optional[int] = ..., resident_bytes: _Optional[int] = ...) -> None: ...
+    on_demand: _containers.RepeatedCompositeFieldContainer[OnDemandStatus]
+    on_demand_stops: _containers.ScalarMap[str, int]
+    def __init__(self, version: _Optional[str] = ..., synced: bool = ..., resources: _Optional[_Iterable[_Union[ResourceStatus, _Mapping]]] = ..., allocated_bytes: _Optional[int] = ..., resident_bytes: _Optional[int] = ..., on_demand: _Optional[_Iterable[_Union[OnDemandStatus, _Mapping]]] = ..., on_demand_stops: _Optional[_Mapping[str, int]] = ...) -> None: ...
+
+class EnsureRequest(_message.Message):
+    __slots__ = ("api_version", "kind", "resource", "namespaces", "cluster")
+    API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACES_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_FIELD_NUMBER: _ClassVar[int]
+    api_version: str
+    kind: str
+    resource: str
+    namespaces: _containers.RepeatedScalarFieldContainer[str]
+    cluster: str
+    def __init__(self, api_version: _Optional[str] = ..., kind: _Optional[str] = ..., resource: _Optional[str] = ..., namespaces: _Optional[_Iterable[str]] = ..., cluster: _Optional[str] = ...) -> None: ...
+
+class EnsureResponse(_message.Message):
+    __slots__ = ("resource", "started")
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    STARTED_FIELD_NUMBER: _ClassVar[int]
+    resource: str
+    started: bool
+    def __init__(self, resource: _Optional[str] = ..., started: bool = ...) -> None: ...
+
+class OnDemandStatus(_message.Message):
+    __slots__ = ("resource", "api_version", "kind", "namespaces", "clients", "idle_seconds", "objects", "synced")
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACES_FIELD_NUMBER: _ClassVar[int]
+    CLIENTS_FIELD_NUMBER: _ClassVar[int]
+    IDLE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    OBJECTS_FIELD_NUMBER: _ClassVar[int]
+    SYNCED_FIELD_NUMBER: _ClassVar[int]
+    resource: str
+    api_version: str
+    kind: str
+    namespaces: _containers.RepeatedScalarFieldContainer[str]
+    clients: int
+    idle_seconds: float
+    objects: int
+    synced: bool
+    def __init__(self, resource: _Optional[str] = ..., api_version: _Optional[str] = ..., kind: _Optional[str] = ..., namespaces: _Optional[_Iterable[str]] = ..., clients: _Optional[int] = ..., idle_seconds: _Optional[float] = ..., objects: _Optional[int] = ..., synced: bool = ...) -> None: ...
 
 class WatchKeysRequest(_message.Message):
     __slots__ = ("subscribe", "ack")

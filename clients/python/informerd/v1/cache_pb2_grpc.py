@@ -59,6 +59,11 @@ class CacheStub(object):
                 request_serializer=informerd_dot_v1_dot_cache__pb2.WatchKeysRequest.SerializeToString,
                 response_deserializer=informerd_dot_v1_dot_cache__pb2.KeyEvent.FromString,
                 _registered_method=True)
+        self.Ensure = channel.unary_unary(
+                '/informerd.v1.Cache/Ensure',
+                request_serializer=informerd_dot_v1_dot_cache__pb2.EnsureRequest.SerializeToString,
+                response_deserializer=informerd_dot_v1_dot_cache__pb2.EnsureResponse.FromString,
+                _registered_method=True)
 
 
 class CacheServicer(object):
@@ -101,6 +106,19 @@ class CacheServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Ensure(self, request, context):
+        """Starts a cache of a kind the configuration does not list, within the bounds of its
+        onDemand section (or joins the one already running), and returns once it has synced: its
+        resource name is then used with Get, List, Watch. Refusals: PERMISSION_DENIED/Forbidden
+        naming the bound (onDemand.allow, onDemand.namespaces, onDemand.maxCaches) or the RBAC
+        rule (authorized as a List and Watch); DEADLINE_EXCEEDED/NotCaughtUp when the call's
+        deadline passes first (the cache keeps syncing: call again). A cache without a client
+        (no Watch open, no call naming it) for onDemand.idleTimeout is stopped.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CacheServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -128,6 +146,11 @@ def add_CacheServicer_to_server(servicer, server):
                     servicer.WatchKeys,
                     request_deserializer=informerd_dot_v1_dot_cache__pb2.WatchKeysRequest.FromString,
                     response_serializer=informerd_dot_v1_dot_cache__pb2.KeyEvent.SerializeToString,
+            ),
+            'Ensure': grpc.unary_unary_rpc_method_handler(
+                    servicer.Ensure,
+                    request_deserializer=informerd_dot_v1_dot_cache__pb2.EnsureRequest.FromString,
+                    response_serializer=informerd_dot_v1_dot_cache__pb2.EnsureResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -265,6 +288,33 @@ class Cache(object):
             '/informerd.v1.Cache/WatchKeys',
             informerd_dot_v1_dot_cache__pb2.WatchKeysRequest.SerializeToString,
             informerd_dot_v1_dot_cache__pb2.KeyEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Ensure(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/informerd.v1.Cache/Ensure',
+            informerd_dot_v1_dot_cache__pb2.EnsureRequest.SerializeToString,
+            informerd_dot_v1_dot_cache__pb2.EnsureResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,332 @@
+//! On-demand caches (`onDemand`, the `Ensure` RPC) on the real control plane: a client ensures
+//! a CustomResourceDefinition's kind the configuration does not list; the cache syncs and
+//! serves (List holds the custom resources, a Watch sees a new one); once no client has used
+//! it for `idleTimeout` it is stopped (Status and `/metrics` say so) and the process's
+//! allocated memory falls back; a kind outside `onDemand.allow` is refused with
+//! PERMISSION_DENIED naming the bound, and so is a cache over `onDemand.maxCaches`. Ensure
+//! is called through the raw API, the Rust client and the CLI.
+
+use std::time::Duration;
+
+use futures::TryStreamExt;
+use informerd::client::{self, proto::Reason};
+use informerd::proto::{
+    cache_client::CacheClient, watch_request::Start, EnsureRequest, EnsureResponse, EventType,
+    ListRequest, StatusRequest, StatusResponse, WatchRequest,
+};
+use informerd_testkit::{
+    delete_namespace, free_port, scrape_metrics, unique_namespace, unique_prefix, ControlPlane,
+    Sidecar,
+};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::discovery::ApiResource;
+use kube::Client;
+use serde_json::json;
+use tonic::transport::Channel;
+
+const BIN: &str = env!("CARGO_BIN_EXE_informerd");
+/// Custom resources created before the cache is ensured.
+const OBJECTS: usize = 200;
+/// Bytes of unique data in each (so that they weigh on the cache, not only on its indexes).
+const PAYLOAD: usize = 16 * 1024;
+/// How long waits for the sidecar may take: generous bounds, never a measure.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// A namespaced CRD of `kind` in `group`, served as v1.
+async fn create_crd(client: &Client, group: &str, kind: &str) -> anyhow::Result<ApiResource> {
+    let plural = format!("{}s", kind.to_lowercase());
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "metadata": {"name": format!("{plural}.{group}")},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind,
+                      "listKind": format!("{kind}List")},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {
+                "openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                    "type": "object", "properties": {"data": {"type": "string"}}}}}}}]
+        }
+    }))?;
+    Api::<CustomResourceDefinition>::all(client.clone())
+        .create(&PostParams::default(), &crd)
+        .await?;
+    Ok(ApiResource {
+        group: group.into(),
+        version: "v1".into(),
+        api_version: format!("{group}/v1"),
+        kind: kind.into(),
+        plural,
+    })
+}
+
+/// Creates (server-side apply) custom resource `name` with `PAYLOAD` bytes of data unique to it;
+/// retries while its CRD is not yet established.
+async fn apply(api: &Api<DynamicObject>, ar: &ApiResource, name: &str) -> anyhow::Result<()> {
+    let data: String = (0..PAYLOAD / 16)
+        .map(|i| format!("{:016x}", fxhash(name, i)))
+        .collect();
+    let object = json!({"apiVersion": ar.api_version, "kind": ar.kind,
+                        "metadata": {"name": name}, "spec": {"data": data}});
+    let params = PatchParams::apply("informerd-test").force();
+    for attempt in 0.. {
+        match api.patch(name, &params, &Patch::Apply(&object)).await {
+            Ok(_) => return Ok(()),
+            Err(_) if attempt < 300 => tokio::time::sleep(Duration::from_millis(100)).await,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    unreachable!()
+}
+
+/// Distinct bits for object `name`, word `i`.
+fn fxhash(name: &str, i: usize) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (name, i).hash(&mut h);
+    h.finish()
+}
+
+/// Ensures `kind` of `api_version` in `namespaces` with the Rust client; the name to read it by.
+async fn ensure(
+    api: &CacheClient<Channel>,
+    api_version: &str,
+    kind: &str,
+    namespaces: &[&str],
+) -> Result<String, tonic::Status> {
+    client::ensure_resource(api.clone(), api_version, kind, namespaces, PATIENCE)
+        .await
+        .map_err(|e| match e {
+            client::Error::Status { status, .. } => *status,
+            other => panic!("Ensure: {other}"),
+        })
+}
+
+/// The raw call, for what the Rust client leaves out (whether it started the cache); waits for
+/// the sync as long as the sidecar's default (30s).
+async fn ensure_raw(
+    api: &mut CacheClient<Channel>,
+    api_version: &str,
+    namespace: &str,
+) -> anyhow::Result<EnsureResponse> {
+    let request = EnsureRequest {
+        api_version: api_version.into(),
+        kind: "Widget".into(),
+        namespaces: vec![namespace.into()],
+        ..Default::default()
+    };
+    Ok(api.ensure(request).await?.into_inner())
+}
+
+async fn status(api: &mut CacheClient<Channel>) -> anyhow::Result<StatusResponse> {
+    Ok(api.status(StatusRequest::default()).await?.into_inner())
+}
+
+/// `informerd_memory_allocated_bytes` from `/metrics`.
+async fn allocated(port: u16) -> anyhow::Result<f64> {
+    Ok(scrape_metrics(port)
+        .await?
+        .sum("informerd_memory_allocated_bytes", &[]))
+}
+
+/// Asserts `status` is PERMISSION_DENIED with the Forbidden reason, naming `bound`.
+fn assert_refused_by(status: &tonic::Status, bound: &str) {
+    assert_eq!(status.code(), tonic::Code::PermissionDenied, "{status:?}");
+    assert_eq!(Reason::of(status), Some(Reason::Forbidden), "{status:?}");
+    assert!(status.message().contains(bound), "{status:?}");
+}
+
+#[tokio::test]
+async fn a_kind_outside_the_configuration_is_cached_on_demand_and_stopped_when_idle(
+) -> anyhow::Result<()> {
+    let cp = ControlPlane::get();
+    let client = cp.client().await?;
+    let group = format!("{}.ondemand.informerd.io", unique_prefix("od"));
+    let widgets_ar = create_crd(&client, &group, "Widget").await?;
+    create_crd(&client, &group, "Gizmo").await?;
+    let ns = unique_namespace(&client, "ondemand").await?;
+    let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &widgets_ar);
+    for i in 0..OBJECTS {
+        apply(&widgets, &widgets_ar, &format!("w{i}")).await?;
+    }
+
+    let port = free_port();
+    let on_demand = format!(
+        " []\nonDemand:\n  allow:\n  - group: {group}\n    kinds: [Widget, Gizmo]\n  \
+         maxCaches: 1\n  idleTimeout: 2s\n  transform:\n    drop: [metadata.managedFields]\n"
+    );
+    let sidecar = Sidecar::start_with(
+        std::path::Path::new(BIN),
+        cp,
+        &format!("  metrics: 127.0.0.1:{port}\n"),
+        &on_demand,
+    )?;
+    let mut api = client::connect(&sidecar.socket().display().to_string()).await?;
+    let api_version = widgets_ar.api_version.clone();
+
+    // Ensure: started, synced, named after the resource and its namespace.
+    let ensured = ensure_raw(&mut api, &api_version, &ns).await?;
+    let name = format!("widgets.{group}/{ns}");
+    assert_eq!(ensured.resource, name);
+    assert!(ensured.started);
+    let joined = ensure_raw(&mut api, &api_version, &ns).await?;
+    assert_eq!(
+        (joined.resource.as_str(), joined.started),
+        (name.as_str(), false)
+    );
+
+    // It serves: List holds every custom resource, transformed.
+    let chunks: Vec<_> = api
+        .list(ListRequest {
+            resource: name.clone(),
+            namespace: ns.clone(),
+            ..Default::default()
+        })
+        .await?
+        .into_inner()
+        .try_collect()
+        .await?;
+    let listed: Vec<_> = chunks.iter().flat_map(|c| &c.objects).collect();
+    assert_eq!(listed.len(), OBJECTS);
+    let first: serde_json::Value = serde_json::from_slice(&listed[0].json)?;
+    assert!(first["metadata"].get("managedFields").is_none(), "{first}");
+    assert_eq!(first["spec"]["data"].as_str().map(str::len), Some(PAYLOAD));
+
+    // Status and metrics show it, with its objects; the memory it holds is measured.
+    let held = status(&mut api).await?;
+    let entry = held
+        .on_demand
+        .iter()
+        .find(|c| c.resource == name)
+        .unwrap_or_else(|| panic!("{name} not in Status: {held:?}"));
+    assert_eq!(entry.objects as usize, OBJECTS);
+    assert_eq!(entry.namespaces, vec![ns.clone()]);
+    let encoded = held
+        .resources
+        .iter()
+        .find(|r| r.name == name)
+        .map_or(0, |r| r.encoded_bytes + r.interned_bytes);
+    let metrics = scrape_metrics(port).await?;
+    assert_eq!(metrics.sum("informerd_on_demand_caches", &[]), 1.0);
+    assert_eq!(metrics.sum("informerd_on_demand_starts_total", &[]), 1.0);
+    let allocated_held = allocated(port).await?;
+
+    // A Watch sees a new custom resource, and keeps the cache while it is open.
+    let mut watch = api
+        .watch(WatchRequest {
+            resource: name.clone(),
+            namespace: ns.clone(),
+            start: Some(Start::SendInitialState(false)),
+            ..Default::default()
+        })
+        .await?
+        .into_inner();
+    apply(&widgets, &widgets_ar, "w-new").await?;
+    tokio::time::sleep(Duration::from_secs(3)).await; // past idleTimeout, watched
+    let added = loop {
+        let event = tokio::time::timeout(PATIENCE, watch.message())
+            .await??
+            .expect("the watch ends only when the cache stops");
+        if event.r#type == EventType::Added as i32 {
+            break event.object.expect("ADDED carries the object");
+        }
+    };
+    assert_eq!(added.name, "w-new");
+    let watched = status(&mut api).await?;
+    let entry = watched.on_demand.iter().find(|c| c.resource == name);
+    assert_eq!(entry.map(|c| c.clients), Some(1), "{watched:?}");
+    drop(watch);
+
+    // No client for idleTimeout: stopped, in Status and metrics.
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let stopped = loop {
+        let now = status(&mut api).await?;
+        if now.on_demand.is_empty() {
+            break now;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never stopped: {now:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(stopped.on_demand_stops.get("Idle"), Some(&1), "{stopped:?}");
+    assert!(stopped.resources.iter().all(|r| r.name != name));
+    let metrics = scrape_metrics(port).await?;
+    assert_eq!(metrics.sum("informerd_on_demand_caches", &[]), 0.0);
+    assert_eq!(
+        metrics.sum("informerd_on_demand_stops_total", &[("reason", "Idle")]),
+        1.0
+    );
+    let gone = api
+        .list(ListRequest {
+            resource: name.clone(),
+            namespace: ns.clone(),
+            ..Default::default()
+        })
+        .await
+        .expect_err("a stopped cache is not served");
+    assert_eq!(gone.code(), tonic::Code::NotFound, "{gone:?}");
+
+    // Its memory is released: allocated bytes fall below what they were while it held the
+    // objects, by at least half of the size of the objects (encoded and interned) (waited for, not timed).
+    let margin = encoded as f64 / 2.0;
+    assert!(margin > (OBJECTS * PAYLOAD / 4) as f64, "encoded {encoded}");
+    let mut after = allocated(port).await?;
+    while after > allocated_held - margin && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        after = allocated(port).await?;
+    }
+    println!(
+        "allocated bytes: {allocated_held} while holding {OBJECTS} objects ({encoded} encoded \
+         bytes), {after} after the stop"
+    );
+    assert!(
+        after <= allocated_held - margin,
+        "allocated {after} after the stop, {allocated_held} before (margin {margin})"
+    );
+
+    // Outside the bounds: a kind onDemand.allow does not list.
+    let refused = ensure(&api, "v1", "ConfigMap", &[&ns])
+        .await
+        .expect_err("ConfigMaps are outside the bounds");
+    assert_refused_by(&refused, "onDemand.allow");
+
+    // maxCaches: 1. Widgets again (a new start), then Gizmos is one too many.
+    // (through the CLI, which prints the name to read it by)
+    let cli = std::process::Command::new(BIN)
+        .args([
+            "ensure",
+            &api_version,
+            "Widget",
+            "-n",
+            &ns,
+            "--timeout",
+            "2m",
+            "--socket",
+        ])
+        .arg(sidecar.socket())
+        .output()?;
+    let stderr = String::from_utf8_lossy(&cli.stderr);
+    assert!(cli.status.success(), "informerd ensure: {stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&cli.stdout).trim(),
+        name,
+        "{stderr}"
+    );
+    let full = ensure(&api, &api_version, "Gizmo", &[&ns])
+        .await
+        .expect_err("maxCaches is 1");
+    assert_refused_by(&full, "onDemand.maxCaches");
+    let metrics = scrape_metrics(port).await?;
+    assert_eq!(metrics.sum("informerd_on_demand_starts_total", &[]), 2.0);
+
+    drop(sidecar);
+    delete_namespace(&client, &ns).await?;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for plural in ["widgets", "gizmos"] {
+        crds.delete(&format!("{plural}.{group}"), &DeleteParams::default())
+            .await?;
+    }
+    Ok(())
+}
