@@ -42,7 +42,7 @@ func runMain(args []string) error {
 	fs.StringVar(&controllers, "controllers", "1,3", "controller processes sharing one sidecar")
 	fs.StringVar(&caches, "caches", "default,default-strip,informerd", "the caches compared")
 	fs.IntVar(&f.namespaces, "namespaces", 10, "namespaces each seeding step spreads its pods over")
-	fs.DurationVar(&f.hold, "hold", 5*time.Second, "how long each controller runs after sync before it measures")
+	fs.DurationVar(&f.hold, "hold", 5*time.Second, "how long each controller runs after its first full reconcile pass before it measures")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "bound on any one sync")
 	if err := fs.Parse(args); err != nil {
 		return err
