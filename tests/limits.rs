@@ -13,8 +13,8 @@ use std::time::Duration;
 use http_body_util::BodyExt;
 use informerd::client;
 use informerd::proto::{
-    cache_client::CacheClient, watch_request::Start, EventType, GetRequest, ListRequest,
-    Reason, StatusRequest, WatchEvent, WatchRequest,
+    cache_client::CacheClient, watch_request::Start, EventType, GetRequest, ListRequest, Reason,
+    StatusRequest, WatchEvent, WatchRequest,
 };
 use informerd_testkit::{delete_namespace, free_port, unique_namespace, ControlPlane, Sidecar};
 use k8s_openapi::api::core::v1::ConfigMap;
