@@ -28,9 +28,9 @@ labelctl's controller (For Deployments, Owns pods, Watches nodes, an index on sp
 in k processes at once; each waits until its caches have synced and it has reconciled every
 Deployment once (its first full pass over what exists), holds a few seconds, forces two
 collections and reports Go's live heap (/gc/heap/live) and its resident set; "reconciles" is
-the sum over the k processes at that moment (at least k × the Deployments). "default" is controller-runtime's cache unconfigured,
-"default-strip" the same with cache.TransformStripManagedFields, "informerd" crcache over one
-sidecar all k share (pods kept as metadata and spec.nodeName). Figures are the sum over the k
+the sum over the k processes at that moment (at least k × the Deployments). "default" is
+controller-runtime's cache unconfigured, "default-strip" the same with
+cache.TransformStripManagedFields, "informerd" crcache over one sidecar all k share (pods kept as metadata and spec.nodeName). Figures are the sum over the k
 processes; the sidecar's are jemalloc's allocated bytes and its RSS while the k were connected.
 
 `, time.Now().UTC().Format("2006-01-02"))
