@@ -31,8 +31,8 @@ pub const DEFAULT_MAX_REQUEST_SIZE: u64 = 4 << 20;
 /// The `limits` section: what the process accepts before it refuses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LimitsConfig {
-    /// `maxObjectSize`: the largest object kept, in bytes of its JSON as the cache would keep
-    /// it (after the transform); a larger one is skipped, counted and logged.
+    /// `maxObjectSize`: the largest object kept, in bytes of its encoding in the store (after
+    /// the transform; `fleet/ingest/size.rs`); a larger one is skipped, counted and logged.
     pub max_object_size: u64,
     /// `maxWatchers`: Watch calls open at once; beyond, `RESOURCE_EXHAUSTED`.
     pub max_watchers: u64,

@@ -20,7 +20,7 @@
 //!   maxEvents: 10000           # the default
 //!   maxBytes: 64Mi             # the default; Kubernetes quantity syntax
 //! limits:                      # optional; what is refused beyond each: docs/bad-input.md
-//!   maxObjectSize: 3Mi         # the default; larger objects (JSON as kept) are skipped
+//!   maxObjectSize: 3Mi         # the default; larger objects (as the store encodes them) are skipped
 //!   maxWatchers: 1000          # the default; Watch calls open at once
 //!   maxConcurrentLists: 100    # the default; List calls open at once
 //!   maxRequestSize: 4Mi        # the default; one request message

@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use super::{object::Projected, pipeline::Pipeline};
 
-use crate::store::{newer, ObjectKey};
+use crate::store::{newer, ObjectKey, StoreError};
 
 /// Counters a scope reports in its status.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -173,16 +173,17 @@ impl ScopeIngest {
         if !transformed {
             self.pipeline.transform.apply(&mut value);
         }
-        if let Some(size) = self.pipeline.oversize(&value) {
-            self.counters.too_large += 1;
-            tracing::warn!(object = %key, size, limit = self.pipeline.max_object_size,
-                "object larger than limits.maxObjectSize; not kept (raise the limit, or drop \
-                 its large fields with a transform)");
-            return self.not_kept(key, rv.as_deref());
-        }
-        match self.pipeline.store.apply(value) {
+        match self
+            .pipeline
+            .store
+            .apply_within(value, self.pipeline.max_object_size)
+        {
             Ok(Some(_)) => self.counters.changes += 1,
             Ok(None) => {}
+            Err(StoreError::TooLarge { size, .. }) => {
+                self.too_large(&key, size);
+                return self.not_kept(key, rv.as_deref());
+            }
             Err(e) => {
                 // Serving the previous version as if it were current would be a lie: drop it,
                 // as a relist would.

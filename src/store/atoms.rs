@@ -170,6 +170,15 @@ impl Atoms {
         Some(bytes)
     }
 
+    /// Every live atom: id, kind, bytes (kind byte included) and references held.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (AtomId, u8, usize, u32)> + '_ {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| !e.bytes.is_empty())
+            .map(|(id, e)| (id as AtomId, e.bytes[0], e.bytes.len(), e.refs))
+    }
+
     /// Number of live atoms.
     pub(crate) fn len(&self) -> usize {
         self.live

@@ -21,6 +21,7 @@
 //! the read-only [`Store`], the fleet the [`Writer`].
 
 mod atoms;
+mod breakdown;
 mod codec;
 mod index;
 mod log;
@@ -41,6 +42,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+pub use breakdown::{AtomBreakdown, AtomKindStats};
 pub use object::{Change, ChangeKind, ObjectKey, StoredObject};
 pub use reader::{Store, StoreStats};
 pub use snapshot::{RestoreError, StoreImage};
@@ -138,6 +140,20 @@ pub enum StoreError {
         key: String,
         /// The deepest nesting stored.
         max: usize,
+    },
+    /// The object's encoded size is over the limit it was applied with
+    /// (`limits.maxObjectSize`).
+    #[error(
+        "object {key} is {size} bytes encoded, larger than limits.maxObjectSize ({max}); raise \
+         the limit, or drop its large fields with a transform"
+    )]
+    TooLarge {
+        /// The object's namespace/name.
+        key: String,
+        /// Its encoded size: its encoding plus every string and shape it references.
+        size: u64,
+        /// The limit.
+        max: u64,
     },
     /// A read from a revision the change log no longer holds.
     #[error(

@@ -214,6 +214,14 @@ impl Writer {
     /// Returns the change, or `None` when the stored object is already identical, or newer
     /// (its resourceVersion is a greater integer: the object comes from a lagging apiserver).
     pub fn apply(&self, object: Value) -> Result<Option<Change>, StoreError> {
+        self.apply_within(object, u64::MAX)
+    }
+
+    /// [`Writer::apply`], refusing an object whose encoded size (its encoding plus every
+    /// string and shape it references, counted in full: see `codec::encode_body_sized`) is
+    /// over `max_size` bytes, with [`StoreError::TooLarge`]; the stored version, if any, is
+    /// left as it is. The size is measured while encoding, not by a walk of its own.
+    pub fn apply_within(&self, object: Value, max_size: u64) -> Result<Option<Change>, StoreError> {
         let sh = &self.store.shared;
         let (root, id) = storable(&object)?;
         let key = ObjectKey::new(id.namespace, id.name);
@@ -222,7 +230,15 @@ impl Writer {
 
         let mut guard = sh.write();
         let st = &mut *guard;
-        let body = codec::encode_body(&mut st.atoms, &id, root);
+        let (body, size) = codec::encode_body_sized(&mut st.atoms, &id, root);
+        if size > max_size {
+            codec::release_body(&mut st.atoms, &body);
+            return Err(StoreError::TooLarge {
+                key: key.to_string(),
+                size,
+                max: max_size,
+            });
+        }
         let hash = st.slots.hash(id.namespace, id.name);
         let prior = match st.slots.find_hashed(&st.atoms, hash, id.namespace, id.name) {
             None => None,

@@ -150,6 +150,7 @@ fn measure_resource(
         store_encoded_bytes: stats.encoded_bytes,
         store_interned_bytes: stats.interned_bytes,
         store_interned_atoms: stats.interned_strings,
+        store_atoms: store.atom_breakdown(),
         store_change_log_entries: stats.log_entries,
         store_allocated_bytes: allocated,
         empty_store_allocated_bytes: empty_allocated,

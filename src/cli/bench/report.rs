@@ -59,6 +59,8 @@ pub struct ResourceReport {
     /// The store's `interned_bytes`: strings and structure interned once, shared by objects.
     pub store_interned_bytes: usize,
     pub store_interned_atoms: usize,
+    /// The interned atoms by kind, and those only one holder references.
+    pub store_atoms: informerd::store::AtomBreakdown,
     pub store_change_log_entries: usize,
     /// jemalloc `stats.allocated` after the store was built minus before.
     pub store_allocated_bytes: usize,

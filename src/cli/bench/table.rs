@@ -54,7 +54,47 @@ fn resource(s: &mut String, r: &ResourceReport) {
     }
     let _ = writeln!(s);
     bytes(s, r);
+    atoms(s, r);
     comparison(s, r);
+}
+
+/// The interned atoms by kind: what is shared, and what only one holder references (a unique
+/// value that pays the interning overhead for nothing).
+fn atoms(s: &mut String, r: &ResourceReport) {
+    let a = &r.store_atoms;
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "  {:<38} {:>10}   {:>10}   {:>10}   {:>10}",
+        "interned atoms", "atoms", "bytes", "used once", "its bytes"
+    );
+    for (label, k) in [
+        ("strings", &a.strings),
+        ("object templates", &a.templates),
+        ("constant arrays", &a.constant_arrays),
+        ("array templates", &a.array_templates),
+    ] {
+        let _ = writeln!(
+            s,
+            "  {label:<38} {:>10}   {:>10}   {:>10}   {:>10}",
+            thousands(k.atoms),
+            thousands(k.bytes),
+            thousands(k.referenced_once),
+            thousands(k.referenced_once_bytes)
+        );
+    }
+    if !a.strings_referenced_once.is_empty() {
+        let _ = writeln!(
+            s,
+            "  strings used once, first {}: {}",
+            a.strings_referenced_once.len(),
+            a.strings_referenced_once
+                .iter()
+                .map(|v| format!("{v:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
 }
 
 /// Objects read, what each step left out, and objects kept.

@@ -2,11 +2,20 @@
 //! counted (`too_large`, the metric `informerd_scope_objects_skipped_total{reason="too_large"}`)
 //! and logged with its namespace/name and size; the scope goes on serving the others.
 //!
-//! Decision: the size is that of the object's JSON as the cache would keep it (after the
-//! transform), which is what it would cost to hold and what every client would be sent; the
-//! bytes as received are not seen (objects are decoded straight from the stream, and the
-//! apiserver bounds them itself: etcd refuses writes over 1.5 MiB by default). A field the
-//! transform drops is never allocated, so it costs nothing to keep out.
+//! Decision: the size is the object's encoded size in the store, measured by the store's
+//! encoder while it encodes the object (`Writer::apply_within`), not by a walk of its own: the
+//! object's own encoding plus every string, key and shape it references, each counted in full
+//! at every use, shared or not. It is what the object costs to keep, independent of what else
+//! the store holds, and close to its JSON after the transform for the large objects the limit
+//! is for (a large object is large because of its strings, counted byte for byte; quotes,
+//! commas and repeated keys are not counted). An object made of many small typed values
+//! (timestamps, UUIDs, IPs: a few bytes each encoded) can be several times larger as JSON
+//! than its encoded size, so the default's promise that a kept object fits a client's 4 MiB
+//! message holds for objects large by their strings, which is what large objects are in
+//! practice (ConfigMaps, annotations, CRDs' specs). The bytes as received are not seen (objects are
+//! decoded straight from the stream, and the apiserver bounds them itself: etcd refuses
+//! writes over 1.5 MiB by default). A field the transform drops is never allocated, so it
+//! costs nothing to keep out.
 //!
 //! Decision: when an older version of the object is stored, it is removed (DELETED, at the
 //! resourceVersion of the refused update), as for an object that leaves the filter: serving
@@ -14,12 +23,10 @@
 //! DELETED is what a controller already handles. It comes back (ADDED) once a later version
 //! fits.
 
-use std::io;
-
-use serde_json::Value;
-
 use crate::config::LimitsConfig;
+use crate::fleet::ingest::ScopeIngest;
 use crate::fleet::pipeline::Pipeline;
+use crate::store::ObjectKey;
 
 impl Pipeline {
     /// This pipeline with the process's `limits` (the size of objects it keeps).
@@ -27,47 +34,15 @@ impl Pipeline {
         self.max_object_size = limits.max_object_size;
         self
     }
-
-    /// `Some(size)` when `object`'s JSON is larger than the pipeline keeps.
-    pub fn oversize(&self, object: &Value) -> Option<u64> {
-        oversize(object, self.max_object_size)
-    }
 }
 
-/// `Some(size in bytes)` when the JSON of `object` is longer than `max` bytes.
-///
-/// The common case (it fits) writes nothing and stops counting at `max`: the cost is one walk
-/// of the object. Only an object over the limit is measured to its end, for the log.
-pub fn oversize(object: &Value, max: u64) -> Option<u64> {
-    let mut bounded = Counter { bytes: 0, max };
-    if serde_json::to_writer(&mut bounded, object).is_ok() {
-        return None;
-    }
-    let mut whole = Counter {
-        bytes: 0,
-        max: u64::MAX,
-    };
-    serde_json::to_writer(&mut whole, object).ok()?;
-    Some(whole.bytes)
-}
-
-/// Counts what is written; refuses to go beyond `max`.
-struct Counter {
-    bytes: u64,
-    max: u64,
-}
-
-impl io::Write for Counter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.bytes = self.bytes.saturating_add(buf.len() as u64);
-        if self.bytes > self.max {
-            return Err(io::Error::other("over the limit"));
-        }
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+impl ScopeIngest {
+    /// Counts and logs an object the store refused for its size (`size`: its encoded size).
+    pub(super) fn too_large(&mut self, key: &ObjectKey, size: u64) {
+        self.counters.too_large += 1;
+        tracing::warn!(object = %key, size, limit = self.pipeline.max_object_size,
+            "object larger than limits.maxObjectSize; not kept (raise the limit, or drop \
+             its large fields with a transform)");
     }
 }
 
@@ -78,10 +53,9 @@ mod tests {
     use kube::runtime::watcher::Event;
     use serde_json::json;
 
-    use super::oversize;
     use crate::config::LimitsConfig;
     use crate::fleet::{Pipeline, Projected, ScopeIngest};
-    use crate::store::{ChangeKind, StoreOptions, Writer};
+    use crate::store::{ChangeKind, StoreError, StoreOptions, Writer};
     use crate::transform::Transform;
 
     fn config_map(name: &str, rv: &str, data: usize) -> Projected {
@@ -138,16 +112,33 @@ mod tests {
         assert_eq!(names(&store), ["a/grows", "a/small"]);
     }
 
+    /// The limit is on the encoded size: an object's strings count byte for byte, whatever
+    /// the store already holds; the same object fits or not whatever came before it.
     #[test]
-    fn measures_the_json_an_object_is_kept_as() {
-        let object = json!({"metadata": {"name": "a"}, "data": {"k": "x".repeat(100)}});
-        let len = object.to_string().len() as u64;
-        assert_eq!(oversize(&object, len), None, "exactly the limit fits");
-        assert_eq!(oversize(&object, len - 1), Some(len));
+    fn the_encoded_size_is_measured_and_does_not_depend_on_what_is_stored() {
+        let store = Writer::new(StoreOptions::default());
+        let object = |name: &str, data: &str| json!({"metadata": {"namespace": "a", "name": name}, "data": {"k": data}});
+        let payload = "x".repeat(5000);
+        let refused = store
+            .apply_within(object("one", &payload), 4999)
+            .unwrap_err();
+        let StoreError::TooLarge { key, size, max } = refused else {
+            panic!("{refused:?}")
+        };
+        assert_eq!((key.as_str(), max), ("a/one", 4999));
+        assert!((5000..5100).contains(&size), "{size}");
+        assert_eq!(store.as_reader().stats().objects, 0);
         assert_eq!(
-            oversize(&object, 10),
-            Some(len),
-            "the whole size, for the log"
+            store.as_reader().stats().interned_strings,
+            0,
+            "nothing left"
         );
+
+        let fits = size;
+        assert!(store.apply_within(object("one", &payload), fits).is_ok());
+        // A second object with the same (now shared) string is as large.
+        let again = store.apply_within(object("two", &payload), fits - 1);
+        assert!(matches!(again, Err(StoreError::TooLarge { size, .. }) if size == fits));
+        assert_eq!(store.as_reader().stats().objects, 1);
     }
 }

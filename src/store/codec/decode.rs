@@ -7,8 +7,9 @@ use super::header::parse_header;
 use super::varint::{get_id, get_varint, unzigzag};
 use super::{
     utf8, Identity, HOLE, OBJ_HOLE, SMALL_MAX, T_ARR, T_ARR_CONST, T_ARR_EMPTY, T_ATOM_STR, T_F64,
-    T_FALSE, T_GEN_NAME, T_HEX64, T_IPV4, T_IPV4_CIDR, T_KEY_NAME, T_KEY_NS, T_KEY_RV, T_NEG,
-    T_NULL, T_OBJ, T_SMALL, T_STR, T_TRUE, T_TS, T_TS_FRAC, T_U64, T_UINT_STR, T_UUID,
+    T_FALSE, T_GEN_NAME, T_HEX64, T_IPV4, T_IPV4_CIDR, T_KEY_GEN_PREFIX, T_KEY_NAME,
+    T_KEY_NAME_AFFIX, T_KEY_NS, T_KEY_RV, T_NEG, T_NULL, T_OBJ, T_SMALL, T_STR, T_TRUE, T_TS,
+    T_TS_FRAC, T_U64, T_UINT_STR, T_UUID,
 };
 use crate::store::atoms::{AtomId, Atoms};
 use crate::store::scalar::{
@@ -176,6 +177,20 @@ impl<'a> Decoder<'a, '_> {
                 Value::String(format_uuid(&buf[*p - 16..*p]))
             }
             T_KEY_NAME => Value::String(self.id.name.to_owned()),
+            T_KEY_NAME_AFFIX => {
+                let (Value::String(mut s), Value::String(suffix)) =
+                    (self.const_value(buf, p), self.const_value(buf, p))
+                else {
+                    unreachable!("a name's affixes are strings")
+                };
+                s.push_str(self.id.name);
+                s.push_str(&suffix);
+                Value::String(s)
+            }
+            T_KEY_GEN_PREFIX => {
+                let name = self.id.name;
+                Value::String(name[..name.len() - GEN_SUFFIX_LEN].to_owned())
+            }
             T_KEY_NS => Value::String(self.id.namespace.unwrap_or_default().to_owned()),
             T_KEY_RV => Value::String(self.id.resource_version.unwrap_or_default().to_owned()),
             T_OBJ => {

@@ -7,8 +7,9 @@ use super::refs::{atom_children, release_all};
 use super::varint::{put_varint, zigzag};
 use super::{
     Identity, HOLE, OBJ_HOLE, SMALL_MAX, T_ARR, T_ARR_CONST, T_ARR_EMPTY, T_ATOM_STR, T_F64,
-    T_FALSE, T_GEN_NAME, T_HEX64, T_IPV4, T_IPV4_CIDR, T_KEY_NAME, T_KEY_NS, T_KEY_RV, T_NEG,
-    T_NULL, T_OBJ, T_SMALL, T_STR, T_TRUE, T_TS, T_TS_FRAC, T_U64, T_UINT_STR, T_UUID,
+    T_FALSE, T_GEN_NAME, T_HEX64, T_IPV4, T_IPV4_CIDR, T_KEY_GEN_PREFIX, T_KEY_NAME,
+    T_KEY_NAME_AFFIX, T_KEY_NS, T_KEY_RV, T_NEG, T_NULL, T_OBJ, T_SMALL, T_STR, T_TRUE, T_TS,
+    T_TS_FRAC, T_U64, T_UINT_STR, T_UUID,
 };
 use crate::store::atoms::{
     AtomId, Atoms, KIND_ARRAY, KIND_ARRAY_TEMPLATE, KIND_STR, KIND_TEMPLATE,
@@ -18,7 +19,11 @@ use crate::store::scalar::{
     split_hex64, TS_BASE,
 };
 
-/// Encoding of a constant: a tag and at most 16 bytes (UUID) or a 10-byte varint.
+/// Names at least this long are looked for inside other strings (see `name_relative`).
+const MIN_AFFIX_NAME: usize = 8;
+
+/// Encoding of a constant: a tag and at most 16 bytes (UUID), a 10-byte varint, or two
+/// string constants (`T_KEY_NAME_AFFIX`: 2 x (tag + 4-byte inline string or 5-byte varint)).
 #[derive(Clone, Copy)]
 struct Const {
     len: u8,
@@ -100,18 +105,32 @@ pub(crate) fn encode_body(
     id: &Identity<'_>,
     root: &Map<String, Value>,
 ) -> Vec<u8> {
+    encode_body_sized(atoms, id, root).0
+}
+
+/// [`encode_body`], and the object's encoded size: its body plus every string, key and shape
+/// (template, array) it references, each counted in full at every use, shared or not. The
+/// size is what the object would cost alone, whatever else the store holds, so it does not
+/// depend on the order objects arrive in (`limits.maxObjectSize` is checked against it).
+pub(crate) fn encode_body_sized(
+    atoms: &mut Atoms,
+    id: &Identity<'_>,
+    root: &Map<String, Value>,
+) -> (Vec<u8>, u64) {
     let mut enc = Encoder {
         atoms,
         id,
         last_ts: TS_BASE,
         out: Vec::with_capacity(128),
+        referenced: 0,
     };
     match enc.object(root, false) {
         Enc::Const(c) => enc.out.extend_from_slice(c.bytes()),
         Enc::ObjHoles(tid) => enc.tag_id_at(0, T_OBJ, tid),
         Enc::Hole => unreachable!("objects are constants or have holes"),
     }
-    enc.out
+    let size = enc.referenced + enc.out.len() as u64;
+    (enc.out, size)
 }
 
 struct Encoder<'a, 'i> {
@@ -119,6 +138,8 @@ struct Encoder<'a, 'i> {
     id: &'a Identity<'i>,
     last_ts: i64,
     out: Vec<u8>,
+    /// Bytes of the atoms referenced so far, each counted at every use.
+    referenced: u64,
 }
 
 impl Encoder<'_, '_> {
@@ -132,6 +153,12 @@ impl Encoder<'_, '_> {
             Value::Array(a) => self.array(a, owner_refs),
             Value::Object(m) => self.object(m, owner_refs),
         }
+    }
+
+    /// Takes a reference on the string atom `s`, counting its bytes.
+    fn acquire_str(&mut self, s: &str) -> AtomId {
+        self.referenced += s.len() as u64;
+        self.atoms.acquire(KIND_STR, s.as_bytes()).0
     }
 
     /// Inserts `tag id` into the body at `pos` (before the holes of what it introduces).
@@ -149,6 +176,9 @@ impl Encoder<'_, '_> {
         }
         if Some(s) == self.id.resource_version {
             return Enc::Const(Const::tag(T_KEY_RV));
+        }
+        if let Some(c) = self.name_relative(s) {
+            return Enc::Const(c);
         }
         if let Some(u) = parse_uuid(s) {
             if owner_refs {
@@ -192,7 +222,7 @@ impl Encoder<'_, '_> {
             return Enc::Hole;
         }
         if let Some((prefix, suffix)) = split_generated_name(s) {
-            let (a, _) = self.atoms.acquire(KIND_STR, prefix.as_bytes());
+            let a = self.acquire_str(prefix);
             self.out.push(T_GEN_NAME);
             put_varint(&mut self.out, u64::from(a));
             self.out.extend_from_slice(&pack_suffix(&suffix));
@@ -203,13 +233,34 @@ impl Encoder<'_, '_> {
             if prefix.is_empty() {
                 self.out.push(0);
             } else {
-                let (a, _) = self.atoms.acquire(KIND_STR, prefix.as_bytes());
+                let a = self.acquire_str(prefix);
                 put_varint(&mut self.out, u64::from(a) + 1);
             }
             self.out.extend_from_slice(&digest);
             return Enc::Hole;
         }
         Enc::Const(self.const_string(s))
+    }
+
+    /// `s` as a constant relative to the object's name: the name's generateName prefix, or the
+    /// name with a fixed prefix and suffix. Such a value is unique to the object, and as a
+    /// constant it lets the objects of one owner share the template around it (a StatefulSet
+    /// pod's `data-NAME` claim). Names shorter than [`MIN_AFFIX_NAME`] are not looked for: in
+    /// a string shared by many objects they would make it a different constant per name.
+    fn name_relative(&mut self, s: &str) -> Option<Const> {
+        let name = self.id.name;
+        if split_generated_name(name).is_some_and(|(prefix, _)| prefix == s) {
+            return Some(Const::tag(T_KEY_GEN_PREFIX));
+        }
+        if name.len() < MIN_AFFIX_NAME || s.len() <= name.len() {
+            return None;
+        }
+        let at = s.find(name)?;
+        let (prefix, suffix) = (&s[..at], &s[at + name.len()..]);
+        let mut c = Const::tag(T_KEY_NAME_AFFIX);
+        c.extend(self.const_string(prefix).bytes());
+        c.extend(self.const_string(suffix).bytes());
+        Some(c)
     }
 
     fn const_string(&mut self, s: &str) -> Const {
@@ -219,7 +270,7 @@ impl Encoder<'_, '_> {
             c.extend(s.as_bytes());
             c
         } else {
-            let (a, _) = self.atoms.acquire(KIND_STR, s.as_bytes());
+            let a = self.acquire_str(s);
             Const::tag_id(T_ATOM_STR, a)
         }
     }
@@ -229,7 +280,7 @@ impl Encoder<'_, '_> {
         put_varint(&mut template, m.len() as u64);
         let mut holes = false;
         for (k, v) in m {
-            let (key, _) = self.atoms.acquire(KIND_STR, k.as_bytes());
+            let key = self.acquire_str(k);
             put_varint(&mut template, u64::from(key));
             let pos = self.out.len();
             match self.value(v, owner_refs || k == "ownerReferences") {
@@ -290,6 +341,7 @@ impl Encoder<'_, '_> {
     /// Interns a template or array whose payload already holds references on its children;
     /// when an equal atom exists, those references are returned (the existing atom has its own).
     fn intern(&mut self, kind: u8, payload: &[u8]) -> AtomId {
+        self.referenced += payload.len() as u64;
         let (id, created) = self.atoms.acquire(kind, payload);
         if !created {
             let mut ids = Vec::new();

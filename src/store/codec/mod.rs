@@ -12,7 +12,8 @@
 //!   object becomes a template atom — its keys (string atoms) and, for each key, either a
 //!   constant value or a hole — and the body holds only the values of the holes, depth first.
 //!   Constants are null, booleans, numbers, ordinary strings, strings equal to the object's
-//!   name, namespace or resourceVersion, and nested containers without holes (template or
+//!   name, namespace or resourceVersion, strings made of the name and a fixed prefix or suffix
+//!   (`data-NAME`, a StatefulSet pod's claim) and the name's generateName prefix, and nested containers without holes (template or
 //!   constant-array atoms): labels, owner references, condition types and the like are kept
 //!   once for every object that has the same ones. An array with holes gets a template too
 //!   (per element: a constant, a hole, or an object of a given template), so a list of
@@ -35,7 +36,7 @@ mod refs;
 mod varint;
 
 pub(crate) use decode::{decode_blob, decode_body};
-pub(crate) use encode::{encode_body, too_deep};
+pub(crate) use encode::{encode_body, encode_body_sized, too_deep};
 pub(crate) use header::{encode_header, parse_header, Name};
 pub(crate) use refs::{exclusive_bytes, release_blob, release_body};
 
@@ -64,6 +65,9 @@ const T_IPV4: u8 = 19; // 4 bytes
 const T_IPV4_CIDR: u8 = 20; // 4 bytes + prefix length
 const T_GEN_NAME: u8 = 21; // prefix atom id + packed suffix
 const T_HEX64: u8 = 22; // varint (0: no prefix, else prefix atom id + 1) + 32 bytes
+                        // Constants relative to the object's name (in templates too, like T_KEY_NAME):
+const T_KEY_NAME_AFFIX: u8 = 23; // a string constant, the name, a string constant
+const T_KEY_GEN_PREFIX: u8 = 24; // the name without its generated 5-character suffix
 /// Unsigned integers 0..=63 in the tag itself.
 const T_SMALL: u8 = 0x80;
 const SMALL_MAX: u64 = 63;

@@ -184,3 +184,49 @@ fn random_documents_round_trip_and_release_everything() {
         "{stats:?} vs one pod {floor:?}"
     );
 }
+
+/// Strings made of the object's name (a StatefulSet pod's `data-NAME` claim, `NAME.svc`, the
+/// generateName prefix) round-trip exactly, and as constants relative to the name they let
+/// the objects of one owner share their templates: a second pod costs no new atom.
+#[test]
+fn strings_made_of_the_name_round_trip_and_are_shared_across_names() {
+    let sts_pod = |name: &str, rv: &str| {
+        json!({"metadata": {"name": name, "namespace": "ns", "resourceVersion": rv,
+                            "generateName": "not-a-prefix-"},
+               "spec": {"hostname": name, "subdomain": "search-nats-headless",
+                        "volumes": [{"name": "data", "persistentVolumeClaim":
+                                     {"claimName": format!("data-{name}")}}],
+                        "env": [format!("{name}.search-nats-headless"), format!("x{name}y"),
+                                format!("日本{name}語")]}})
+    };
+    let store = Writer::new(StoreOptions::default());
+    assert_round_trip(&store, &sts_pod("search-nats-0", "1"));
+    let atoms = store.stats().interned_strings;
+    assert_round_trip(&store, &sts_pod("search-nats-1", "2"));
+    assert_eq!(
+        store.stats().interned_strings,
+        atoms,
+        "nothing new for a sibling"
+    );
+
+    let generated = |name: &str, prefix: &str| {
+        json!({"metadata": {"name": name, "namespace": "ns", "generateName": prefix},
+               "spec": {"claim": format!("data-{name}")}})
+    };
+    let store = Writer::new(StoreOptions::default());
+    assert_round_trip(&store, &generated("web-5d8f9c-4fpns", "web-5d8f9c-"));
+    let atoms = store.stats().interned_strings;
+    assert_round_trip(&store, &generated("web-5d8f9c-x7k2q", "web-5d8f9c-"));
+    assert_eq!(
+        store.stats().interned_strings,
+        atoms,
+        "nothing new for a sibling"
+    );
+    // Not the name's own prefix, or a name that is not generated: ordinary strings.
+    assert_round_trip(&store, &generated("web-5d8f9c-x7k2r", "web-5d8f9"));
+    assert_round_trip(&store, &generated("web-0", "web-"));
+    assert_round_trip(&store, &generated("short", "data-short"));
+    // The name twice: the first is the name, the rest an ordinary string.
+    let twice = "search-nats-0search-nats-0";
+    assert_round_trip(&store, &generated("search-nats-0", twice));
+}

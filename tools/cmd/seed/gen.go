@@ -51,6 +51,9 @@ const (
 	kindDaemonSet
 	kindStatefulSet
 	kindJob
+	// kindBare is no owner: pods created directly (debug shells, one-off tools), each its
+	// own "owner" in the plan, with no ownerReferences.
+	kindBare
 )
 
 func (k ownerKind) String() string {
@@ -63,13 +66,18 @@ func (k ownerKind) String() string {
 		return "StatefulSet"
 	case kindJob:
 		return "Job"
+	case kindBare:
+		return "Pod"
 	}
 	return "Unknown"
 }
 
 func (k ownerKind) apiVersion() string {
-	if k == kindJob {
+	switch k {
+	case kindJob:
 		return "batch/v1"
+	case kindBare:
+		return "v1"
 	}
 	return "apps/v1"
 }
@@ -117,11 +125,15 @@ type podSlot struct {
 	Tier    string
 }
 
-// Share of pods per owner kind, in percent; Jobs take the rest.
+// Share of pods per owner kind, in percent; ReplicaSets take the rest. Jobs have one pod
+// each (as the Jobs a CronJob starts), and bare pods have no owner: 13% of pods are the only
+// pod of their "owner", whose template (labels, annotations, spec) they share with no other
+// pod, as in a cluster that runs CronJobs and one-replica workloads.
 const (
 	shareDaemonSet   = 20
 	shareStatefulSet = 15
 	shareJob         = 10
+	shareBare        = 3
 )
 
 var (
@@ -140,6 +152,8 @@ var (
 		"vault", "consul"}
 	jobTasks = []string{"db-migrate", "backup", "report", "export", "cleanup", "reindex",
 		"cache-warmup", "sync", "import", "rollup", "compaction", "invoice-run"}
+	bareTools = []string{"debug", "toolbox", "netshoot", "psql-client", "load-test",
+		"canary-probe", "shell", "curl"}
 )
 
 // ipFor maps a pod IP index to a unique address in 10.64.0.0/10, skipping .0 and .255.
@@ -191,15 +205,17 @@ func newRand(seed, stream uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, stream^0x9e3779b97f4a7c15))
 }
 
-// replicaCount draws the number of pods of a ReplicaSet, StatefulSet or Job.
+// replicaCount draws the number of pods of a ReplicaSet, StatefulSet, Job or bare pod: about
+// five per ReplicaSet and StatefulSet, one per Job (each run of a CronJob is a Job of its own)
+// and per bare pod.
 func replicaCount(r *rand.Rand, k ownerKind) int {
 	switch k {
 	case kindStatefulSet:
 		return pick(r, []int{1, 2, 3, 3, 3, 3, 5, 5, 6, 7})
-	case kindJob:
-		return pick(r, []int{1, 2, 3, 4, 4, 5, 6, 8, 10})
+	case kindJob, kindBare:
+		return 1
 	}
-	return pick(r, []int{1, 2, 2, 3, 3, 3, 4, 4, 5, 5, 6, 8, 10, 12, 16, 20, 24})
+	return pick(r, []int{1, 2, 3, 3, 4, 4, 5, 5, 5, 6, 6, 8, 10})
 }
 
 // newPlan lays out pods pods over namespaces namespaces named prefix-0..prefix-(n-1).
@@ -248,8 +264,9 @@ func planNamespace(r *rand.Rand, ns string, n, nodes int, suffix string) []*owne
 		kindDaemonSet:   n * shareDaemonSet / 100,
 		kindStatefulSet: n * shareStatefulSet / 100,
 		kindJob:         n * shareJob / 100,
+		kindBare:        n * shareBare / 100,
 	}
-	want[kindReplicaSet] = n - want[kindDaemonSet] - want[kindStatefulSet] - want[kindJob]
+	want[kindReplicaSet] = n - want[kindDaemonSet] - want[kindStatefulSet] - want[kindJob] - want[kindBare]
 
 	used := map[string]bool{} // owner and pod names in the namespace
 	unique := func(base string) string {
@@ -272,7 +289,7 @@ func planNamespace(r *rand.Rand, ns string, n, nodes int, suffix string) []*owne
 	}
 
 	var owners []*owner
-	for _, k := range []ownerKind{kindReplicaSet, kindDaemonSet, kindStatefulSet, kindJob} {
+	for _, k := range []ownerKind{kindReplicaSet, kindDaemonSet, kindStatefulSet, kindJob, kindBare} {
 		for left := want[k]; left > 0; {
 			o := &owner{Namespace: ns, Kind: k, TemplateSeed: r.Uint64()}
 			count := 0
@@ -304,6 +321,12 @@ func planNamespace(r *rand.Rand, ns string, n, nodes int, suffix string) []*owne
 				o.Name = unique(fmt.Sprintf("%s-%s-%d", d, task, 29000000+r.IntN(900000)))
 				o.App, o.Instance, o.Component, o.PartOf = task, d+"-"+task, "batch", d
 				count = replicaCount(r, k)
+			case kindBare:
+				d := pick(r, domains)
+				tool := pick(r, bareTools)
+				o.Name = unique(d + "-" + tool)
+				o.App, o.Instance, o.Component, o.PartOf = tool, o.Name, "tooling", d
+				count = replicaCount(r, k)
 			}
 			count = min(count, left)
 			left -= count
@@ -326,6 +349,9 @@ func planNamespace(r *rand.Rand, ns string, n, nodes int, suffix string) []*owne
 					s.Node = r.IntN(nodes)
 				case kindJob:
 					s.Name = podName(o.Name + "-")
+					s.Node = r.IntN(nodes)
+				case kindBare:
+					s.Name = o.Name
 					s.Node = r.IntN(nodes)
 				}
 				o.Pods = append(o.Pods, s)
@@ -705,6 +731,8 @@ func lastApplied(o *owner, labels map[string]string, image string, main *corev1a
 		kind = "StatefulSet"
 	case kindJob:
 		kind, api = "Job", "batch/v1"
+	case kindBare:
+		kind, api = "Pod", "v1"
 	}
 	name := o.Name
 	if o.Kind == kindReplicaSet {
@@ -748,8 +776,10 @@ func (o *owner) podApply(s *podSlot) *corev1ac.PodApplyConfiguration {
 	t := o.template()
 	p := corev1ac.Pod(s.Name, o.Namespace).
 		WithLabels(t.Labels).
-		WithOwnerReferences(ownerRef(o)).
 		WithSpec(t.Spec)
+	if o.Kind != kindBare {
+		p.WithOwnerReferences(ownerRef(o))
+	}
 	if len(t.Annotations) > 0 {
 		p.WithAnnotations(t.Annotations)
 	}

@@ -126,7 +126,7 @@ func TestPlanLayout(t *testing.T) {
 			t.Errorf("%d pods planned, want %d", total, tc.pods)
 		}
 		if tc.pods >= 5000 {
-			for k, want := range map[ownerKind]int{kindReplicaSet: 55, kindDaemonSet: 20, kindStatefulSet: 15, kindJob: 10} {
+			for k, want := range map[ownerKind]int{kindReplicaSet: 52, kindDaemonSet: 20, kindStatefulSet: 15, kindJob: 10, kindBare: 3} {
 				got := kinds[k] * 100 / tc.pods
 				if got < want-2 || got > want+2 {
 					t.Errorf("%s pods: %d%%, want about %d%%", k, got, want)
@@ -184,6 +184,12 @@ func TestNamesLabelsOwners(t *testing.T) {
 				if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
 					t.Errorf("label %s=%q: %v", k, v, errs)
 				}
+			}
+			if o.Kind == kindBare {
+				if len(pa.OwnerReferences) != 0 || pa.GenerateName != nil || name != o.Name {
+					t.Errorf("bare pod %q of %q: owners %v", name, o.Name, pa.OwnerReferences)
+				}
+				continue
 			}
 			if len(pa.OwnerReferences) != 1 {
 				t.Fatalf("pod %q has %d owner references", name, len(pa.OwnerReferences))

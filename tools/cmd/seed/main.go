@@ -4,6 +4,7 @@
 //	seed pods  --kubeconfig FILE --pods N --namespaces M [--prefix seed] [--concurrency 128] [--seed 1]
 //	seed churn --kubeconfig FILE --namespaces M [--prefix seed] --rate OPS_PER_SEC --duration 30s [--seed 1] [--concurrency 32]
 //	seed clean --kubeconfig FILE [--prefix seed] [--wait 5m]
+//	seed dump  --pods N --namespaces M [--prefix seed] [--seed 1] [--out FILE]
 //
 // pods creates the namespaces PREFIX-0..PREFIX-(M-1) (labelled informerd.io/seed=true), the
 // owners (Deployments and their ReplicaSets, DaemonSets, StatefulSets, Jobs) and N pods owned
@@ -23,6 +24,10 @@
 //	churned N ops (U updates, L relabels, S status, D deletes, C creates) in Xs (Y ops/s)
 //
 // clean force-deletes the pods of the namespaces PREFIX-<n> and then the namespaces.
+//
+// dump needs no cluster: it writes the pods that pods would write, as the API server would
+// list them (`kubectl get pods -A -o json`), with creation times spread over weeks as in a
+// long-lived cluster (dump.go says what it adds and what not).
 //
 // Seeded pods are bound to fake nodes (node-0...) and have terminationGracePeriodSeconds 0, so
 // that deleting their namespace or owner removes them although no kubelet runs (with
@@ -47,6 +52,7 @@ func usage() {
   seed pods  --kubeconfig FILE --pods N --namespaces M [--prefix seed] [--concurrency 128] [--seed 1]
   seed churn --kubeconfig FILE --namespaces M [--prefix seed] --rate OPS_PER_SEC --duration 30s [--seed 1] [--concurrency 32]
   seed clean --kubeconfig FILE [--prefix seed] [--wait 5m]
+  seed dump  --pods N --namespaces M [--prefix seed] [--seed 1] [--out FILE]
 
 Run "seed COMMAND -h" for the flags of a command.
 `)
@@ -69,6 +75,8 @@ func main() {
 		err = runChurn(ctx, args)
 	case "clean":
 		err = runClean(ctx, args)
+	case "dump":
+		err = runDump(args)
 	case "-h", "-help", "--help", "help":
 		usage()
 		return

@@ -96,6 +96,9 @@ func (s *seeder) client(worker int) kubernetes.Interface { return s.clients[work
 func (s *seeder) run(ctx context.Context) error {
 	nOwners := 0
 	for _, o := range s.plan.Owners {
+		if o.Kind == kindBare {
+			continue // no owner object
+		}
 		nOwners++
 		if o.Kind == kindReplicaSet {
 			nOwners++ // and its Deployment
@@ -187,6 +190,9 @@ func (s *seeder) createOwners(ctx context.Context) error {
 	owners := s.plan.Owners
 	err := parallel(ctx, s.concurrency, len(owners), func(ctx context.Context, w, i int) error {
 		o := owners[i]
+		if o.Kind == kindBare {
+			return nil
+		}
 		c := s.client(w)
 		var (
 			uid types.UID
