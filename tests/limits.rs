@@ -13,7 +13,7 @@ use std::time::Duration;
 use http_body_util::BodyExt;
 use informerd::client;
 use informerd::proto::{
-    cache_client::CacheClient, watch_request::Start, EventType, GetRequest, ListRequest,
+    cache_client::CacheClient, watch_request::Start, EventType, GetRequest, ListRequest, Reason,
     StatusRequest, WatchEvent, WatchRequest,
 };
 use informerd_testkit::{delete_namespace, free_port, unique_namespace, ControlPlane, Sidecar};
@@ -185,9 +185,11 @@ fn plain(log: &str) -> String {
     out
 }
 
-/// Asserts `status` is `RESOURCE_EXHAUSTED` and its message names `key`.
-fn assert_exhausted(status: &tonic::Status, key: &str) {
+/// Asserts `status` is `RESOURCE_EXHAUSTED` with the trailer `reason` (which tells a client it
+/// is this limit, not `FellBehind`), and its message names `key`.
+fn assert_exhausted(status: &tonic::Status, reason: Reason, key: &str) {
     assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    assert_eq!(Reason::of(status), Some(reason), "{status:?}");
     assert!(status.message().contains(key), "{status:?}");
 }
 
@@ -287,7 +289,7 @@ async fn watches_beyond_max_watchers_are_refused_until_one_closes() {
         open.push(w);
     }
     let refused = api.watch(f.watch()).await.unwrap_err();
-    assert_exhausted(&refused, "limits.maxWatchers");
+    assert_exhausted(&refused, Reason::TooManyWatchers, "limits.maxWatchers");
     assert!(
         refused.message().contains("2 Watch calls are open"),
         "{refused:?}"
@@ -344,11 +346,15 @@ async fn lists_beyond_max_concurrent_lists_are_refused_while_one_is_held_unread(
         .expect("the first List starts");
     let mut api = f.api.clone();
     let refused = api.list(f.list()).await.unwrap_err();
-    assert_exhausted(&refused, "limits.maxConcurrentLists");
+    assert_exhausted(&refused, Reason::TooManyLists, "limits.maxConcurrentLists");
     // The held List is still refused others after the sidecar gave up on it (5 s unread):
     // its slot is the call's until the call ends.
     tokio::time::sleep(Duration::from_secs(6)).await;
-    assert_exhausted(&api.list(f.list()).await.unwrap_err(), "maxConcurrentLists");
+    assert_exhausted(
+        &api.list(f.list()).await.unwrap_err(),
+        Reason::TooManyLists,
+        "maxConcurrentLists",
+    );
     drop(held);
     let mut stream = eventually(|| {
         let mut api = api.clone();
@@ -376,7 +382,11 @@ async fn a_request_over_max_request_size_is_refused_naming_the_limit() {
         })
         .await
         .unwrap_err();
-    assert_exhausted(&refused, "over limits.maxRequestSize (1024 bytes)");
+    assert_exhausted(
+        &refused,
+        Reason::RequestTooLarge,
+        "over limits.maxRequestSize (1024 bytes)",
+    );
     assert_eq!(
         f.names().await.len(),
         2,
@@ -392,9 +402,14 @@ async fn above_max_memory_new_lists_and_watches_are_refused_while_get_serves() {
     let mut api = f.api.clone();
     assert_exhausted(
         &api.list(f.list()).await.unwrap_err(),
+        Reason::OverMemoryLimit,
         "above limits.maxMemory",
     );
-    assert_exhausted(&api.watch(f.watch()).await.unwrap_err(), "limits.maxMemory");
+    assert_exhausted(
+        &api.watch(f.watch()).await.unwrap_err(),
+        Reason::OverMemoryLimit,
+        "limits.maxMemory",
+    );
     let got = api
         .get(GetRequest {
             resource: "configmaps".into(),

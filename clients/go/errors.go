@@ -44,6 +44,19 @@ var (
 	// message names the verb, resource and namespace to grant. A Watch also ends with it when
 	// access is revoked.
 	ReasonForbidden = informerdv1.Reason_Forbidden.String()
+	// ReasonTooManyWatchers (RESOURCE_EXHAUSTED): limits.maxWatchers Watch calls are open in
+	// the sidecar: close the watches you no longer need; retry with backoff.
+	ReasonTooManyWatchers = informerdv1.Reason_TooManyWatchers.String()
+	// ReasonTooManyLists (RESOURCE_EXHAUSTED): limits.maxConcurrentLists List calls are in
+	// progress: retry with backoff.
+	ReasonTooManyLists = informerdv1.Reason_TooManyLists.String()
+	// ReasonOverMemoryLimit (RESOURCE_EXHAUSTED): the sidecar's allocated memory is above
+	// limits.maxMemory; new List and Watch calls are refused until it is back under (Get
+	// serves): retry with backoff.
+	ReasonOverMemoryLimit = informerdv1.Reason_OverMemoryLimit.String()
+	// ReasonRequestTooLarge (RESOURCE_EXHAUSTED): the request is over limits.maxRequestSize:
+	// send a smaller one (the same request fails again).
+	ReasonRequestTooLarge = informerdv1.Reason_RequestTooLarge.String()
 )
 
 // Error is an error returned by the informerd API: the gRPC status and the informerd-reason
@@ -93,6 +106,11 @@ var (
 
 	ErrUnauthenticated = &Error{Code: codes.Unauthenticated, Reason: ReasonUnauthenticated}
 	ErrForbidden       = &Error{Code: codes.PermissionDenied, Reason: ReasonForbidden}
+
+	ErrTooManyWatchers = &Error{Code: codes.ResourceExhausted, Reason: ReasonTooManyWatchers}
+	ErrTooManyLists    = &Error{Code: codes.ResourceExhausted, Reason: ReasonTooManyLists}
+	ErrOverMemoryLimit = &Error{Code: codes.ResourceExhausted, Reason: ReasonOverMemoryLimit}
+	ErrRequestTooLarge = &Error{Code: codes.ResourceExhausted, Reason: ReasonRequestTooLarge}
 )
 
 // Reason returns the informerd-reason of an error returned by this package ("" if none).
@@ -128,6 +146,17 @@ func ReasonFromMetadata(trailer, header metadata.MD) string {
 // IsRelist reports whether the error means the resume token cannot be used any more and the
 // caller must list again (OUT_OF_RANGE: Expired, EpochChanged).
 func IsRelist(err error) bool { return Code(err) == codes.OutOfRange }
+
+// IsOverLimit reports whether the sidecar refused the call for one of its limits
+// (TooManyWatchers, TooManyLists, OverMemoryLimit, RequestTooLarge; the message names the
+// configuration key): back off before retrying, unlike FellBehind, which resumes at once.
+func IsOverLimit(err error) bool {
+	switch Reason(err) {
+	case ReasonTooManyWatchers, ReasonTooManyLists, ReasonOverMemoryLimit, ReasonRequestTooLarge:
+		return true
+	}
+	return false
+}
 
 // IsNotFound reports whether the error is NOT_FOUND (no such object, or no such resource).
 func IsNotFound(err error) bool { return Code(err) == codes.NotFound }

@@ -1,6 +1,8 @@
 package informerd_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -45,7 +47,8 @@ func TestReasonConstantsCoverTheProto(t *testing.T) {
 		informerd.ReasonExpired, informerd.ReasonEpochChanged, informerd.ReasonFellBehind,
 		informerd.ReasonNotSynced, informerd.ReasonNotFound, informerd.ReasonNotCaughtUp,
 		informerd.ReasonInvalid, informerd.ReasonShuttingDown, informerd.ReasonUnauthenticated,
-		informerd.ReasonForbidden,
+		informerd.ReasonForbidden, informerd.ReasonTooManyWatchers, informerd.ReasonTooManyLists,
+		informerd.ReasonOverMemoryLimit, informerd.ReasonRequestTooLarge,
 	} {
 		constants[r] = true
 	}
@@ -59,5 +62,49 @@ func TestReasonConstantsCoverTheProto(t *testing.T) {
 	}
 	if len(constants) != len(informerdv1.Reason_name)-1 {
 		t.Errorf("%d distinct Reason constants, the proto defines %d reasons", len(constants), len(informerdv1.Reason_name)-1)
+	}
+}
+
+// TestLimitRefusalsNameTheirLimit: a Watch beyond limits.maxWatchers and a request over
+// limits.maxRequestSize are RESOURCE_EXHAUSTED, like FellBehind, but their reasons say which
+// limit refused them, so that a client backs off (IsOverLimit) instead of resuming at once.
+func TestLimitRefusalsNameTheirLimit(t *testing.T) {
+	e := setup(t)
+	ns := e.Namespace(t, "reason-limits")
+	s := e.StartSidecar(t, func(sock string) string {
+		return podsConfig(sock, []string{ns}, "limits:\n  maxWatchers: 1\n  maxRequestSize: 1Ki\n")
+	})
+	c := s.Client()
+	ctx := callCtx(t)
+
+	held, err := c.Watch(ctx, "pods", informerd.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if _, err := held.Next(); err != nil {
+		t.Fatalf("the first watch: %v", err)
+	}
+	second, err := c.Watch(ctx, "pods", informerd.InNamespace(ns))
+	if err == nil {
+		defer second.Close()
+		_, err = second.Next()
+	}
+	checkLimit(t, "a second Watch with maxWatchers: 1", err, informerd.ReasonTooManyWatchers, informerd.ErrTooManyWatchers)
+
+	selector := "app in (" + strings.Repeat("x,", 600) + "x)"
+	_, err = c.List(ctx, "pods", informerd.InNamespace(ns), informerd.WithLabelSelector(selector))
+	checkLimit(t, "a List over maxRequestSize", err, informerd.ReasonRequestTooLarge, informerd.ErrRequestTooLarge)
+}
+
+func checkLimit(t *testing.T, what string, err error, reason string, sentinel error) {
+	t.Helper()
+	switch {
+	case informerd.Code(err) != codes.ResourceExhausted || informerd.Reason(err) != reason:
+		t.Errorf("%s: %v, want RESOURCE_EXHAUSTED %s", what, err, reason)
+	case !errors.Is(err, sentinel) || !informerd.IsOverLimit(err):
+		t.Errorf("%s: %v: errors.Is(sentinel) %v, IsOverLimit %v, want both", what, err, errors.Is(err, sentinel), informerd.IsOverLimit(err))
+	case informerd.IsOverLimit(informerd.ErrFellBehind):
+		t.Errorf("FellBehind counts as a limit")
 	}
 }

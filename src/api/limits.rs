@@ -5,10 +5,9 @@
 //! is refused with `RESOURCE_EXHAUSTED`, naming the limit and its configuration key, and
 //! counted (`informerd_limit_refusals_total{limit}`).
 //!
-//! Decision: the refusals carry no `informerd-reason` trailer. `FellBehind`, the only reason
-//! of `RESOURCE_EXHAUSTED` so far, tells a client to resume at once; a limit tells it to back
-//! off, which is what the clients do with an error they do not recognise. (A reason of its own
-//! would be a new value of the proto's `Reason`.)
+//! Each refusal names its limit in the `informerd-reason` trailer (`TooManyWatchers`,
+//! `TooManyLists`, `OverMemoryLimit`), so that a client tells it from `FellBehind`, the other
+//! `RESOURCE_EXHAUSTED`: `FellBehind` means "resume at once", a limit "back off".
 //!
 //! Decision (`maxMemory`): when jemalloc's allocated bytes are above it, new List and Watch
 //! calls are refused; everything else goes on: the cache keeps following the apiserver (it
@@ -26,11 +25,20 @@ use futures::{Stream, StreamExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tonic::Status;
 
+use super::reason::Reason;
+
 use crate::config::LimitsConfig;
 use crate::vocab::memory::allocated_bytes;
 
 /// The limits a call may be refused for, by their configuration key.
 pub const LIMITS: [&str; 3] = ["maxWatchers", "maxConcurrentLists", "maxMemory"];
+
+/// The reason each limit of [`LIMITS`] is refused with, in the same order.
+const REASONS: [Reason; 3] = [
+    Reason::TooManyWatchers,
+    Reason::TooManyLists,
+    Reason::OverMemoryLimit,
+];
 
 /// The slots of the limited calls, and what was refused.
 pub struct Limits {
@@ -141,7 +149,7 @@ impl Limits {
     /// Counts a refusal for limit `index` of [`LIMITS`]; the status that says so.
     fn refuse(&self, index: usize, message: String) -> Status {
         self.refused[index].fetch_add(1, Ordering::Relaxed);
-        Status::resource_exhausted(message)
+        REASONS[index].status(message)
     }
 
     /// Calls refused so far, by limit (the keys of [`LIMITS`]).
@@ -181,19 +189,23 @@ mod tests {
         let held = holding::<u32, _>(futures::stream::pending(), l.admit_watch().unwrap());
         let refused = l.admit_watch().unwrap_err();
         assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
+        assert_eq!(Reason::of(&refused), Some(Reason::TooManyWatchers));
         assert!(
             refused.message().contains("limits.maxWatchers"),
             "{}",
             refused.message()
         );
         assert!(l.admit_list().is_ok(), "lists have slots of their own");
+        let _list = holding::<u32, _>(futures::stream::pending(), l.admit_list().unwrap());
+        let refused = l.admit_list().unwrap_err();
+        assert_eq!(Reason::of(&refused), Some(Reason::TooManyLists));
         drop(held);
         assert!(l.admit_watch().is_ok());
         assert_eq!(
             l.refusals(),
             [
                 ("maxWatchers", 1),
-                ("maxConcurrentLists", 0),
+                ("maxConcurrentLists", 1),
                 ("maxMemory", 0)
             ]
         );
@@ -204,6 +216,7 @@ mod tests {
         let l = limits(10, 10, Some(1000));
         let refused = l.judge_memory("List", 1001, 1000).unwrap_err();
         assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
+        assert_eq!(Reason::of(&refused), Some(Reason::OverMemoryLimit));
         assert!(
             refused.message().starts_with(
                 "informerd has allocated 1001 bytes, above limits.maxMemory (1000 bytes) of \

@@ -100,6 +100,10 @@ mod tests {
             (Reason::ShuttingDown, "ShuttingDown"),
             (Reason::Unauthenticated, "Unauthenticated"),
             (Reason::Forbidden, "Forbidden"),
+            (Reason::TooManyWatchers, "TooManyWatchers"),
+            (Reason::TooManyLists, "TooManyLists"),
+            (Reason::OverMemoryLimit, "OverMemoryLimit"),
+            (Reason::RequestTooLarge, "RequestTooLarge"),
         ];
         for (reason, text) in sent {
             let status = reason.status("m");

@@ -5,7 +5,9 @@
 //!
 //! Decision: `RESOURCE_EXHAUSTED`, what gRPC's own implementations (grpc-go, C-core) answer to
 //! a message over the receiver's limit; `OUT_OF_RANGE` means "relist" (`Expired`,
-//! `EpochChanged`) in this API and must not be sent for anything else.
+//! `EpochChanged`) in this API and must not be sent for anything else. The trailer says
+//! `RequestTooLarge`, so that a client does not retry the same request as it would after
+//! `FellBehind` or a busy limit.
 
 use std::convert::Infallible;
 use std::task::{Context, Poll};
@@ -15,6 +17,8 @@ use tonic::body::Body;
 use tonic::server::NamedService;
 use tonic::{Code, Status};
 use tower::Service;
+
+use super::reason::Reason;
 
 /// What tonic's message starts with when a request is over the limit.
 const TONIC_TOO_LARGE: &str = "Error, decoded message length too large: found ";
@@ -72,7 +76,7 @@ where
 fn too_large(message: &str, limit: u64) -> Option<Status> {
     let rest = message.strip_prefix(TONIC_TOO_LARGE)?;
     let found = rest.split(' ').next().unwrap_or("?");
-    Some(Status::resource_exhausted(format!(
+    Some(Reason::RequestTooLarge.status(format!(
         "the request is {found} bytes, over limits.maxRequestSize ({limit} bytes) of this \
          sidecar: send a smaller request (fewer or shorter selectors, fields, CEL), or raise \
          limits.maxRequestSize in its configuration"
@@ -88,6 +92,7 @@ mod tests {
         let tonic = format!("{TONIC_TOO_LARGE}2000 bytes, the limit is: 1024 bytes");
         let status = too_large(&tonic, 1024).expect("rewritten");
         assert_eq!(status.code(), Code::ResourceExhausted);
+        assert_eq!(Reason::of(&status), Some(Reason::RequestTooLarge));
         assert!(
             status
                 .message()

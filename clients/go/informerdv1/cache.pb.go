@@ -303,6 +303,17 @@ const (
 	// PERMISSION_DENIED: the caller's RBAC does not allow the read (the message names the verb,
 	// resource and namespace); a Watch also ends with it when access is revoked.
 	Reason_Forbidden Reason = 10
+	// RESOURCE_EXHAUSTED: limits.maxWatchers Watch calls are open: close watches you no longer
+	// need, retry with backoff (not at once, unlike FellBehind).
+	Reason_TooManyWatchers Reason = 11
+	// RESOURCE_EXHAUSTED: limits.maxConcurrentLists List calls are in progress: retry with backoff.
+	Reason_TooManyLists Reason = 12
+	// RESOURCE_EXHAUSTED: the sidecar's allocated memory is above limits.maxMemory: new List and
+	// Watch calls are refused until it is back under (Get serves): retry with backoff.
+	Reason_OverMemoryLimit Reason = 13
+	// RESOURCE_EXHAUSTED: the request is over limits.maxRequestSize: send a smaller one (retrying
+	// the same request fails again).
+	Reason_RequestTooLarge Reason = 14
 )
 
 // Enum value maps for Reason.
@@ -319,6 +330,10 @@ var (
 		8:  "ShuttingDown",
 		9:  "Unauthenticated",
 		10: "Forbidden",
+		11: "TooManyWatchers",
+		12: "TooManyLists",
+		13: "OverMemoryLimit",
+		14: "RequestTooLarge",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED": 0,
@@ -332,6 +347,10 @@ var (
 		"ShuttingDown":       8,
 		"Unauthenticated":    9,
 		"Forbidden":          10,
+		"TooManyWatchers":    11,
+		"TooManyLists":       12,
+		"OverMemoryLimit":    13,
+		"RequestTooLarge":    14,
 	}
 )
 
@@ -2680,7 +2699,7 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\fRESYNC_START\x10\x02\x12\x0e\n" +
 	"\n" +
 	"RESYNC_END\x10\x03\x12\f\n" +
-	"\bPROGRESS\x10\x04*\xc0\x01\n" +
+	"\bPROGRESS\x10\x04*\x91\x02\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aExpired\x10\x01\x12\x10\n" +
@@ -2694,7 +2713,11 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\fShuttingDown\x10\b\x12\x13\n" +
 	"\x0fUnauthenticated\x10\t\x12\r\n" +
 	"\tForbidden\x10\n" +
-	"2\x98\x03\n" +
+	"\x12\x13\n" +
+	"\x0fTooManyWatchers\x10\v\x12\x10\n" +
+	"\fTooManyLists\x10\f\x12\x13\n" +
+	"\x0fOverMemoryLimit\x10\r\x12\x13\n" +
+	"\x0fRequestTooLarge\x10\x0e2\x98\x03\n" +
 	"\x05Cache\x12:\n" +
 	"\x03Get\x12\x18.informerd.v1.GetRequest\x1a\x19.informerd.v1.GetResponse\x12?\n" +
 	"\x04List\x12\x19.informerd.v1.ListRequest\x1a\x1a.informerd.v1.ListResponse0\x01\x12?\n" +

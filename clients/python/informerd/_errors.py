@@ -39,6 +39,20 @@ class Reason:
     # PERMISSION_DENIED: the caller's RBAC does not allow the read; the message names the verb,
     # resource and namespace to grant. A watch also ends with it when access is revoked.
     FORBIDDEN = pb.Reason.Name(pb.Reason.Forbidden)
+    # RESOURCE_EXHAUSTED: limits.maxWatchers watches are open in the sidecar: close the ones
+    # you no longer need; retry with backoff.
+    TOO_MANY_WATCHERS = pb.Reason.Name(pb.Reason.TooManyWatchers)
+    # RESOURCE_EXHAUSTED: limits.maxConcurrentLists lists are in progress: retry with backoff.
+    TOO_MANY_LISTS = pb.Reason.Name(pb.Reason.TooManyLists)
+    # RESOURCE_EXHAUSTED: the sidecar's allocated memory is above limits.maxMemory; new lists
+    # and watches are refused until it is back under (get serves): retry with backoff.
+    OVER_MEMORY_LIMIT = pb.Reason.Name(pb.Reason.OverMemoryLimit)
+    # RESOURCE_EXHAUSTED: the request is over limits.maxRequestSize: send a smaller one (the
+    # same request fails again).
+    REQUEST_TOO_LARGE = pb.Reason.Name(pb.Reason.RequestTooLarge)
+
+    # The sidecar's limits: back off before retrying, unlike FELL_BEHIND (resume at once).
+    LIMITS = frozenset({TOO_MANY_WATCHERS, TOO_MANY_LISTS, OVER_MEMORY_LIMIT, REQUEST_TOO_LARGE})
 
 
 class InformerdError(Exception):
@@ -60,6 +74,12 @@ class InformerdError(Exception):
     def needs_relist(self) -> bool:
         """The resume token can no longer be used (Expired, EpochChanged): list again."""
         return self.code == grpc.StatusCode.OUT_OF_RANGE
+
+    @property
+    def over_limit(self) -> bool:
+        """The sidecar refused the call for one of its limits (the message names the
+        configuration key): back off before retrying."""
+        return self.reason in Reason.LIMITS
 
     @property
     def can_resume(self) -> bool:

@@ -5,7 +5,10 @@
 //! (jemalloc) above its baseline, per pod, and the sidecar's own allocated bytes.
 //!
 //! Settings: `BENCH_PODS` (default 2000) pods in `BENCH_NAMESPACES` (default 4) namespaces
-//! `kubers-bench-*`, topped up with the project's seeder; the control plane is testkit's.
+//! `kubers-bench-*`, topped up with the project's seeder; the control plane is testkit's
+//! (`INFORMERD_CLUSTER_DIR` picks one). With `BENCH_ALL_NAMESPACES=1` nothing is seeded: every
+//! pod of the cluster is watched (one cluster-wide watch each), e.g. the 10,000 pods `make
+//! bench-adapters` left in its private control plane, so that both benchmarks measure the same pods.
 //! Run: `cargo bench -p informerd-client --bench controller_store`.
 
 #[path = "../tests/common/mod.rs"]
@@ -90,23 +93,46 @@ where
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let pods = setting("BENCH_PODS", 2000);
-    let namespaces = setting("BENCH_NAMESPACES", 4);
     let cluster = ControlPlane::get();
-    cluster.seed("kubers-bench", pods, namespaces)?;
     let kube = cluster.client().await?;
-    let names: Vec<String> = (0..namespaces)
-        .map(|i| format!("kubers-bench-{i}"))
-        .collect();
+    // Decision: all namespaces, or the seeded ones: an empty list means one cluster-wide watch
+    // (kube-rs's `Api::all`, informerd's resource without `namespaces:`).
+    let (pods, names) = if setting("BENCH_ALL_NAMESPACES", 0) == 1 {
+        let all = kube::Api::<Pod>::all(kube.clone())
+            .list_metadata(&kube::api::ListParams::default())
+            .await?;
+        (all.items.len(), Vec::new())
+    } else {
+        let pods = setting("BENCH_PODS", 2000);
+        let namespaces = setting("BENCH_NAMESPACES", 4);
+        cluster.seed("kubers-bench", pods, namespaces)?;
+        let names: Vec<String> = (0..namespaces)
+            .map(|i| format!("kubers-bench-{i}"))
+            .collect();
+        (pods, names)
+    };
+    let scope = if names.is_empty() {
+        String::new()
+    } else {
+        format!("  namespaces: [{}]\n", names.join(", "))
+    };
     let resources = format!(
-        "- name: pods\n  apiVersion: v1\n  kind: Pod\n  namespaces: [{}]\n  transform:\n    drop: [metadata.managedFields]\n",
-        names.join(", ")
+        "- name: pods\n  apiVersion: v1\n  kind: Pod\n{scope}  transform:\n    drop: [metadata.managedFields]\n"
     );
     let sidecar = Sidecar::start(&common::informerd_bin(), cluster, &resources)?;
     let cache = informerd_client::connect(&sidecar.socket().display().to_string()).await?;
 
     println!("| store fed by | pods | bytes | bytes/pod |\n| --- | ---: | ---: | ---: |");
-    measure("kube-rs watcher (one per namespace)", pods, || {
+    let own = if names.is_empty() {
+        "kube-rs watcher (cluster-wide)"
+    } else {
+        "kube-rs watcher (one per namespace)"
+    };
+    measure(own, pods, || {
+        if names.is_empty() {
+            let api = kube::Api::<Pod>::all(kube.clone());
+            return vec![watcher::watcher(api, watcher::Config::default()).boxed()];
+        }
         names
             .iter()
             .map(|ns| {

@@ -64,6 +64,22 @@ impl Error {
     pub fn needs_relist(&self) -> bool {
         matches!(self.reason(), Some(Reason::Expired | Reason::EpochChanged))
     }
+
+    /// Whether the sidecar refused the call for one of its limits (`TooManyWatchers`,
+    /// `TooManyLists`, `OverMemoryLimit`, `RequestTooLarge`; the message names the
+    /// configuration key): back off before retrying (a `RequestTooLarge` request fails again
+    /// as it is), unlike `FellBehind`, which resumes at once.
+    pub fn is_over_limit(&self) -> bool {
+        matches!(
+            self.reason(),
+            Some(
+                Reason::TooManyWatchers
+                    | Reason::TooManyLists
+                    | Reason::OverMemoryLimit
+                    | Reason::RequestTooLarge
+            )
+        )
+    }
 }
 
 /// `CODE (reason): message`, or the transport's causes when the status did not come from the

@@ -34,7 +34,11 @@ impl Reason {
     pub fn code(self) -> Code {
         match self {
             Reason::Expired | Reason::EpochChanged => Code::OutOfRange,
-            Reason::FellBehind => Code::ResourceExhausted,
+            Reason::FellBehind
+            | Reason::TooManyWatchers
+            | Reason::TooManyLists
+            | Reason::OverMemoryLimit
+            | Reason::RequestTooLarge => Code::ResourceExhausted,
             Reason::NotSynced | Reason::ShuttingDown => Code::Unavailable,
             Reason::NotFound => Code::NotFound,
             Reason::NotCaughtUp => Code::DeadlineExceeded,

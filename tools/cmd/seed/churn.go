@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -62,7 +63,7 @@ func runChurn(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	ch := &churner{clients: clients, nodes: *nodes, rng: newRand(*seed, 0xc4a2), names: map[string]bool{}, ips: map[string]bool{}}
+	ch := newChurner(clients, *nodes, *seed)
 	var nsNames []string
 	for i := 0; i < *namespaces; i++ {
 		nsNames = append(nsNames, fmt.Sprintf("%s-%d", common.prefix, i))
@@ -78,6 +79,10 @@ func runChurn(ctx context.Context, args []string) error {
 	return ch.run(ctx, *rate, *duration, *concurrency)
 }
 
+func newChurner(clients []kubernetes.Interface, nodes int, seed uint64) *churner {
+	return &churner{clients: clients, nodes: nodes, rng: newRand(seed, 0xc4a2), names: map[string]bool{}, ips: map[string]bool{}}
+}
+
 type churner struct {
 	clients []kubernetes.Interface
 	nodes   int
@@ -91,6 +96,37 @@ type churner struct {
 	seq     int
 
 	counts [numOps]atomic.Int64
+	// failed counts operations given up on while the API server could not be reached (it was
+	// killed or restarted under the churn): they are not in counts.
+	failed atomic.Int64
+}
+
+// errTimeUp ends the operations still waiting for an unreachable API server when the churn's
+// time is up (and its grace after it).
+var errTimeUp = errors.New("the churn's time is up")
+
+// opGrace is how long an operation started before the churn's end may take after it.
+const opGrace = 10 * time.Second
+
+// Decision: an operation that fails on a transient error (the API server unreachable, killed,
+// restarting, overloaded; see retriable) is retried, with retry's backoff, until it succeeds
+// or the churn's time (and opGrace) is up, then counted as failed and abandoned: the churn
+// goes on. The chaos suite kills kube-apiserver under the churn, and a churn that gave up with
+// it stopped the changes the suite was checking. Any other error (a refusal: Forbidden,
+// Invalid) still ends the churn: it is a bug in the churn or the cluster, not a fault.
+func persist(ctx context.Context, fn func() error) error {
+	for {
+		err := retry(ctx, fn)
+		if err == nil || !retriable(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
+// transient reports whether err ended an operation because the API server could not be
+// reached until the churn's time was up.
+func transient(ctx context.Context, err error) bool {
+	return retriable(err) || errors.Is(context.Cause(ctx), errTimeUp) && errors.Is(err, errTimeUp)
 }
 
 // trackedPod is what the churner keeps of a pod between operations: little, so that it can churn
@@ -163,6 +199,13 @@ func (ch *churner) release(p *corev1.Pod) {
 	ch.mu.Unlock()
 }
 
+// putBack returns a pod taken from the pool whose operation failed.
+func (ch *churner) putBack(p *trackedPod) {
+	ch.mu.Lock()
+	ch.idle = append(ch.idle, p)
+	ch.mu.Unlock()
+}
+
 func (ch *churner) forget(p *trackedPod) {
 	ch.mu.Lock()
 	delete(ch.names, p.ns+"/"+p.name)
@@ -199,6 +242,8 @@ func (ch *churner) run(ctx context.Context, rate float64, duration time.Duration
 	sem := make(chan struct{}, concurrency)
 	start := time.Now()
 	interval := time.Duration(float64(time.Second) / rate)
+	opCtx, stopOps := context.WithDeadlineCause(ctx, start.Add(duration+opGrace), errTimeUp)
+	defer stopOps()
 
 	total := func() (n int64) {
 		for i := range ch.counts {
@@ -207,8 +252,8 @@ func (ch *churner) run(ctx context.Context, rate float64, duration time.Duration
 		return n
 	}
 	stopProgress := progress(5*time.Second, func(el time.Duration) string {
-		return fmt.Sprintf("churn: %5.1fs %d ops (%.1f ops/s), %d pods, retries %d",
-			el.Seconds(), total(), float64(total())/el.Seconds(), ch.population(), retries.Load())
+		return fmt.Sprintf("churn: %5.1fs %d ops (%.1f ops/s), %d pods, retries %d, failed %d",
+			el.Seconds(), total(), float64(total())/el.Seconds(), ch.population(), retries.Load(), ch.failed.Load())
 	})
 
 	var firstErr error
@@ -240,7 +285,11 @@ func (ch *churner) run(ctx context.Context, rate float64, duration time.Duration
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if err := ch.do(ctx, c, op); err != nil {
+			switch err := ch.do(opCtx, c, op); {
+			case err == nil:
+			case transient(opCtx, err):
+				ch.failed.Add(1)
+			default:
 				errOnce.Do(func() { firstErr = err; cancel(err) })
 			}
 		}()
@@ -258,9 +307,9 @@ func (ch *churner) run(ctx context.Context, rate float64, duration time.Duration
 	if got := float64(n) / el; got < 0.9*rate {
 		logf("warning: %.1f ops/s instead of %.1f: the API server is too slow for this rate, or --concurrency %d too low", got, rate, concurrency)
 	}
-	fmt.Printf("churned %d ops (%d updates, %d relabels, %d status, %d deletes, %d creates) in %.1fs (%.1f ops/s)\n",
+	fmt.Printf("churned %d ops (%d updates, %d relabels, %d status, %d deletes, %d creates) in %.1fs (%.1f ops/s), %d failed\n",
 		n, ch.counts[opUpdate].Load(), ch.counts[opRelabel].Load(), ch.counts[opStatus].Load(),
-		ch.counts[opDelete].Load(), ch.counts[opCreate].Load(), el, float64(n)/el)
+		ch.counts[opDelete].Load(), ch.counts[opCreate].Load(), el, float64(n)/el, ch.failed.Load())
 	return nil
 }
 
@@ -289,7 +338,7 @@ func (ch *churner) do(ctx context.Context, c kubernetes.Interface, op opKind) er
 	if op == opStatus || op == opDelete {
 		// The status change starts from the current status; the replacement of a deleted pod
 		// from its spec.
-		err = retry(ctx, func() (err error) {
+		err = persist(ctx, func() (err error) {
 			full, err = pods.Get(ctx, p.name, metav1.GetOptions{})
 			return err
 		})
@@ -313,19 +362,19 @@ func (ch *churner) do(ctx context.Context, c kubernetes.Interface, op opKind) er
 			ch.mu.Unlock()
 		}
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{field: map[string]string{key: value}}})
-		err = retry(ctx, func() (err error) {
+		err = persist(ctx, func() (err error) {
 			got, err = pods.Patch(ctx, p.name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: manager})
 			return err
 		})
 	case op == opStatus:
 		st := ch.statusChange(full)
-		err = retry(ctx, func() (err error) {
+		err = persist(ctx, func() (err error) {
 			got, err = applyPod(ctx, pods, st, statusManager, true)
 			return err
 		})
 	case op == opDelete:
 		// Grace period 0: there is no kubelet to confirm a graceful deletion of a bound pod.
-		err = retry(ctx, func() error {
+		err = persist(ctx, func() error {
 			err := pods.Delete(ctx, p.name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0)),
 				Preconditions: &metav1.Preconditions{UID: &p.uid}})
 			return err
@@ -344,6 +393,9 @@ func (ch *churner) do(ctx context.Context, c kubernetes.Interface, op opKind) er
 		ch.forget(p)
 		return nil
 	case err != nil:
+		if transient(ctx, err) {
+			ch.putBack(p) // as it was: a later operation finds out what became of it
+		}
 		return fmt.Errorf("%s of pod %s/%s: %w", []string{"annotation update", "relabel", "status update", "delete"}[op], p.ns, p.name, err)
 	}
 	ch.release(got)
@@ -498,18 +550,25 @@ func (ch *churner) create(ctx context.Context, c kubernetes.Interface) error {
 		ac.Spec.WithHostname(name)
 	}
 	pods := c.CoreV1().Pods(old.Namespace)
-	err = retry(ctx, func() error {
+	err = persist(ctx, func() error {
 		_, err := applyPod(ctx, pods, ac, fieldManager, false)
 		return err
 	})
 	if err != nil {
+		if transient(ctx, err) {
+			// Not created (or not known to be): replace the deleted pod later.
+			ch.mu.Lock()
+			delete(ch.names, old.Namespace+"/"+name)
+			ch.deleted = append(ch.deleted, old)
+			ch.mu.Unlock()
+		}
 		return fmt.Errorf("creating pod %s/%s: %w", old.Namespace, name, err)
 	}
 	// Started just now.
 	now := time.Now().UTC()
 	st := podStatus(ac, ch.newIP(), r.Uint64(), now, now)
 	var got *corev1.Pod
-	err = retry(ctx, func() (err error) {
+	err = persist(ctx, func() (err error) {
 		got, err = applyPod(ctx, pods, st, statusManager, true)
 		return err
 	})

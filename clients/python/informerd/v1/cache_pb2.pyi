@@ -50,6 +50,10 @@ class Reason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ShuttingDown: _ClassVar[Reason]
     Unauthenticated: _ClassVar[Reason]
     Forbidden: _ClassVar[Reason]
+    TooManyWatchers: _ClassVar[Reason]
+    TooManyLists: _ClassVar[Reason]
+    OverMemoryLimit: _ClassVar[Reason]
+    RequestTooLarge: _ClassVar[Reason]
 PREDICATE_UNSPECIFIED: Predicate
 GENERATION_CHANGED: Predicate
 LABELS_CHANGED: Predicate
@@ -79,6 +83,10 @@ Invalid: Reason
 ShuttingDown: Reason
 Unauthenticated: Reason
 Forbidden: Reason
+TooManyWatchers: Reason
+TooManyLists: Reason
+OverMemoryLimit: Reason
+RequestTooLarge: Reason
 
 class Object(_message.Message):
     __slots__ = ("namespace", "name", "uid", "resource_version", "labels", "revision", "json")

@@ -45,6 +45,14 @@ func (r result) heap() (sum uint64) {
 	return sum
 }
 
+// reconciles is the sum of the processes' reconciles before their samples.
+func (r result) reconciles() (sum int) {
+	for _, p := range r.Processes {
+		sum += p.Reconciles
+	}
+	return sum
+}
+
 func (r result) rss() (sum uint64) {
 	for _, p := range r.Processes {
 		sum += p.RSS
@@ -75,11 +83,16 @@ func (b *bench) measure(ctx context.Context, want int, controllers []int, caches
 				if p.Pods != int64(want) {
 					return out, fmt.Errorf("%s controller %d of %d holds %d pods, want %d", c, i+1, k, p.Pods, want)
 				}
+				if p.Deployments == 0 || p.Reconciles < p.Deployments {
+					return out, fmt.Errorf("%s controller %d of %d ran %d reconciles over %d Deployments before its sample: "+
+						"no first full pass", c, i+1, k, p.Reconciles, p.Deployments)
+				}
 			}
 			if c == cacheInformerd {
 				r.Idle = &idle
 			}
-			fmt.Fprintf(os.Stderr, "%d pods, %d × %s: heap %s, RSS %s%s\n", want, k, c, mib(r.heap()), mib(r.rss()), sidecarNote(r))
+			fmt.Fprintf(os.Stderr, "%d pods, %d × %s: heap %s, RSS %s, %d reconciles%s\n", want, k, c, mib(r.heap()), mib(r.rss()),
+				r.reconciles(), sidecarNote(r))
 			out = append(out, r)
 		}
 	}

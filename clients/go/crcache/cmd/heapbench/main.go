@@ -15,9 +15,10 @@
 // so that a long run can be continued, e.g. `--pods 50000` after 10,000 were measured.
 //
 // `controller` runs labelctl's controller (the one compare_test.go proves equivalent under both
-// caches) in a manager, waits until its caches have synced and its pod informer has delivered
-// every pod, holds a few seconds while the first reconciles run, forces two garbage
-// collections, prints one JSON line (measure.go's sample) and runs until SIGINT or SIGTERM.
+// caches) in a manager, waits until its caches have synced, its pod informer has delivered
+// every pod and it has reconciled every Deployment once, holds a few seconds, forces two
+// garbage collections, prints one JSON line (measure.go's sample) and runs until SIGINT or
+// SIGTERM.
 package main
 
 import (

@@ -18,11 +18,15 @@ type sample struct {
 	Cache       string  `json:"cache"`
 	Pods        int64   `json:"pods"`         // pods its pod informer delivered
 	Reconciles  int     `json:"reconciles"`   // reconciles run before the sample
+	Deployments int     `json:"deployments"`  // Deployments, each reconciled at least once before the sample
 	SyncSeconds float64 `json:"sync_seconds"` // from the manager's creation to synced (informational)
-	HeapLive    uint64  `json:"heap_live_bytes"`
-	HeapObjects uint64  `json:"heap_objects_bytes"`
-	RSS         uint64  `json:"rss_bytes"`
-	PeakRSS     uint64  `json:"peak_rss_bytes"`
+	// FirstPassSeconds is from the manager's creation until every Deployment had been
+	// reconciled once (informational).
+	FirstPassSeconds float64 `json:"first_pass_seconds"`
+	HeapLive         uint64  `json:"heap_live_bytes"`
+	HeapObjects      uint64  `json:"heap_objects_bytes"`
+	RSS              uint64  `json:"rss_bytes"`
+	PeakRSS          uint64  `json:"peak_rss_bytes"`
 }
 
 // measure collects twice (the second frees what the first's finalizers released) and reads

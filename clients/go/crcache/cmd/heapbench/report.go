@@ -25,10 +25,12 @@ func writeResults(out string, rs []result) error {
 
 `+"`make bench-adapters`"+` (clients/go/crcache/cmd/heapbench), %s, a private control plane.
 labelctl's controller (For Deployments, Owns pods, Watches nodes, an index on spec.nodeName)
-in k processes at once; each forces two collections after sync and reports Go's live heap
-(/gc/heap/live) and its resident set. "default" is controller-runtime's cache unconfigured,
-"default-strip" the same with cache.TransformStripManagedFields, "informerd" crcache over one
-sidecar all k share (pods kept as metadata and spec.nodeName). Figures are the sum over the k
+in k processes at once; each waits until its caches have synced and it has reconciled every
+Deployment once (its first full pass over what exists), holds a few seconds, forces two
+collections and reports Go's live heap (/gc/heap/live) and its resident set; "reconciles" is
+the sum over the k processes at that moment (at least k × the Deployments). "default" is
+controller-runtime's cache unconfigured, "default-strip" the same with
+cache.TransformStripManagedFields, "informerd" crcache over one sidecar all k share (pods kept as metadata and spec.nodeName). Figures are the sum over the k
 processes; the sidecar's are jemalloc's allocated bytes and its RSS while the k were connected.
 
 `, time.Now().UTC().Format("2006-01-02"))
@@ -74,7 +76,7 @@ func table(rs []result) string {
 	var b strings.Builder
 	b.WriteString("| pods | controllers |")
 	for _, c := range caches {
-		fmt.Fprintf(&b, " %s: heap (RSS) |", c)
+		fmt.Fprintf(&b, " %s: heap (RSS), reconciles |", c)
 	}
 	b.WriteString(" informerd sidecar: allocated (RSS) | informerd processes + sidecar, RSS |\n|---:|---:|")
 	b.WriteString(strings.Repeat("---:|", len(caches)+2) + "\n")
@@ -86,7 +88,7 @@ func table(rs []result) string {
 				b.WriteString(" |")
 				continue
 			}
-			fmt.Fprintf(&b, " %s (%s) |", mib(r.heap()), mib(r.rss()))
+			fmt.Fprintf(&b, " %s (%s), %d |", mib(r.heap()), mib(r.rss()), r.reconciles())
 		}
 		if r, ok := byKey[k][cacheInformerd]; ok && r.Sidecar != nil {
 			fmt.Fprintf(&b, " %s (%s) | %s |\n", mib(r.Sidecar.Allocated), mib(r.Sidecar.RSS), mib(r.rss()+r.Sidecar.RSS))

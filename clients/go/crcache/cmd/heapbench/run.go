@@ -28,6 +28,7 @@ type runFlags struct {
 	caches                          []string
 	namespaces                      int
 	hold, timeout                   time.Duration
+	keep                            bool
 }
 
 func runMain(args []string) error {
@@ -42,8 +43,10 @@ func runMain(args []string) error {
 	fs.StringVar(&controllers, "controllers", "1,3", "controller processes sharing one sidecar")
 	fs.StringVar(&caches, "caches", "default,default-strip,informerd", "the caches compared")
 	fs.IntVar(&f.namespaces, "namespaces", 10, "namespaces each seeding step spreads its pods over")
-	fs.DurationVar(&f.hold, "hold", 5*time.Second, "how long each controller runs after sync before it measures")
+	fs.DurationVar(&f.hold, "hold", 5*time.Second, "how long each controller runs after its first full reconcile pass before it measures")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "bound on any one sync")
+	fs.BoolVar(&f.keep, "keep-cluster", false, "leave the control plane running at the end (`cluster down --dir` stops it), "+
+		"e.g. for clients/rust's controller_store benchmark over the same pods")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -81,13 +84,19 @@ func run(ctx context.Context, f runFlags) error {
 	if err != nil {
 		return fmt.Errorf("cluster up: %w", err)
 	}
+	lines := strings.Split(strings.TrimSpace(string(kc)), "\n")
+	kubeconfig := lines[len(lines)-1]
 	defer func() {
+		if f.keep {
+			fmt.Fprintf(os.Stderr, "the control plane is still running (kubeconfig %s): stop it with `cluster down --dir %s`\n",
+				kubeconfig, clusterDir)
+			return
+		}
 		down := exec.Command(filepath.Join(f.bin, "cluster"), "down", "--dir", clusterDir)
 		down.Stdout, down.Stderr = os.Stderr, os.Stderr
 		_ = down.Run()
 	}()
-	lines := strings.Split(strings.TrimSpace(string(kc)), "\n")
-	b := &bench{kubeconfig: lines[len(lines)-1], informerd: f.informerd, self: self,
+	b := &bench{kubeconfig: kubeconfig, informerd: f.informerd, self: self,
 		dir: filepath.Join(clusterDir, "heapbench"), hold: f.hold, timeout: f.timeout}
 	if err := os.MkdirAll(b.dir, 0o755); err != nil {
 		return err

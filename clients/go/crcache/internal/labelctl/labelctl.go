@@ -36,6 +36,7 @@ type Reconciler struct {
 	lastWrite  map[types.NamespacedName]string // pod -> resourceVersion of our last write
 	stats      Stats
 	reconciles int
+	reconciled map[types.NamespacedName]struct{} // Deployments reconciled at least once
 }
 
 // Stats is what the reconciler saw of its own writes.
@@ -48,7 +49,8 @@ type Stats struct {
 
 // Setup registers the spec.nodeName index and the controller named name with the manager.
 func Setup(ctx context.Context, mgr ctrl.Manager, name string) (*Reconciler, error) {
-	r := &Reconciler{Client: mgr.GetClient(), lastWrite: map[types.NamespacedName]string{}}
+	r := &Reconciler{Client: mgr.GetClient(), lastWrite: map[types.NamespacedName]string{},
+		reconciled: map[types.NamespacedName]struct{}{}}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, NodeNameField, func(o client.Object) []string {
 		return []string{o.(*corev1.Pod).Spec.NodeName}
 	}); err != nil {
@@ -79,9 +81,18 @@ func (r *Reconciler) Reconciles() int {
 	return r.reconciles
 }
 
+// Reconciled reports whether the Deployment key has been reconciled at least once.
+func (r *Reconciler) Reconciled(key types.NamespacedName) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.reconciled[key]
+	return ok
+}
+
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.mu.Lock()
 	r.reconciles++
+	r.reconciled[req.NamespacedName] = struct{}{}
 	r.mu.Unlock()
 	var d appsv1.Deployment
 	if err := r.Get(ctx, req.NamespacedName, &d); err != nil {
