@@ -19,6 +19,19 @@ pub struct RawConfig {
     pub snapshot: Option<RawSnapshot>,
     #[serde(default)]
     pub resources: Vec<RawResource>,
+    /// Remote clusters: see `validate/clusters.rs`.
+    #[serde(default)]
+    pub clusters: Vec<RawCluster>,
+}
+
+/// One entry of `clusters`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawCluster {
+    pub name: String,
+    pub kubeconfig: String,
+    #[serde(default)]
+    pub context: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -112,6 +125,9 @@ pub struct RawResource {
     pub indexes: Vec<RawIndex>,
     #[serde(default)]
     pub allow_secrets: bool,
+    /// A name of `clusters`; absent: the default cluster.
+    #[serde(default)]
+    pub cluster: Option<String>,
 }
 
 /// A Kubernetes `LabelSelector`, with unknown fields rejected (k8s-openapi's type ignores them).

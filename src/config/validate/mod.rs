@@ -10,6 +10,7 @@
 
 pub(super) mod authorization;
 mod change_log;
+pub(super) mod clusters;
 mod indexes;
 mod limits;
 mod resource;
@@ -36,7 +37,8 @@ pub(super) fn validate(source: Arc<Source>, raw: RawConfig) -> Result<Config, Co
     let change_log = validator.change_log(raw.change_log.unwrap_or_default());
     let limits = validator.limits(raw.limits.unwrap_or_default());
     let snapshot = raw.snapshot.map(|s| validator.snapshot(s));
-    let resources = validator.resources(raw.resources);
+    let clusters = validator.clusters(raw.clusters);
+    let resources = validator.resources(raw.resources, &clusters);
     if !validator.diagnostics.is_empty() {
         let mut diagnostics = validator.diagnostics;
         diagnostics.sort_by_key(|d| (d.line, d.column));
@@ -48,6 +50,7 @@ pub(super) fn validate(source: Arc<Source>, raw: RawConfig) -> Result<Config, Co
         limits,
         snapshot: snapshot.flatten(),
         resources,
+        clusters,
         source: validator.source,
     })
 }
@@ -91,7 +94,11 @@ impl Validator {
     }
 
     /// The `resources` list: at least one, each valid, and their names unique.
-    fn resources(&mut self, raw: Vec<RawResource>) -> Vec<ResourceConfig> {
+    fn resources(
+        &mut self,
+        raw: Vec<RawResource>,
+        clusters: &[clusters::ClusterConfig],
+    ) -> Vec<ResourceConfig> {
         if raw.is_empty() {
             self.error(
                 "resources",
@@ -109,20 +116,22 @@ impl Validator {
                 });
             }
         }
+        self.resource_clusters(&mut resources, clusters);
         self.unique_names(&resources);
         resources.into_iter().map(|v| v.resource).collect()
     }
 
-    /// Clients ask for a resource by name, so no two may share one.
+    /// Clients ask for a resource by cluster and name, so no two of a cluster may share one.
     fn unique_names(&mut self, resources: &[Validated]) {
-        let mut first_of: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut first_of: BTreeMap<(&str, &str), usize> = BTreeMap::new();
         for Validated {
             index: i,
             defaulted_name,
             resource,
         } in resources
         {
-            let first = *first_of.entry(&resource.name).or_insert(*i);
+            let key = (resource.cluster.as_str(), resource.name.as_str());
+            let first = *first_of.entry(key).or_insert(*i);
             if first == *i {
                 continue;
             }
