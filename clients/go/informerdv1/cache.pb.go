@@ -531,7 +531,10 @@ type GetRequest struct {
 	// initial list, which the apiserver may serve from its watch cache (as client-go's first
 	// list is): a write made just before may arrive moments later. To read a write of your own,
 	// use min_resource_version.
-	WaitForSync   bool `protobuf:"varint,6,opt,name=wait_for_sync,json=waitForSync,proto3" json:"wait_for_sync,omitempty"`
+	WaitForSync bool `protobuf:"varint,6,opt,name=wait_for_sync,json=waitForSync,proto3" json:"wait_for_sync,omitempty"`
+	// The cluster (the configuration's `clusters[].name`); empty or `default`: the cluster the
+	// sidecar runs in. Revisions and resume tokens are per cluster and resource.
+	Cluster       string `protobuf:"bytes,20,opt,name=cluster,proto3" json:"cluster,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -606,6 +609,13 @@ func (x *GetRequest) GetWaitForSync() bool {
 		return x.WaitForSync
 	}
 	return false
+}
+
+func (x *GetRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
 }
 
 type GetResponse struct {
@@ -698,7 +708,10 @@ type ListRequest struct {
 	// As with the API server's `limit`, the list may end early, but unlike it no `continue`
 	// token is offered: a List is one snapshot streamed in chunks, not a paged read; to read
 	// every match, list without a limit. Negative values are refused.
-	Limit         int64 `protobuf:"varint,10,opt,name=limit,proto3" json:"limit,omitempty"`
+	Limit int64 `protobuf:"varint,10,opt,name=limit,proto3" json:"limit,omitempty"`
+	// The cluster (the configuration's `clusters[].name`); empty or `default`: the cluster the
+	// sidecar runs in. Revisions and resume tokens are per cluster and resource.
+	Cluster       string `protobuf:"bytes,20,opt,name=cluster,proto3" json:"cluster,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -801,6 +814,13 @@ func (x *ListRequest) GetLimit() int64 {
 		return x.Limit
 	}
 	return 0
+}
+
+func (x *ListRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
 }
 
 type ListResponse struct {
@@ -958,8 +978,11 @@ type WatchRequest struct {
 	// How often to send a BOOKMARK with the revision the watch has reached (default 10 s).
 	BookmarkIntervalSeconds uint32 `protobuf:"varint,11,opt,name=bookmark_interval_seconds,json=bookmarkIntervalSeconds,proto3" json:"bookmark_interval_seconds,omitempty"`
 	WaitForSync             bool   `protobuf:"varint,12,opt,name=wait_for_sync,json=waitForSync,proto3" json:"wait_for_sync,omitempty"`
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// The cluster (the configuration's `clusters[].name`); empty or `default`: the cluster the
+	// sidecar runs in. Revisions and resume tokens are per cluster and resource.
+	Cluster       string `protobuf:"bytes,20,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WatchRequest) Reset() {
@@ -1087,6 +1110,13 @@ func (x *WatchRequest) GetWaitForSync() bool {
 	return false
 }
 
+func (x *WatchRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
 type isWatchRequest_Start interface {
 	isWatchRequest_Start()
 }
@@ -1183,8 +1213,11 @@ func (x *WatchEvent) GetObject() *Object {
 
 type StatusRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Empty: every resource.
-	Resource      string `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	// Empty: every resource (of every cluster, when cluster is empty too).
+	Resource string `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	// Only this cluster's resources (and its ClusterStatus); `default` for the sidecar's own.
+	// Empty: every cluster, unless resource is set (then: the default cluster).
+	Cluster       string `protobuf:"bytes,20,opt,name=cluster,proto3" json:"cluster,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1222,6 +1255,13 @@ func (*StatusRequest) Descriptor() ([]byte, []int) {
 func (x *StatusRequest) GetResource() string {
 	if x != nil {
 		return x.Resource
+	}
+	return ""
+}
+
+func (x *StatusRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
 	}
 	return ""
 }
@@ -1400,7 +1440,9 @@ type ResourceStatus struct {
 	DroppedWatches uint64         `protobuf:"varint,14,opt,name=dropped_watches,json=droppedWatches,proto3" json:"dropped_watches,omitempty"`
 	Scopes         []*ScopeStatus `protobuf:"bytes,15,rep,name=scopes,proto3" json:"scopes,omitempty"`
 	// The resource's indexes, in configuration order.
-	Indexes       []*IndexStatus `protobuf:"bytes,16,rep,name=indexes,proto3" json:"indexes,omitempty"`
+	Indexes []*IndexStatus `protobuf:"bytes,16,rep,name=indexes,proto3" json:"indexes,omitempty"`
+	// Its cluster, as StatusResponse.clusters names it (`default`: the sidecar's own).
+	Cluster       string `protobuf:"bytes,20,opt,name=cluster,proto3" json:"cluster,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1547,6 +1589,87 @@ func (x *ResourceStatus) GetIndexes() []*IndexStatus {
 	return nil
 }
 
+func (x *ResourceStatus) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+// Whether a cluster's apiserver answers (it is asked for /version every few seconds). While a
+// cluster is unreachable its caches serve what they hold (their scopes show the watch errors)
+// and its watches retry; the others are not affected.
+type ClusterStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// `default` for the cluster the sidecar runs in, else the configuration's clusters[].name.
+	Name      string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Reachable bool   `protobuf:"varint,2,opt,name=reachable,proto3" json:"reachable,omitempty"`
+	// Why it is unreachable; empty while reachable.
+	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	// When `reachable` last changed, in seconds since the Unix epoch.
+	SinceSeconds  int64 `protobuf:"varint,4,opt,name=since_seconds,json=sinceSeconds,proto3" json:"since_seconds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusterStatus) Reset() {
+	*x = ClusterStatus{}
+	mi := &file_informerd_v1_cache_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterStatus) ProtoMessage() {}
+
+func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_informerd_v1_cache_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterStatus.ProtoReflect.Descriptor instead.
+func (*ClusterStatus) Descriptor() ([]byte, []int) {
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ClusterStatus) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ClusterStatus) GetReachable() bool {
+	if x != nil {
+		return x.Reachable
+	}
+	return false
+}
+
+func (x *ClusterStatus) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *ClusterStatus) GetSinceSeconds() int64 {
+	if x != nil {
+		return x.SinceSeconds
+	}
+	return 0
+}
+
 type StatusResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Version string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
@@ -1556,13 +1679,15 @@ type StatusResponse struct {
 	// Bytes the sidecar has allocated (jemalloc's count) and its resident set.
 	AllocatedBytes uint64 `protobuf:"varint,4,opt,name=allocated_bytes,json=allocatedBytes,proto3" json:"allocated_bytes,omitempty"`
 	ResidentBytes  uint64 `protobuf:"varint,5,opt,name=resident_bytes,json=residentBytes,proto3" json:"resident_bytes,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Every cluster, the default one first.
+	Clusters      []*ClusterStatus `protobuf:"bytes,20,rep,name=clusters,proto3" json:"clusters,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[13]
+	mi := &file_informerd_v1_cache_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1574,7 +1699,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[13]
+	mi := &file_informerd_v1_cache_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1587,7 +1712,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{13}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StatusResponse) GetVersion() string {
@@ -1625,6 +1750,13 @@ func (x *StatusResponse) GetResidentBytes() uint64 {
 	return 0
 }
 
+func (x *StatusResponse) GetClusters() []*ClusterStatus {
+	if x != nil {
+		return x.Clusters
+	}
+	return nil
+}
+
 // WatchKeys: a level-triggered work queue of keys ("this object changed, look at it"), as a
 // controller's workqueue is, kept by the sidecar for one stream.
 //
@@ -1660,7 +1792,7 @@ type WatchKeysRequest struct {
 
 func (x *WatchKeysRequest) Reset() {
 	*x = WatchKeysRequest{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[14]
+	mi := &file_informerd_v1_cache_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1672,7 +1804,7 @@ func (x *WatchKeysRequest) String() string {
 func (*WatchKeysRequest) ProtoMessage() {}
 
 func (x *WatchKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[14]
+	mi := &file_informerd_v1_cache_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1685,7 +1817,7 @@ func (x *WatchKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchKeysRequest.ProtoReflect.Descriptor instead.
 func (*WatchKeysRequest) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{14}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WatchKeysRequest) GetRequest() isWatchKeysRequest_Request {
@@ -1752,14 +1884,17 @@ type KeysSubscription struct {
 	// Send the key of each object's controller owner of a kind instead of (or with) its own.
 	Owner *OwnerMapping `protobuf:"bytes,11,opt,name=owner,proto3" json:"owner,omitempty"`
 	// Wait, up to the call's deadline, until the cache has synced before the first key.
-	WaitForSync   bool `protobuf:"varint,12,opt,name=wait_for_sync,json=waitForSync,proto3" json:"wait_for_sync,omitempty"`
+	WaitForSync bool `protobuf:"varint,12,opt,name=wait_for_sync,json=waitForSync,proto3" json:"wait_for_sync,omitempty"`
+	// The cluster (the configuration's `clusters[].name`); empty or `default`: the cluster the
+	// sidecar runs in. Revisions and resume tokens are per cluster and resource.
+	Cluster       string `protobuf:"bytes,20,opt,name=cluster,proto3" json:"cluster,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *KeysSubscription) Reset() {
 	*x = KeysSubscription{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[15]
+	mi := &file_informerd_v1_cache_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1771,7 +1906,7 @@ func (x *KeysSubscription) String() string {
 func (*KeysSubscription) ProtoMessage() {}
 
 func (x *KeysSubscription) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[15]
+	mi := &file_informerd_v1_cache_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1784,7 +1919,7 @@ func (x *KeysSubscription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeysSubscription.ProtoReflect.Descriptor instead.
 func (*KeysSubscription) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{15}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *KeysSubscription) GetResource() string {
@@ -1871,6 +2006,13 @@ func (x *KeysSubscription) GetWaitForSync() bool {
 	return false
 }
 
+func (x *KeysSubscription) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
 // controller-runtime's EnqueueRequestForOwner with OnlyControllerOwner: the owner reference
 // with `controller: true` of this kind (in the object's namespace) names the key. A change of
 // an update's old or new state marks the owner of each. The resource's transform must keep
@@ -1889,7 +2031,7 @@ type OwnerMapping struct {
 
 func (x *OwnerMapping) Reset() {
 	*x = OwnerMapping{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[16]
+	mi := &file_informerd_v1_cache_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1901,7 +2043,7 @@ func (x *OwnerMapping) String() string {
 func (*OwnerMapping) ProtoMessage() {}
 
 func (x *OwnerMapping) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[16]
+	mi := &file_informerd_v1_cache_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1914,7 +2056,7 @@ func (x *OwnerMapping) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OwnerMapping.ProtoReflect.Descriptor instead.
 func (*OwnerMapping) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{16}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *OwnerMapping) GetKind() string {
@@ -1952,7 +2094,7 @@ type Key struct {
 
 func (x *Key) Reset() {
 	*x = Key{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[17]
+	mi := &file_informerd_v1_cache_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1964,7 +2106,7 @@ func (x *Key) String() string {
 func (*Key) ProtoMessage() {}
 
 func (x *Key) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[17]
+	mi := &file_informerd_v1_cache_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1977,7 +2119,7 @@ func (x *Key) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Key.ProtoReflect.Descriptor instead.
 func (*Key) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{17}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Key) GetKind() string {
@@ -2012,7 +2154,7 @@ type KeyAck struct {
 
 func (x *KeyAck) Reset() {
 	*x = KeyAck{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[18]
+	mi := &file_informerd_v1_cache_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2024,7 +2166,7 @@ func (x *KeyAck) String() string {
 func (*KeyAck) ProtoMessage() {}
 
 func (x *KeyAck) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[18]
+	mi := &file_informerd_v1_cache_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2037,7 +2179,7 @@ func (x *KeyAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyAck.ProtoReflect.Descriptor instead.
 func (*KeyAck) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{18}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *KeyAck) GetKey() *Key {
@@ -2063,7 +2205,7 @@ type KeyAcks struct {
 
 func (x *KeyAcks) Reset() {
 	*x = KeyAcks{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[19]
+	mi := &file_informerd_v1_cache_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2075,7 +2217,7 @@ func (x *KeyAcks) String() string {
 func (*KeyAcks) ProtoMessage() {}
 
 func (x *KeyAcks) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[19]
+	mi := &file_informerd_v1_cache_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2088,7 +2230,7 @@ func (x *KeyAcks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyAcks.ProtoReflect.Descriptor instead.
 func (*KeyAcks) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{19}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *KeyAcks) GetAcks() []*KeyAck {
@@ -2122,7 +2264,7 @@ type KeyEvent struct {
 
 func (x *KeyEvent) Reset() {
 	*x = KeyEvent{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[20]
+	mi := &file_informerd_v1_cache_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2134,7 +2276,7 @@ func (x *KeyEvent) String() string {
 func (*KeyEvent) ProtoMessage() {}
 
 func (x *KeyEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[20]
+	mi := &file_informerd_v1_cache_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2147,7 +2289,7 @@ func (x *KeyEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyEvent.ProtoReflect.Descriptor instead.
 func (*KeyEvent) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{20}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *KeyEvent) GetType() KeyEventType {
@@ -2224,7 +2366,7 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"7\n" +
 	"\vIndexLookup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value\"\xc8\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"\xe2\x01\n" +
 	"\n" +
 	"GetRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x1c\n" +
@@ -2232,11 +2374,12 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x120\n" +
 	"\x14min_resource_version\x18\x04 \x01(\tR\x12minResourceVersion\x12\x16\n" +
 	"\x06fields\x18\x05 \x03(\tR\x06fields\x12\"\n" +
-	"\rwait_for_sync\x18\x06 \x01(\bR\vwaitForSync\"m\n" +
+	"\rwait_for_sync\x18\x06 \x01(\bR\vwaitForSync\x12\x18\n" +
+	"\acluster\x18\x14 \x01(\tR\acluster\"m\n" +
 	"\vGetResponse\x12,\n" +
 	"\x06object\x18\x01 \x01(\v2\x14.informerd.v1.ObjectR\x06object\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1a\n" +
-	"\brevision\x18\x03 \x01(\x04R\brevision\"\xe9\x02\n" +
+	"\brevision\x18\x03 \x01(\x04R\brevision\"\x83\x03\n" +
 	"\vListRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
@@ -2249,7 +2392,8 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"chunk_size\x18\b \x01(\rR\tchunkSize\x120\n" +
 	"\x14min_resource_version\x18\t \x01(\tR\x12minResourceVersion\x12\x14\n" +
 	"\x05limit\x18\n" +
-	" \x01(\x03R\x05limit\"\x9c\x01\n" +
+	" \x01(\x03R\x05limit\x12\x18\n" +
+	"\acluster\x18\x14 \x01(\tR\acluster\"\x9c\x01\n" +
 	"\fListResponse\x12.\n" +
 	"\aobjects\x18\x01 \x03(\v2\x14.informerd.v1.ObjectR\aobjects\x12\x12\n" +
 	"\x04last\x18\x02 \x01(\bR\x04last\x12\x14\n" +
@@ -2258,7 +2402,7 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x06synced\x18\x05 \x01(\bR\x06synced\"?\n" +
 	"\vResumeToken\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x1a\n" +
-	"\brevision\x18\x02 \x01(\x04R\brevision\"\x89\x04\n" +
+	"\brevision\x18\x02 \x01(\x04R\brevision\"\xa3\x04\n" +
 	"\fWatchRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
@@ -2274,16 +2418,18 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\rpredicate_cel\x18\n" +
 	" \x01(\tR\fpredicateCel\x12:\n" +
 	"\x19bookmark_interval_seconds\x18\v \x01(\rR\x17bookmarkIntervalSeconds\x12\"\n" +
-	"\rwait_for_sync\x18\f \x01(\bR\vwaitForSyncB\a\n" +
+	"\rwait_for_sync\x18\f \x01(\bR\vwaitForSync\x12\x18\n" +
+	"\acluster\x18\x14 \x01(\tR\aclusterB\a\n" +
 	"\x05start\"\x99\x01\n" +
 	"\n" +
 	"WatchEvent\x12+\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x17.informerd.v1.EventTypeR\x04type\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1a\n" +
 	"\brevision\x18\x03 \x01(\x04R\brevision\x12,\n" +
-	"\x06object\x18\x04 \x01(\v2\x14.informerd.v1.ObjectR\x06object\"+\n" +
+	"\x06object\x18\x04 \x01(\v2\x14.informerd.v1.ObjectR\x06object\"E\n" +
 	"\rStatusRequest\x12\x1a\n" +
-	"\bresource\x18\x01 \x01(\tR\bresource\"\xc9\x01\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\x12\x18\n" +
+	"\acluster\x18\x14 \x01(\tR\acluster\"\xc9\x01\n" +
 	"\vScopeStatus\x12\x14\n" +
 	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
@@ -2295,7 +2441,7 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"last_error\x18\a \x01(\tR\tlastError\";\n" +
 	"\vIndexStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
-	"\aindexes\x18\x02 \x01(\tR\aindexes\"\x94\x04\n" +
+	"\aindexes\x18\x02 \x01(\tR\aindexes\"\xae\x04\n" +
 	"\x0eResourceStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vapi_version\x18\x02 \x01(\tR\n" +
@@ -2317,17 +2463,24 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\bwatchers\x18\r \x01(\x04R\bwatchers\x12'\n" +
 	"\x0fdropped_watches\x18\x0e \x01(\x04R\x0edroppedWatches\x121\n" +
 	"\x06scopes\x18\x0f \x03(\v2\x19.informerd.v1.ScopeStatusR\x06scopes\x123\n" +
-	"\aindexes\x18\x10 \x03(\v2\x19.informerd.v1.IndexStatusR\aindexes\"\xce\x01\n" +
+	"\aindexes\x18\x10 \x03(\v2\x19.informerd.v1.IndexStatusR\aindexes\x12\x18\n" +
+	"\acluster\x18\x14 \x01(\tR\acluster\"\x80\x01\n" +
+	"\rClusterStatus\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
+	"\treachable\x18\x02 \x01(\bR\treachable\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x12#\n" +
+	"\rsince_seconds\x18\x04 \x01(\x03R\fsinceSeconds\"\x87\x02\n" +
 	"\x0eStatusResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x16\n" +
 	"\x06synced\x18\x02 \x01(\bR\x06synced\x12:\n" +
 	"\tresources\x18\x03 \x03(\v2\x1c.informerd.v1.ResourceStatusR\tresources\x12'\n" +
 	"\x0fallocated_bytes\x18\x04 \x01(\x04R\x0eallocatedBytes\x12%\n" +
-	"\x0eresident_bytes\x18\x05 \x01(\x04R\rresidentBytes\"\x88\x01\n" +
+	"\x0eresident_bytes\x18\x05 \x01(\x04R\rresidentBytes\x127\n" +
+	"\bclusters\x18\x14 \x03(\v2\x1b.informerd.v1.ClusterStatusR\bclusters\"\x88\x01\n" +
 	"\x10WatchKeysRequest\x12>\n" +
 	"\tsubscribe\x18\x01 \x01(\v2\x1e.informerd.v1.KeysSubscriptionH\x00R\tsubscribe\x12)\n" +
 	"\x03ack\x18\x02 \x01(\v2\x15.informerd.v1.KeyAcksH\x00R\x03ackB\t\n" +
-	"\arequest\"\x83\x04\n" +
+	"\arequest\"\x9d\x04\n" +
 	"\x10KeysSubscription\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
@@ -2343,7 +2496,8 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x10max_delay_millis\x18\n" +
 	" \x01(\rR\x0emaxDelayMillis\x120\n" +
 	"\x05owner\x18\v \x01(\v2\x1a.informerd.v1.OwnerMappingR\x05owner\x12\"\n" +
-	"\rwait_for_sync\x18\f \x01(\bR\vwaitForSync\"p\n" +
+	"\rwait_for_sync\x18\f \x01(\bR\vwaitForSync\x12\x18\n" +
+	"\acluster\x18\x14 \x01(\tR\acluster\"p\n" +
 	"\fOwnerMapping\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1f\n" +
 	"\vapi_version\x18\x02 \x01(\tR\n" +
@@ -2427,7 +2581,7 @@ func file_informerd_v1_cache_proto_rawDescGZIP() []byte {
 }
 
 var file_informerd_v1_cache_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_informerd_v1_cache_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_informerd_v1_cache_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_informerd_v1_cache_proto_goTypes = []any{
 	(Predicate)(0),           // 0: informerd.v1.Predicate
 	(EventType)(0),           // 1: informerd.v1.EventType
@@ -2447,18 +2601,19 @@ var file_informerd_v1_cache_proto_goTypes = []any{
 	(*ScopeStatus)(nil),      // 15: informerd.v1.ScopeStatus
 	(*IndexStatus)(nil),      // 16: informerd.v1.IndexStatus
 	(*ResourceStatus)(nil),   // 17: informerd.v1.ResourceStatus
-	(*StatusResponse)(nil),   // 18: informerd.v1.StatusResponse
-	(*WatchKeysRequest)(nil), // 19: informerd.v1.WatchKeysRequest
-	(*KeysSubscription)(nil), // 20: informerd.v1.KeysSubscription
-	(*OwnerMapping)(nil),     // 21: informerd.v1.OwnerMapping
-	(*Key)(nil),              // 22: informerd.v1.Key
-	(*KeyAck)(nil),           // 23: informerd.v1.KeyAck
-	(*KeyAcks)(nil),          // 24: informerd.v1.KeyAcks
-	(*KeyEvent)(nil),         // 25: informerd.v1.KeyEvent
-	nil,                      // 26: informerd.v1.Object.LabelsEntry
+	(*ClusterStatus)(nil),    // 18: informerd.v1.ClusterStatus
+	(*StatusResponse)(nil),   // 19: informerd.v1.StatusResponse
+	(*WatchKeysRequest)(nil), // 20: informerd.v1.WatchKeysRequest
+	(*KeysSubscription)(nil), // 21: informerd.v1.KeysSubscription
+	(*OwnerMapping)(nil),     // 22: informerd.v1.OwnerMapping
+	(*Key)(nil),              // 23: informerd.v1.Key
+	(*KeyAck)(nil),           // 24: informerd.v1.KeyAck
+	(*KeyAcks)(nil),          // 25: informerd.v1.KeyAcks
+	(*KeyEvent)(nil),         // 26: informerd.v1.KeyEvent
+	nil,                      // 27: informerd.v1.Object.LabelsEntry
 }
 var file_informerd_v1_cache_proto_depIdxs = []int32{
-	26, // 0: informerd.v1.Object.labels:type_name -> informerd.v1.Object.LabelsEntry
+	27, // 0: informerd.v1.Object.labels:type_name -> informerd.v1.Object.LabelsEntry
 	5,  // 1: informerd.v1.GetResponse.object:type_name -> informerd.v1.Object
 	6,  // 2: informerd.v1.ListRequest.index:type_name -> informerd.v1.IndexLookup
 	5,  // 3: informerd.v1.ListResponse.objects:type_name -> informerd.v1.Object
@@ -2470,33 +2625,34 @@ var file_informerd_v1_cache_proto_depIdxs = []int32{
 	15, // 9: informerd.v1.ResourceStatus.scopes:type_name -> informerd.v1.ScopeStatus
 	16, // 10: informerd.v1.ResourceStatus.indexes:type_name -> informerd.v1.IndexStatus
 	17, // 11: informerd.v1.StatusResponse.resources:type_name -> informerd.v1.ResourceStatus
-	20, // 12: informerd.v1.WatchKeysRequest.subscribe:type_name -> informerd.v1.KeysSubscription
-	24, // 13: informerd.v1.WatchKeysRequest.ack:type_name -> informerd.v1.KeyAcks
-	6,  // 14: informerd.v1.KeysSubscription.index:type_name -> informerd.v1.IndexLookup
-	0,  // 15: informerd.v1.KeysSubscription.predicates:type_name -> informerd.v1.Predicate
-	11, // 16: informerd.v1.KeysSubscription.since:type_name -> informerd.v1.ResumeToken
-	21, // 17: informerd.v1.KeysSubscription.owner:type_name -> informerd.v1.OwnerMapping
-	2,  // 18: informerd.v1.OwnerMapping.mode:type_name -> informerd.v1.OwnerMode
-	22, // 19: informerd.v1.KeyAck.key:type_name -> informerd.v1.Key
-	23, // 20: informerd.v1.KeyAcks.acks:type_name -> informerd.v1.KeyAck
-	3,  // 21: informerd.v1.KeyEvent.type:type_name -> informerd.v1.KeyEventType
-	22, // 22: informerd.v1.KeyEvent.key:type_name -> informerd.v1.Key
-	11, // 23: informerd.v1.KeyEvent.token:type_name -> informerd.v1.ResumeToken
-	7,  // 24: informerd.v1.Cache.Get:input_type -> informerd.v1.GetRequest
-	9,  // 25: informerd.v1.Cache.List:input_type -> informerd.v1.ListRequest
-	12, // 26: informerd.v1.Cache.Watch:input_type -> informerd.v1.WatchRequest
-	14, // 27: informerd.v1.Cache.Status:input_type -> informerd.v1.StatusRequest
-	19, // 28: informerd.v1.Cache.WatchKeys:input_type -> informerd.v1.WatchKeysRequest
-	8,  // 29: informerd.v1.Cache.Get:output_type -> informerd.v1.GetResponse
-	10, // 30: informerd.v1.Cache.List:output_type -> informerd.v1.ListResponse
-	13, // 31: informerd.v1.Cache.Watch:output_type -> informerd.v1.WatchEvent
-	18, // 32: informerd.v1.Cache.Status:output_type -> informerd.v1.StatusResponse
-	25, // 33: informerd.v1.Cache.WatchKeys:output_type -> informerd.v1.KeyEvent
-	29, // [29:34] is the sub-list for method output_type
-	24, // [24:29] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	18, // 12: informerd.v1.StatusResponse.clusters:type_name -> informerd.v1.ClusterStatus
+	21, // 13: informerd.v1.WatchKeysRequest.subscribe:type_name -> informerd.v1.KeysSubscription
+	25, // 14: informerd.v1.WatchKeysRequest.ack:type_name -> informerd.v1.KeyAcks
+	6,  // 15: informerd.v1.KeysSubscription.index:type_name -> informerd.v1.IndexLookup
+	0,  // 16: informerd.v1.KeysSubscription.predicates:type_name -> informerd.v1.Predicate
+	11, // 17: informerd.v1.KeysSubscription.since:type_name -> informerd.v1.ResumeToken
+	22, // 18: informerd.v1.KeysSubscription.owner:type_name -> informerd.v1.OwnerMapping
+	2,  // 19: informerd.v1.OwnerMapping.mode:type_name -> informerd.v1.OwnerMode
+	23, // 20: informerd.v1.KeyAck.key:type_name -> informerd.v1.Key
+	24, // 21: informerd.v1.KeyAcks.acks:type_name -> informerd.v1.KeyAck
+	3,  // 22: informerd.v1.KeyEvent.type:type_name -> informerd.v1.KeyEventType
+	23, // 23: informerd.v1.KeyEvent.key:type_name -> informerd.v1.Key
+	11, // 24: informerd.v1.KeyEvent.token:type_name -> informerd.v1.ResumeToken
+	7,  // 25: informerd.v1.Cache.Get:input_type -> informerd.v1.GetRequest
+	9,  // 26: informerd.v1.Cache.List:input_type -> informerd.v1.ListRequest
+	12, // 27: informerd.v1.Cache.Watch:input_type -> informerd.v1.WatchRequest
+	14, // 28: informerd.v1.Cache.Status:input_type -> informerd.v1.StatusRequest
+	20, // 29: informerd.v1.Cache.WatchKeys:input_type -> informerd.v1.WatchKeysRequest
+	8,  // 30: informerd.v1.Cache.Get:output_type -> informerd.v1.GetResponse
+	10, // 31: informerd.v1.Cache.List:output_type -> informerd.v1.ListResponse
+	13, // 32: informerd.v1.Cache.Watch:output_type -> informerd.v1.WatchEvent
+	19, // 33: informerd.v1.Cache.Status:output_type -> informerd.v1.StatusResponse
+	26, // 34: informerd.v1.Cache.WatchKeys:output_type -> informerd.v1.KeyEvent
+	30, // [30:35] is the sub-list for method output_type
+	25, // [25:30] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_informerd_v1_cache_proto_init() }
@@ -2508,7 +2664,7 @@ func file_informerd_v1_cache_proto_init() {
 		(*WatchRequest_Since)(nil),
 		(*WatchRequest_SendInitialState)(nil),
 	}
-	file_informerd_v1_cache_proto_msgTypes[14].OneofWrappers = []any{
+	file_informerd_v1_cache_proto_msgTypes[15].OneofWrappers = []any{
 		(*WatchKeysRequest_Subscribe)(nil),
 		(*WatchKeysRequest_Ack)(nil),
 	}
@@ -2518,7 +2674,7 @@ func file_informerd_v1_cache_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_informerd_v1_cache_proto_rawDesc), len(file_informerd_v1_cache_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
