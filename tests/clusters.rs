@@ -96,21 +96,63 @@ async fn status(api: &mut Cache) -> StatusResponse {
         .into_inner()
 }
 
-/// Waits until Status says cluster `name` is `reachable` (and returns that Status).
-async fn wait_reachable(api: &mut Cache, name: &str, reachable: bool) -> StatusResponse {
+/// Waits until `done` holds of the Status (and returns that Status).
+async fn wait_status(
+    api: &mut Cache,
+    what: &str,
+    done: impl Fn(&StatusResponse) -> bool,
+) -> StatusResponse {
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
         let s = status(api).await;
-        let cluster = s.clusters.iter().find(|c| c.name == name).cloned();
-        if cluster.as_ref().is_some_and(|c| c.reachable == reachable) {
+        if done(&s) {
             return s;
         }
         assert!(
             tokio::time::Instant::now() < deadline,
-            "cluster {name} never became reachable={reachable}: {s:?}"
+            "never {what}: {s:?}"
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// Waits until Status says cluster `name` is `reachable` (and returns that Status).
+async fn wait_reachable(api: &mut Cache, name: &str, reachable: bool) -> StatusResponse {
+    let what = format!("cluster {name} reachable={reachable}");
+    wait_status(api, &what, |s| {
+        s.clusters
+            .iter()
+            .any(|c| c.name == name && c.reachable == reachable)
+    })
+    .await
+}
+
+/// informerd with the configmaps of `namespace` in its own cluster and in the remote `cluster`
+/// (reached through `kubeconfig`), metrics on `port`; and a client of it.
+async fn serve(
+    first: &ControlPlane,
+    port: u16,
+    namespace: &str,
+    cluster: &str,
+    kubeconfig: &std::path::Path,
+) -> (Sidecar, Cache) {
+    let resources = format!(
+        "{}{}clusters:\n- name: {cluster}\n  kubeconfig: {}\n",
+        configmaps(namespace, "default"),
+        configmaps(namespace, cluster),
+        kubeconfig.display()
+    );
+    let sidecar = Sidecar::start_with(
+        std::path::Path::new(BIN),
+        first,
+        &format!("  metrics: 127.0.0.1:{port}\n"),
+        &resources,
+    )
+    .expect("informerd starts (also while a remote cluster does not answer)");
+    let api = client::connect(&format!("unix://{}", sidecar.socket().display()))
+        .await
+        .expect("connect");
+    (sidecar, api)
 }
 
 /// The next object event (ADDED, MODIFIED, DELETED) of `watch`, skipping bookmarks.
@@ -174,22 +216,14 @@ async fn each_cluster_is_read_and_watched_by_name_and_a_lost_one_recovers() {
     create_configmap(&second_client, &ns, "only-second", "second").await;
 
     let port = free_port();
-    let resources = format!(
-        "{}{}clusters:\n- name: second\n  kubeconfig: {}\n",
-        configmaps(&ns, "default"),
-        configmaps(&ns, "second"),
-        second.control_plane().kubeconfig().display()
-    );
-    let sidecar = Sidecar::start_with(
-        std::path::Path::new(BIN),
+    let (sidecar, mut api) = serve(
         first,
-        &format!("  metrics: 127.0.0.1:{port}\n"),
-        &resources,
+        port,
+        &ns,
+        "second",
+        second.control_plane().kubeconfig(),
     )
-    .expect("informerd starts");
-    let mut api = client::connect(&format!("unix://{}", sidecar.socket().display()))
-        .await
-        .expect("connect");
+    .await;
 
     // Same resource name, one per cluster, different objects.
     assert_eq!(cached_value(&mut api, "", &ns, "settings").await, "first");
@@ -331,22 +365,8 @@ async fn a_remote_cluster_down_at_start_up_is_picked_up_when_it_answers() {
     let proxy = FaultProxy::start(first).await.expect("proxy");
     proxy.stall();
     let port = free_port();
-    let resources = format!(
-        "{}{}clusters:\n- name: late\n  kubeconfig: {}\n",
-        configmaps(&ns, ""),
-        configmaps(&ns, "late"),
-        proxy.control_plane().kubeconfig().display()
-    );
-    let sidecar = Sidecar::start_with(
-        std::path::Path::new(BIN),
-        first,
-        &format!("  metrics: 127.0.0.1:{port}\n"),
-        &resources,
-    )
-    .expect("informerd starts while a remote cluster does not answer");
-    let mut api = client::connect(&format!("unix://{}", sidecar.socket().display()))
-        .await
-        .expect("connect");
+    let (sidecar, mut api) =
+        serve(first, port, &ns, "late", proxy.control_plane().kubeconfig()).await;
     assert_eq!(cached_value(&mut api, "", &ns, "settings").await, "first");
     let s = wait_reachable(&mut api, "late", false).await;
     let late = s
@@ -363,24 +383,9 @@ async fn a_remote_cluster_down_at_start_up_is_picked_up_when_it_answers() {
 
     proxy.resume();
     wait_reachable(&mut api, "late", true).await;
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        let s = status(&mut api).await;
-        let late = s
-            .resources
-            .iter()
-            .find(|r| r.cluster == "late")
-            .expect("late's resource");
-        if late.synced {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "late never synced: {late:?}\n{}",
-            sidecar.log()
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    let late_synced =
+        |s: &StatusResponse| s.resources.iter().any(|r| r.cluster == "late" && r.synced);
+    wait_status(&mut api, "late synced", late_synced).await;
     assert_eq!(
         cached_value(&mut api, "late", &ns, "settings").await,
         "first"
