@@ -52,10 +52,13 @@ impl Api {
             .find(|r| r.name() == name && r.cluster() == cluster)
             .cloned()
             .ok_or_else(|| {
+                let place = match cluster {
+                    "" => String::new(),
+                    remote => format!(" in cluster {remote}"),
+                };
                 Reason::NotFound.status(format!(
-                    "no resource named {name:?} in cluster {} in the configuration; this \
-                     sidecar serves: {}",
-                    ClusterConfig::display(cluster),
+                    "no resource named {name:?}{place} in the configuration; this sidecar \
+                     serves: {}",
                     self.names()
                 ))
             })
