@@ -991,6 +991,7 @@ async fn status_names_each_index_and_what_it_indexes() -> anyhow::Result<()> {
         .api
         .status(StatusRequest {
             resource: "pods".into(),
+            ..Default::default()
         })
         .await?
         .into_inner();

@@ -537,6 +537,7 @@ impl Serve {
             if let Ok(mut api) = informerd::client::connect(&target).await {
                 let request = StatusRequest {
                     resource: "pods".into(),
+                    ..Default::default()
                 };
                 if let Ok(reply) = api.status(request).await {
                     let resource = reply.into_inner().resources.remove(0);

@@ -15,6 +15,7 @@ pub async fn status(
     Ok(api
         .status(StatusRequest {
             resource: resource.into(),
+            ..Default::default()
         })
         .await?
         .into_inner())

@@ -131,6 +131,7 @@ const (
 type Option func(*options)
 
 type options struct {
+	cluster            string
 	namespace          string
 	labelSelector      string
 	fieldSelector      string
@@ -156,6 +157,11 @@ func collect(opts []Option) options {
 	}
 	return o
 }
+
+// WithCluster reads the resource from the sidecar's remote cluster name (its configuration's
+// clusters[].name) instead of the cluster it runs in (default, or ""). Each cluster's cache has
+// its own revisions: a resume token of one is refused by another (EpochChanged: relist).
+func WithCluster(name string) Option { return func(o *options) { o.cluster = name } }
 
 // InNamespace limits List, Watch and an Informer to one namespace (default: all namespaces).
 func InNamespace(ns string) Option { return func(o *options) { o.namespace = ns } }
@@ -243,6 +249,7 @@ func (c *Client) GetObject(ctx context.Context, resource, namespace, name string
 	o := collect(opts)
 	req := &informerdv1.GetRequest{
 		Resource:           resource,
+		Cluster:            o.cluster,
 		Namespace:          namespace,
 		Name:               name,
 		MinResourceVersion: o.minResourceVersion,
@@ -303,6 +310,7 @@ func (c *Client) ListObjects(ctx context.Context, resource string, fn func(*info
 	o := collect(opts)
 	req := &informerdv1.ListRequest{
 		Resource:           resource,
+		Cluster:            o.cluster,
 		Namespace:          o.namespace,
 		LabelSelector:      o.labelSelector,
 		FieldSelector:      o.fieldSelector,

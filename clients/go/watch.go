@@ -46,6 +46,7 @@ func (c *Client) Watch(ctx context.Context, resource string, opts ...Option) (*W
 func watchRequest(resource string, o options) *informerdv1.WatchRequest {
 	req := &informerdv1.WatchRequest{
 		Resource:                resource,
+		Cluster:                 o.cluster,
 		Namespace:               o.namespace,
 		LabelSelector:           o.labelSelector,
 		FieldSelector:           o.fieldSelector,

@@ -103,6 +103,7 @@ func NewWorkQueue(ctx context.Context, c *Client, resource string, cfg WorkQueue
 func keysSubscription(resource string, cfg WorkQueueConfig, o options) (*informerdv1.KeysSubscription, error) {
 	sub := &informerdv1.KeysSubscription{
 		Resource:       resource,
+		Cluster:        o.cluster,
 		Namespace:      o.namespace,
 		LabelSelector:  o.labelSelector,
 		FieldSelector:  o.fieldSelector,

@@ -89,7 +89,7 @@ pub(super) async fn ensure(
         caller: caller.as_ref(),
         namespaces: &namespaces,
     };
-    let (resource, started) = match api.inner.resources.lookup(&name) {
+    let (resource, started) = match api.inner.resources.lookup("", &name) {
         Some(resource) => {
             asked.authorize(api, &resource).await?;
             (resource, false)

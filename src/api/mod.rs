@@ -29,6 +29,7 @@
 //! `store::Store` (through the fleet's caches), never a `Writer`.
 
 mod authz;
+mod clusters;
 mod ensure;
 mod handover;
 mod health;
@@ -54,7 +55,6 @@ use std::sync::Arc;
 use thiserror::Error;
 use tokio::sync::watch as signal;
 use tonic::service::Routes;
-use tonic::Status;
 
 use crate::config::{Config, ServerConfig};
 use crate::fleet::Fleet;
@@ -128,9 +128,7 @@ impl Api {
             .iter()
             .map(|cache| {
                 let indexes = config
-                    .resources
-                    .iter()
-                    .find(|r| r.name == cache.name)
+                    .resource_in(&cache.cluster, &cache.name)
                     .map(|r| r.indexes.clone())
                     .unwrap_or_default();
                 Arc::new(Resource::start(cache.clone(), indexes, stopped.clone()))
@@ -155,34 +153,17 @@ impl Api {
         self.inner.resources.all()
     }
 
-    fn resource(&self, name: &str) -> Result<Arc<Resource>, Status> {
-        if name.is_empty() {
-            return Err(reason::invalid(
-                "resource",
-                format!("is required; this sidecar serves: {}", self.names()),
-            ));
-        }
-        self.inner.resources.lookup(name).ok_or_else(|| {
-            Reason::NotFound.status(format!(
-                "no resource named {name:?} in the configuration; this sidecar serves: {}",
-                self.names()
-            ))
-        })
-    }
-
-    fn names(&self) -> String {
-        self.resources()
-            .iter()
-            .map(|r| r.name())
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-
-    /// What the watchers of each resource did so far, by resource name: for metrics.
+    /// What the watchers of each resource did so far, by resource name (`cluster/name` for a
+    /// remote cluster's): for metrics.
     pub fn watch_counts(&self) -> Vec<(String, WatchCounts)> {
         self.resources()
             .iter()
-            .map(|r| (r.name().to_string(), r.watch_counts()))
+            .map(|r| {
+                (
+                    crate::fleet::qualified(r.cluster(), r.name()),
+                    r.watch_counts(),
+                )
+            })
             .collect()
     }
 

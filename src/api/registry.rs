@@ -114,10 +114,20 @@ impl Registry {
         }
     }
 
-    /// The resource clients call `name`; an on-demand one counts this as a use.
-    pub(super) fn lookup(&self, name: &str) -> Option<Arc<Resource>> {
-        if let Some(r) = self.fixed.iter().find(|r| r.name() == name) {
+    /// The resource clients call `name` in `cluster` (empty: the default cluster); an
+    /// on-demand one counts this as a use.
+    pub(super) fn lookup(&self, cluster: &str, name: &str) -> Option<Arc<Resource>> {
+        if let Some(r) = self
+            .fixed
+            .iter()
+            .find(|r| r.name() == name && r.cluster() == cluster)
+        {
             return Some(r.clone());
+        }
+        // Decision: on-demand caches are of the default cluster only (Ensure's `cluster` must
+        // be empty), until on-demand caches of remote clusters are built.
+        if !cluster.is_empty() {
+            return None;
         }
         let map = self.on_demand.lock().expect("registry poisoned");
         let entry = map.get(name)?;

@@ -71,6 +71,11 @@ impl Resource {
         &self.cache.name
     }
 
+    /// Its cluster: a name of `clusters`, or empty for the default cluster.
+    pub(super) fn cluster(&self) -> &str {
+        &self.cache.cluster
+    }
+
     /// The resource's store, read only.
     pub(super) fn store(&self) -> &Arc<Store> {
         &self.cache.store
@@ -78,11 +83,11 @@ impl Resource {
 
     /// The resource as discovery resolved it (group, plural: what RBAC names).
     pub(super) fn api_resource(&self) -> &kube::discovery::ApiResource {
-        &self.cache.api_resource
+        self.cache.api_resource()
     }
 
     pub(super) fn namespaced(&self) -> bool {
-        self.cache.namespaced
+        self.cache.namespaced()
     }
 
     /// Whether every scope has completed its initial list.
@@ -159,7 +164,7 @@ impl Resource {
     /// Fields a field selector may use: the names, and the fields of `path` indexes.
     pub(super) fn selectable_fields(&self) -> Vec<String> {
         let mut fields = vec!["metadata.name".to_string()];
-        if self.cache.namespaced {
+        if self.cache.namespaced() {
             fields.push("metadata.namespace".into());
         }
         fields.extend(
@@ -191,12 +196,13 @@ impl Resource {
     pub(super) fn status(&self) -> proto::ResourceStatus {
         let cache = &self.cache;
         let stats = cache.store.stats();
-        let ar = &cache.api_resource;
+        let ar = cache.api_resource();
         proto::ResourceStatus {
             name: cache.name.clone(),
+            cluster: crate::config::ClusterConfig::display(&cache.cluster).to_string(),
             api_version: ar.api_version.clone(),
             kind: ar.kind.clone(),
-            namespaced: cache.namespaced,
+            namespaced: cache.namespaced(),
             synced: cache.is_synced(),
             epoch: cache.store.epoch(),
             revision: cache.store.revision(),

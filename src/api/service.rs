@@ -27,7 +27,7 @@ impl Cache for Api {
         request: Request<proto::GetRequest>,
     ) -> Result<Response<proto::GetResponse>, Status> {
         let caller = self.caller(request.metadata()).await?;
-        let (until, req, resource) = self.open(request, |r| &r.resource)?;
+        let (until, req, resource) = self.open(request, |r| (&r.cluster, &r.resource))?;
         if req.name.is_empty() {
             return Err(invalid("name", "is required"));
         }
@@ -90,7 +90,7 @@ impl Cache for Api {
         request: Request<proto::ListRequest>,
     ) -> Result<Response<ListStream>, Status> {
         let caller = self.caller(request.metadata()).await?;
-        let (until, req, resource) = self.open(request, |r| &r.resource)?;
+        let (until, req, resource) = self.open(request, |r| (&r.cluster, &r.resource))?;
         let query = Query::new(&resource, QueryRequest::from(&req))?;
         self.authorize(caller.as_ref(), Rpc::List, &resource, query.namespace(), "")
             .await?;
@@ -120,7 +120,7 @@ impl Cache for Api {
         request: Request<proto::WatchRequest>,
     ) -> Result<Response<watch::WatchStream>, Status> {
         let caller = self.caller(request.metadata()).await?;
-        let (until, req, resource) = self.open(request, |r| &r.resource)?;
+        let (until, req, resource) = self.open(request, |r| (&r.cluster, &r.resource))?;
         let spec = WatchSpec::new(&resource, &req)?;
         let namespace = (!req.namespace.is_empty()).then_some(req.namespace.as_str());
         let check = (self.authorize(caller.as_ref(), Rpc::Watch, &resource, namespace, "")).await?;
@@ -151,11 +151,7 @@ impl Cache for Api {
         // Any authenticated client: Status shows names and counts, no object.
         self.caller(request.metadata()).await?;
         let req = request.into_inner();
-        let resources: Vec<_> = if req.resource.is_empty() {
-            self.resources()
-        } else {
-            vec![self.resource(&req.resource)?]
-        };
+        let resources = self.status_resources(&req.cluster, &req.resource)?;
         let resources: Vec<proto::ResourceStatus> = resources.iter().map(|r| r.status()).collect();
         let memory = crate::vocab::memory::Memory::now();
         let (allocated_bytes, resident_bytes) = (memory.allocated, memory.resident);
@@ -172,6 +168,7 @@ impl Cache for Api {
                 .into_iter()
                 .map(|(r, n)| (r.into(), n))
                 .collect(),
+            clusters: self.cluster_statuses(&req.cluster),
         }))
     }
 
@@ -185,15 +182,17 @@ impl Cache for Api {
 
 impl Api {
     /// What a call on one resource starts with: its deadline for waits (from the client's, or
-    /// [`DEFAULT_WAIT`]), its request, and the resource the request names (`resource(req)`).
+    /// [`DEFAULT_WAIT`]), its request, and the resource the request names (`resource(req)`:
+    /// its cluster and name).
     fn open<R>(
         &self,
         request: Request<R>,
-        resource: impl FnOnce(&R) -> &str,
+        resource: impl FnOnce(&R) -> (&String, &String),
     ) -> Result<(Instant, R, Arc<Resource>), Status> {
         let until = Instant::now() + reason::deadline(request.metadata(), DEFAULT_WAIT);
         let req = request.into_inner();
-        let resource = self.resource(resource(&req))?;
+        let (cluster, name) = resource(&req);
+        let resource = self.resource(cluster, name)?;
         Ok((until, req, resource))
     }
 }

@@ -80,6 +80,15 @@ pub struct Printing {
     pub show_labels: bool,
 }
 
+/// `--cluster`: which of the sidecar's clusters a command reads.
+#[derive(Debug, Args)]
+pub struct ClusterArg {
+    /// The sidecar's cluster (`clusters[].name` in its configuration); default: the cluster it
+    /// runs in.
+    #[arg(long, value_name = "NAME", default_value = "")]
+    pub cluster: String,
+}
+
 /// Whether `get` and `list` wait for the cache to sync, and for how long. `get` waits for more,
 /// and says so in its `--timeout` help with `mut_arg`.
 #[derive(Debug, Args)]

@@ -32,6 +32,8 @@ pub struct GetArgs {
     #[arg(long, value_name = "PATHS", value_delimiter = ',')]
     fields: Vec<String>,
     #[command(flatten)]
+    cluster: super::args::ClusterArg,
+    #[command(flatten)]
     waiting: Waiting,
     #[command(flatten)]
     printing: Printing,
@@ -41,6 +43,7 @@ impl Call for GetArgs {
     async fn call(self, mut cache: Cache) -> Result<(), CliError> {
         let request = GetRequest {
             resource: self.resource,
+            cluster: self.cluster.cluster,
             namespace: self.namespace.unwrap_or_default(),
             name: self.name,
             min_resource_version: self.min_resource_version.unwrap_or_default(),

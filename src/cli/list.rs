@@ -24,6 +24,8 @@ pub struct ListArgs {
     #[command(flatten)]
     filters: Filters,
     #[command(flatten)]
+    cluster: super::args::ClusterArg,
+    #[command(flatten)]
     waiting: Waiting,
     #[command(flatten)]
     printing: Printing,
@@ -34,6 +36,7 @@ impl Call for ListArgs {
         let filters = &self.filters;
         let request = ListRequest {
             resource: self.resource.clone(),
+            cluster: self.cluster.cluster.clone(),
             namespace: filters.namespace(),
             label_selector: filters.selector.clone().unwrap_or_default(),
             field_selector: filters.field_selector.clone().unwrap_or_default(),

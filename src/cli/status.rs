@@ -14,6 +14,8 @@ use super::{
 pub struct StatusArgs {
     /// Only this resource.
     resource: Option<String>,
+    #[command(flatten)]
+    cluster: super::args::ClusterArg,
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t)]
     output: Format,
@@ -24,6 +26,7 @@ impl Call for StatusArgs {
         let status = cache
             .status(StatusRequest {
                 resource: self.resource.unwrap_or_default(),
+                cluster: self.cluster.cluster,
             })
             .await?
             .into_inner();

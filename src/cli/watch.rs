@@ -23,6 +23,8 @@ pub struct WatchArgs {
     /// The resource's name in the sidecar's configuration (e.g. `pods`).
     resource: String,
     #[command(flatten)]
+    cluster: super::args::ClusterArg,
+    #[command(flatten)]
     filters: Filters,
     /// Replay the changes after this resume token (from `list -o json`'s resourceVersion or a
     /// previous event), then follow.
@@ -115,6 +117,7 @@ fn request(args: &WatchArgs) -> WatchRequest {
     };
     WatchRequest {
         resource: args.resource.clone(),
+        cluster: args.cluster.cluster.clone(),
         namespace: filters.namespace(),
         label_selector: filters.selector.clone().unwrap_or_default(),
         field_selector: filters.field_selector.clone().unwrap_or_default(),

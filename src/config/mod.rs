@@ -79,9 +79,9 @@ pub use limits::{
     DEFAULT_MAX_WATCHERS,
 };
 pub use model::{
-    AuthorizationConfig, AuthorizationMode, ChangeLogConfig, Config, IndexConfig, ResourceConfig,
-    Scope, ServerConfig, TlsConfig, API_VERSION, DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS,
-    DEFAULT_SOCKET, DEFAULT_SOCKET_MODE, KIND,
+    AuthorizationConfig, AuthorizationMode, ChangeLogConfig, ClusterConfig, Config, IndexConfig,
+    ResourceConfig, Scope, ServerConfig, TlsConfig, API_VERSION, DEFAULT_CLUSTER,
+    DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, DEFAULT_SOCKET, DEFAULT_SOCKET_MODE, KIND,
 };
 pub use quantity::parse_bytes;
 pub use validate::on_demand::{

@@ -50,6 +50,7 @@ pub struct ServerConfig {
 }
 
 pub use super::validate::authorization::{AuthorizationConfig, AuthorizationMode};
+pub use super::validate::clusters::{ClusterConfig, DEFAULT_CLUSTER};
 
 /// `server.tls`: the server's certificate and key (PEM), and optionally the CA that client
 /// certificates must be signed by.
@@ -120,6 +121,8 @@ pub struct ResourceConfig {
     pub indexes: Vec<IndexConfig>,
     /// Whether caching Secrets was opted into.
     pub allow_secrets: bool,
+    /// The cluster it is cached from: a name of `clusters`, or empty for the default cluster.
+    pub cluster: String,
 }
 
 /// A validated configuration.
@@ -137,6 +140,8 @@ pub struct Config {
     pub resources: Vec<ResourceConfig>,
     /// Caches clients may ask for at run time (`onDemand`; off when `None`).
     pub on_demand: Option<crate::config::OnDemandConfig>,
+    /// The remote clusters (`clusters`), in file order; the default cluster is not listed.
+    pub clusters: Vec<ClusterConfig>,
     pub(super) source: Arc<Source>,
 }
 
@@ -157,9 +162,16 @@ impl Config {
         &self.source.file
     }
 
-    /// The resource clients call `name`.
+    /// The resource clients call `name` in the default cluster.
     pub fn resource(&self, name: &str) -> Option<&ResourceConfig> {
-        self.resources.iter().find(|r| r.name == name)
+        self.resource_in("", name)
+    }
+
+    /// The resource clients call `name` in `cluster` (empty: the default cluster).
+    pub fn resource_in(&self, cluster: &str, name: &str) -> Option<&ResourceConfig> {
+        self.resources
+            .iter()
+            .find(|r| r.name == name && r.cluster == cluster)
     }
 }
 

@@ -21,6 +21,19 @@ pub struct RawConfig {
     pub resources: Vec<RawResource>,
     #[serde(default)]
     pub on_demand: Option<super::validate::on_demand::RawOnDemand>,
+    /// Remote clusters: see `validate/clusters.rs`.
+    #[serde(default)]
+    pub clusters: Vec<RawCluster>,
+}
+
+/// One entry of `clusters`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawCluster {
+    pub name: String,
+    pub kubeconfig: String,
+    #[serde(default)]
+    pub context: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -114,6 +127,9 @@ pub struct RawResource {
     pub indexes: Vec<RawIndex>,
     #[serde(default)]
     pub allow_secrets: bool,
+    /// A name of `clusters`; absent: the default cluster.
+    #[serde(default)]
+    pub cluster: Option<String>,
 }
 
 /// A Kubernetes `LabelSelector`, with unknown fields rejected (k8s-openapi's type ignores them).

@@ -18,11 +18,13 @@
 //! It must not run a stream itself: `scope/` runs them, `ingest` applies their events.
 
 mod client;
+pub mod clusters;
 mod ingest;
 mod object;
 mod on_demand;
 mod pipeline;
 mod scope;
+mod start;
 mod synced;
 
 use std::{
@@ -38,6 +40,7 @@ use kube::{
 use tokio::task::JoinHandle;
 
 pub use client::{client, READ_BUFFER};
+pub use clusters::{qualified, ClusterState};
 pub use ingest::{Applied, Progress, ScopeIngest};
 pub use object::{with_transform, Decoding, Projected};
 pub use on_demand::{OnDemand, OnDemandError, Prepared, Resolved, Running, Target};
@@ -80,16 +83,42 @@ pub enum FleetError {
 pub struct ResourceCache {
     /// The name clients use (`resources[].name` in the config).
     pub name: String,
-    /// The resource as discovery resolved it (group, version, kind, plural).
-    pub api_resource: ApiResource,
-    /// Whether its objects live in namespaces.
-    pub namespaced: bool,
+    /// Its cluster: a name of `clusters`, or empty for the default cluster.
+    pub cluster: String,
+    /// The resource as discovery resolved it, and whether it is namespaced; unset while a
+    /// remote cluster has not answered discovery.
+    resolved: std::sync::OnceLock<(ApiResource, bool)>,
+    /// What the configuration says of it, until discovery answers.
+    fallback: ApiResource,
     /// The cache, read-only: the fleet alone writes to it.
     pub store: Arc<Store>,
     status: scope::StatusBoard,
 }
 
 impl ResourceCache {
+    /// The resource as discovery resolved it (group, version, kind, plural); until a remote
+    /// cluster answers discovery, as the configuration names it (the plural guessed).
+    pub fn api_resource(&self) -> &ApiResource {
+        self.resolved.get().map_or(&self.fallback, |(ar, _)| ar)
+    }
+
+    /// Whether its objects live in namespaces. Decision: until a remote cluster answers
+    /// discovery, a kind is taken as namespaced (most are): requests with a namespace are
+    /// accepted and find the empty cache.
+    pub fn namespaced(&self) -> bool {
+        self.resolved
+            .get()
+            .is_none_or(|(_, namespaced)| *namespaced)
+    }
+
+    /// Whether readiness waits for it. Decision: only the default cluster's caches gate
+    /// `/readyz` and gRPC health: a remote cluster's outage is not this pod's to fix, and an
+    /// unready sidecar would take its controllers out of service for all clusters. A remote
+    /// cache's sync shows in Status (and requests may `wait_for_sync` on it).
+    pub fn gates_readiness(&self) -> bool {
+        self.cluster.is_empty()
+    }
+
     /// The status of every scope, by scope label: a namespace name, `*` for the cluster-wide
     /// stream, or `namespaceSelector` for the stream of matching namespaces itself.
     pub fn scopes(&self) -> BTreeMap<String, ScopeStatus> {
@@ -124,6 +153,7 @@ impl ResourceCache {
 /// All caches of one configuration, with their streams running.
 pub struct Fleet {
     caches: Vec<Arc<ResourceCache>>,
+    clusters: Vec<Arc<clusters::Cluster>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -136,47 +166,94 @@ impl Fleet {
     }
 
     /// Like [`Fleet::start`], with the caches `warm` restores (from a snapshot): it is asked
-    /// for each resource, with the options its store must have, and each scope of a restored
-    /// cache resumes its watch from the resourceVersion given instead of listing.
+    /// for each resource of the default cluster, with the options its store must have, and
+    /// each scope of a restored cache resumes its watch from the resourceVersion given instead
+    /// of listing. A resource of a remote cluster starts empty and unsynced, and its streams
+    /// start once its cluster has answered discovery (see `start`).
     pub async fn start_warm(
         client: Client,
         config: &Config,
         mut warm: impl FnMut(&ResourceConfig, StoreOptions) -> Option<Warm>,
     ) -> Result<Fleet, FleetError> {
+        let clusters = clusters::connect(client, config).await?;
         let mut resolved = Vec::with_capacity(config.resources.len());
         for (i, rc) in config.resources.iter().enumerate() {
-            let (ar, caps) = resolve(&client, config, i, rc).await?;
-            resolved.push((rc, ar, caps));
+            let cluster = clusters
+                .iter()
+                .find(|c| c.name == rc.cluster)
+                .expect("validation checked the resource's cluster");
+            // A remote cluster is resolved in the background (see `start`), with a deadline
+            // per attempt: one that accepts connections and never answers must not hold up
+            // start-up.
+            let found = match rc.cluster.is_empty() {
+                true => Some(resolve(&cluster.client, config, i, rc).await?),
+                false => None,
+            };
+            resolved.push((i, rc, cluster.clone(), found));
         }
 
         let initial_lists = Arc::new(tokio::sync::Semaphore::new(INITIAL_LISTS));
         let mut caches = Vec::with_capacity(resolved.len());
-        let mut tasks = Vec::new();
-        for (rc, ar, caps) in resolved {
+        let mut tasks: Vec<_> = clusters
+            .iter()
+            .map(|c| tokio::spawn(c.clone().probe()))
+            .collect();
+        for (i, rc, cluster, found) in resolved {
             let options = Pipeline::store_options(&config.change_log, rc);
-            let (store, resume) = match warm(rc, options.clone()) {
+            let restored = rc
+                .cluster
+                .is_empty()
+                .then(|| warm(rc, options.clone()))
+                .flatten();
+            let (store, resume) = match restored {
                 Some(w) => (w.store, w.scopes),
                 None => (Writer::new(options), BTreeMap::new()),
             };
-            let streams = on_demand::Streams {
-                client: &client,
-                limits: &config.limits,
-                initial_lists: &initial_lists,
+            let pipeline = Pipeline::with_store(rc, store).with_limits(&config.limits);
+            let cache = Arc::new(ResourceCache {
+                name: rc.name.clone(),
+                cluster: rc.cluster.clone(),
+                resolved: std::sync::OnceLock::new(),
+                fallback: start::fallback_api_resource(rc),
+                store: Arc::new(pipeline.store.as_reader()),
+                status: scope::StatusBoard::default(),
+            });
+            let start = start::Starter {
+                rc: rc.clone(),
+                cluster,
+                cache: cache.clone(),
+                pipeline,
+                initial_lists: initial_lists.clone(),
+                resume: Arc::new(resume),
             };
-            let (cache, spec) = streams.prepare(rc, ar, &caps, store, resume);
-            tasks.extend(on_demand::spawn_streams(spec, &rc.scope));
-            tracing::info!(resource = %rc.name, kind = %cache.api_resource.kind, "cache started");
+            tasks.push(match found {
+                Some((ar, caps)) => tokio::spawn(start.run(ar, caps)),
+                None => tokio::spawn(start.run_when_resolved(config.clone(), i)),
+            });
             caches.push(cache);
         }
         Ok(Fleet {
             caches,
+            clusters,
             tasks: Mutex::new(tasks),
         })
     }
 
-    /// The cache configured under `name`.
+    /// The cache configured under `name` in the default cluster.
     pub fn cache(&self, name: &str) -> Option<&Arc<ResourceCache>> {
-        self.caches.iter().find(|c| c.name == name)
+        self.cache_in("", name)
+    }
+
+    /// The cache configured under `name` in `cluster` (empty: the default cluster).
+    pub fn cache_in(&self, cluster: &str, name: &str) -> Option<&Arc<ResourceCache>> {
+        self.caches
+            .iter()
+            .find(|c| c.name == name && c.cluster == cluster)
+    }
+
+    /// The reachability of every cluster, the default one first.
+    pub fn clusters(&self) -> Vec<ClusterState> {
+        self.clusters.iter().map(|c| c.state()).collect()
     }
 
     /// Every cache, in config order.
@@ -184,14 +261,19 @@ impl Fleet {
         &self.caches
     }
 
-    /// Whether every scope of every resource has completed its initial list.
+    /// Whether every scope of every resource that gates readiness (see
+    /// [`ResourceCache::gates_readiness`]) has completed its initial list.
     pub fn is_synced(&self) -> bool {
-        self.caches.iter().all(|c| c.is_synced())
+        self.caches
+            .iter()
+            .filter(|c| c.gates_readiness())
+            .all(|c| c.is_synced())
     }
 
-    /// Follows whether every resource is synced: for readiness.
+    /// Follows [`Fleet::is_synced`]: for readiness.
     pub fn synced(&self) -> SyncedWatch {
-        SyncedWatch::new(self.caches.iter().map(|c| c.synced()).collect())
+        let gating = self.caches.iter().filter(|c| c.gates_readiness());
+        SyncedWatch::new(gating.map(|c| c.synced()).collect())
     }
 
     /// Waits until [`Fleet::is_synced`]; returns false if `timeout` passes first.

@@ -44,8 +44,12 @@ impl Streams<'_> {
         let pipeline = Pipeline::with_store(rc, store).with_limits(self.limits);
         let cache = Arc::new(ResourceCache {
             name: rc.name.clone(),
-            api_resource: ar.clone(),
-            namespaced: caps.scope == ResourceScope::Namespaced,
+            cluster: rc.cluster.clone(),
+            resolved: std::sync::OnceLock::from((
+                ar.clone(),
+                caps.scope == ResourceScope::Namespaced,
+            )),
+            fallback: ar.clone(),
             store: Arc::new(pipeline.store.as_reader()),
             status: scope::StatusBoard::default(),
         });
@@ -61,22 +65,6 @@ impl Streams<'_> {
             resume: Arc::new(resume),
         };
         (cache, spec)
-    }
-}
-
-/// Starts the streams of `spec` over `scope`: one per namespace, one cluster-wide, or the
-/// namespaceSelector's.
-pub(super) fn spawn_streams(spec: scope::StreamSpec, scope: &Scope) -> Vec<JoinHandle<()>> {
-    match scope {
-        Scope::AllNamespaces => vec![scope::spawn(spec, None)],
-        Scope::Namespaces(list) => list
-            .iter()
-            .map(|ns| scope::spawn(spec.clone(), Some(ns.clone())))
-            .collect(),
-        Scope::Selector(selector) => vec![tokio::spawn(scope::run_namespace_selector(
-            spec,
-            selector.to_string(),
-        ))],
     }
 }
 
@@ -204,6 +192,7 @@ impl OnDemand {
     ) -> ResourceConfig {
         let ar = &resolved.api_resource;
         ResourceConfig {
+            cluster: String::new(),
             name: name.to_string(),
             api_version: ar.api_version.clone(),
             group: ar.group.clone(),
@@ -253,7 +242,7 @@ pub struct Prepared {
 impl Prepared {
     /// Starts its streams.
     pub fn run(self) -> Running {
-        let tasks = spawn_streams(self.spec, &self.rc.scope);
+        let tasks = super::start::spawn_streams(self.spec, &self.rc.scope);
         tracing::info!(resource = %self.rc.name, kind = %self.rc.kind, "on-demand cache started");
         Running {
             cache: self.cache,

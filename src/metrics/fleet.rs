@@ -111,7 +111,7 @@ impl Collector for FleetCollector {
             .caches()
             .iter()
             .map(|c| ResourceSample {
-                name: c.name.clone(),
+                name: crate::fleet::qualified(&c.cluster, &c.name),
                 stats: c.store.stats(),
                 synced: c.is_synced(),
                 scopes: c.scopes(),

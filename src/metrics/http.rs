@@ -135,7 +135,7 @@ impl Endpoints {
 fn readiness(fleet: &Fleet) -> (bool, String) {
     let mut body = String::new();
     let mut ready = true;
-    for cache in fleet.caches() {
+    for cache in fleet.caches().iter().filter(|c| c.gates_readiness()) {
         if cache.is_synced() {
             body.push_str(&format!("[+]{} ok\n", cache.name));
         } else {

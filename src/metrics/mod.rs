@@ -8,7 +8,7 @@
 //!
 //! Names follow Prometheus conventions: the `informerd_` prefix, base units in the name
 //! (`_bytes`, `_seconds`), `_total` on counters. Labels are bounded: `resource` (the config's
-//! names), `scope` (a namespace of the config or of the namespaceSelector's matches, `*`, or
+//! names; `cluster/name` for a remote cluster's), `cluster`, `scope` (a namespace of the config or of the namespaceSelector's matches, `*`, or
 //! `namespaceSelector`, as the Status RPC shows them), `state`, `reason`, `type`, and the
 //! RPCs' `service`, `method` and `code`. Never an object, never a client.
 //!
@@ -17,6 +17,7 @@
 //! address.
 
 mod authz;
+mod clusters;
 mod fleet;
 mod http;
 mod on_demand;
@@ -48,6 +49,7 @@ pub const PREFIX: &str = "informerd";
 /// The registry of every metric of a sidecar serving `fleet` through `api`.
 pub fn registry(fleet: Arc<Fleet>, api: Api) -> Registry {
     let mut registry = Registry::with_prefix(PREFIX);
+    registry.register_collector(Box::new(clusters::ClusterCollector::new(fleet.clone())));
     registry.register_collector(Box::new(fleet::FleetCollector::new(fleet)));
     registry.register_collector(Box::new(serving::ServingCollector::new(api.clone())));
     registry.register_collector(Box::new(on_demand::OnDemandCollector::new(api.clone())));

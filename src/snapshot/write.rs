@@ -30,6 +30,8 @@ impl Snapshotter {
         let caches = fleet
             .caches()
             .iter()
+            // Remote clusters' caches start cold: a snapshot is of the default cluster.
+            .filter(|c| c.cluster.is_empty())
             .filter_map(|c| {
                 let rc = config.resource(&c.name)?;
                 Some((c.clone(), fingerprint::of_resource(rc)))

@@ -550,7 +550,10 @@ type GetRequest struct {
 	// initial list, which the apiserver may serve from its watch cache (as client-go's first
 	// list is): a write made just before may arrive moments later. To read a write of your own,
 	// use min_resource_version.
-	WaitForSync   bool `protobuf:"varint,6,opt,name=wait_for_sync,json=waitForSync,proto3" json:"wait_for_sync,omitempty"`
+	WaitForSync bool `protobuf:"varint,6,opt,name=wait_for_sync,json=waitForSync,proto3" json:"wait_for_sync,omitempty"`
+	// The cluster (the configuration's `clusters[].name`); empty or `default`: the cluster the
+	// sidecar runs in. Revisions and resume tokens are per cluster and resource.
+	Cluster       string `protobuf:"bytes,20,opt,name=cluster,proto3" json:"cluster,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -625,6 +628,13 @@ func (x *GetRequest) GetWaitForSync() bool {
 		return x.WaitForSync
 	}
 	return false
+}
+
+func (x *GetRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
 }
 
 type GetResponse struct {
@@ -717,7 +727,10 @@ type ListRequest struct {
 	// As with the API server's `limit`, the list may end early, but unlike it no `continue`
 	// token is offered: a List is one snapshot streamed in chunks, not a paged read; to read
 	// every match, list without a limit. Negative values are refused.
-	Limit         int64 `protobuf:"varint,10,opt,name=limit,proto3" json:"limit,omitempty"`
+	Limit int64 `protobuf:"varint,10,opt,name=limit,proto3" json:"limit,omitempty"`
+	// The cluster (the configuration's `clusters[].name`); empty or `default`: the cluster the
+	// sidecar runs in. Revisions and resume tokens are per cluster and resource.
+	Cluster       string `protobuf:"bytes,20,opt,name=cluster,proto3" json:"cluster,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -820,6 +833,13 @@ func (x *ListRequest) GetLimit() int64 {
 		return x.Limit
 	}
 	return 0
+}
+
+func (x *ListRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
 }
 
 type ListResponse struct {
@@ -977,8 +997,11 @@ type WatchRequest struct {
 	// How often to send a BOOKMARK with the revision the watch has reached (default 10 s).
 	BookmarkIntervalSeconds uint32 `protobuf:"varint,11,opt,name=bookmark_interval_seconds,json=bookmarkIntervalSeconds,proto3" json:"bookmark_interval_seconds,omitempty"`
 	WaitForSync             bool   `protobuf:"varint,12,opt,name=wait_for_sync,json=waitForSync,proto3" json:"wait_for_sync,omitempty"`
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// The cluster (the configuration's `clusters[].name`); empty or `default`: the cluster the
+	// sidecar runs in. Revisions and resume tokens are per cluster and resource.
+	Cluster       string `protobuf:"bytes,20,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WatchRequest) Reset() {
@@ -1106,6 +1129,13 @@ func (x *WatchRequest) GetWaitForSync() bool {
 	return false
 }
 
+func (x *WatchRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
 type isWatchRequest_Start interface {
 	isWatchRequest_Start()
 }
@@ -1202,8 +1232,11 @@ func (x *WatchEvent) GetObject() *Object {
 
 type StatusRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Empty: every resource.
-	Resource      string `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	// Empty: every resource (of every cluster, when cluster is empty too).
+	Resource string `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	// Only this cluster's resources (and its ClusterStatus); `default` for the sidecar's own.
+	// Empty: every cluster, unless resource is set (then: the default cluster).
+	Cluster       string `protobuf:"bytes,20,opt,name=cluster,proto3" json:"cluster,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1241,6 +1274,13 @@ func (*StatusRequest) Descriptor() ([]byte, []int) {
 func (x *StatusRequest) GetResource() string {
 	if x != nil {
 		return x.Resource
+	}
+	return ""
+}
+
+func (x *StatusRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
 	}
 	return ""
 }
@@ -1419,7 +1459,9 @@ type ResourceStatus struct {
 	DroppedWatches uint64         `protobuf:"varint,14,opt,name=dropped_watches,json=droppedWatches,proto3" json:"dropped_watches,omitempty"`
 	Scopes         []*ScopeStatus `protobuf:"bytes,15,rep,name=scopes,proto3" json:"scopes,omitempty"`
 	// The resource's indexes, in configuration order.
-	Indexes       []*IndexStatus `protobuf:"bytes,16,rep,name=indexes,proto3" json:"indexes,omitempty"`
+	Indexes []*IndexStatus `protobuf:"bytes,16,rep,name=indexes,proto3" json:"indexes,omitempty"`
+	// Its cluster, as StatusResponse.clusters names it (`default`: the sidecar's own).
+	Cluster       string `protobuf:"bytes,20,opt,name=cluster,proto3" json:"cluster,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1566,6 +1608,87 @@ func (x *ResourceStatus) GetIndexes() []*IndexStatus {
 	return nil
 }
 
+func (x *ResourceStatus) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+// Whether a cluster's apiserver answers (it is asked for /version every few seconds). While a
+// cluster is unreachable its caches serve what they hold (their scopes show the watch errors)
+// and its watches retry; the others are not affected.
+type ClusterStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// `default` for the cluster the sidecar runs in, else the configuration's clusters[].name.
+	Name      string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Reachable bool   `protobuf:"varint,2,opt,name=reachable,proto3" json:"reachable,omitempty"`
+	// Why it is unreachable; empty while reachable.
+	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	// When `reachable` last changed, in seconds since the Unix epoch.
+	SinceSeconds  int64 `protobuf:"varint,4,opt,name=since_seconds,json=sinceSeconds,proto3" json:"since_seconds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusterStatus) Reset() {
+	*x = ClusterStatus{}
+	mi := &file_informerd_v1_cache_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterStatus) ProtoMessage() {}
+
+func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_informerd_v1_cache_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterStatus.ProtoReflect.Descriptor instead.
+func (*ClusterStatus) Descriptor() ([]byte, []int) {
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ClusterStatus) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ClusterStatus) GetReachable() bool {
+	if x != nil {
+		return x.Reachable
+	}
+	return false
+}
+
+func (x *ClusterStatus) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *ClusterStatus) GetSinceSeconds() int64 {
+	if x != nil {
+		return x.SinceSeconds
+	}
+	return 0
+}
+
 type StatusResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Version string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
@@ -1580,13 +1703,15 @@ type StatusResponse struct {
 	// On-demand caches stopped since start-up, by reason: Idle (no client for
 	// onDemand.idleTimeout), MaxObjects (it outgrew onDemand.maxObjects).
 	OnDemandStops map[string]uint64 `protobuf:"bytes,7,rep,name=on_demand_stops,json=onDemandStops,proto3" json:"on_demand_stops,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// Every cluster, the default one first.
+	Clusters      []*ClusterStatus `protobuf:"bytes,20,rep,name=clusters,proto3" json:"clusters,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[13]
+	mi := &file_informerd_v1_cache_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1598,7 +1723,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[13]
+	mi := &file_informerd_v1_cache_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1611,7 +1736,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{13}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StatusResponse) GetVersion() string {
@@ -1663,6 +1788,13 @@ func (x *StatusResponse) GetOnDemandStops() map[string]uint64 {
 	return nil
 }
 
+func (x *StatusResponse) GetClusters() []*ClusterStatus {
+	if x != nil {
+		return x.Clusters
+	}
+	return nil
+}
+
 // Ensure: a cache of one kind (apiVersion and kind, or apiVersion and resource) in some
 // namespaces (none: every namespace, and cluster-scoped kinds).
 type EnsureRequest struct {
@@ -1681,7 +1813,7 @@ type EnsureRequest struct {
 
 func (x *EnsureRequest) Reset() {
 	*x = EnsureRequest{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[14]
+	mi := &file_informerd_v1_cache_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1693,7 +1825,7 @@ func (x *EnsureRequest) String() string {
 func (*EnsureRequest) ProtoMessage() {}
 
 func (x *EnsureRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[14]
+	mi := &file_informerd_v1_cache_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1706,7 +1838,7 @@ func (x *EnsureRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnsureRequest.ProtoReflect.Descriptor instead.
 func (*EnsureRequest) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{14}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *EnsureRequest) GetApiVersion() string {
@@ -1757,7 +1889,7 @@ type EnsureResponse struct {
 
 func (x *EnsureResponse) Reset() {
 	*x = EnsureResponse{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[15]
+	mi := &file_informerd_v1_cache_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1769,7 +1901,7 @@ func (x *EnsureResponse) String() string {
 func (*EnsureResponse) ProtoMessage() {}
 
 func (x *EnsureResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[15]
+	mi := &file_informerd_v1_cache_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1782,7 +1914,7 @@ func (x *EnsureResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnsureResponse.ProtoReflect.Descriptor instead.
 func (*EnsureResponse) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{15}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *EnsureResponse) GetResource() string {
@@ -1819,7 +1951,7 @@ type OnDemandStatus struct {
 
 func (x *OnDemandStatus) Reset() {
 	*x = OnDemandStatus{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[16]
+	mi := &file_informerd_v1_cache_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1831,7 +1963,7 @@ func (x *OnDemandStatus) String() string {
 func (*OnDemandStatus) ProtoMessage() {}
 
 func (x *OnDemandStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[16]
+	mi := &file_informerd_v1_cache_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1844,7 +1976,7 @@ func (x *OnDemandStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OnDemandStatus.ProtoReflect.Descriptor instead.
 func (*OnDemandStatus) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{16}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *OnDemandStatus) GetResource() string {
@@ -1938,7 +2070,7 @@ type WatchKeysRequest struct {
 
 func (x *WatchKeysRequest) Reset() {
 	*x = WatchKeysRequest{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[17]
+	mi := &file_informerd_v1_cache_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1950,7 +2082,7 @@ func (x *WatchKeysRequest) String() string {
 func (*WatchKeysRequest) ProtoMessage() {}
 
 func (x *WatchKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[17]
+	mi := &file_informerd_v1_cache_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1963,7 +2095,7 @@ func (x *WatchKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchKeysRequest.ProtoReflect.Descriptor instead.
 func (*WatchKeysRequest) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{17}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *WatchKeysRequest) GetRequest() isWatchKeysRequest_Request {
@@ -2030,14 +2162,17 @@ type KeysSubscription struct {
 	// Send the key of each object's controller owner of a kind instead of (or with) its own.
 	Owner *OwnerMapping `protobuf:"bytes,11,opt,name=owner,proto3" json:"owner,omitempty"`
 	// Wait, up to the call's deadline, until the cache has synced before the first key.
-	WaitForSync   bool `protobuf:"varint,12,opt,name=wait_for_sync,json=waitForSync,proto3" json:"wait_for_sync,omitempty"`
+	WaitForSync bool `protobuf:"varint,12,opt,name=wait_for_sync,json=waitForSync,proto3" json:"wait_for_sync,omitempty"`
+	// The cluster (the configuration's `clusters[].name`); empty or `default`: the cluster the
+	// sidecar runs in. Revisions and resume tokens are per cluster and resource.
+	Cluster       string `protobuf:"bytes,20,opt,name=cluster,proto3" json:"cluster,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *KeysSubscription) Reset() {
 	*x = KeysSubscription{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[18]
+	mi := &file_informerd_v1_cache_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2049,7 +2184,7 @@ func (x *KeysSubscription) String() string {
 func (*KeysSubscription) ProtoMessage() {}
 
 func (x *KeysSubscription) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[18]
+	mi := &file_informerd_v1_cache_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2062,7 +2197,7 @@ func (x *KeysSubscription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeysSubscription.ProtoReflect.Descriptor instead.
 func (*KeysSubscription) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{18}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *KeysSubscription) GetResource() string {
@@ -2149,6 +2284,13 @@ func (x *KeysSubscription) GetWaitForSync() bool {
 	return false
 }
 
+func (x *KeysSubscription) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
 // controller-runtime's EnqueueRequestForOwner with OnlyControllerOwner: the owner reference
 // with `controller: true` of this kind (in the object's namespace) names the key. A change of
 // an update's old or new state marks the owner of each. The resource's transform must keep
@@ -2167,7 +2309,7 @@ type OwnerMapping struct {
 
 func (x *OwnerMapping) Reset() {
 	*x = OwnerMapping{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[19]
+	mi := &file_informerd_v1_cache_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2179,7 +2321,7 @@ func (x *OwnerMapping) String() string {
 func (*OwnerMapping) ProtoMessage() {}
 
 func (x *OwnerMapping) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[19]
+	mi := &file_informerd_v1_cache_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2192,7 +2334,7 @@ func (x *OwnerMapping) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OwnerMapping.ProtoReflect.Descriptor instead.
 func (*OwnerMapping) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{19}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *OwnerMapping) GetKind() string {
@@ -2230,7 +2372,7 @@ type Key struct {
 
 func (x *Key) Reset() {
 	*x = Key{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[20]
+	mi := &file_informerd_v1_cache_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2242,7 +2384,7 @@ func (x *Key) String() string {
 func (*Key) ProtoMessage() {}
 
 func (x *Key) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[20]
+	mi := &file_informerd_v1_cache_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2255,7 +2397,7 @@ func (x *Key) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Key.ProtoReflect.Descriptor instead.
 func (*Key) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{20}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Key) GetKind() string {
@@ -2290,7 +2432,7 @@ type KeyAck struct {
 
 func (x *KeyAck) Reset() {
 	*x = KeyAck{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[21]
+	mi := &file_informerd_v1_cache_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2302,7 +2444,7 @@ func (x *KeyAck) String() string {
 func (*KeyAck) ProtoMessage() {}
 
 func (x *KeyAck) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[21]
+	mi := &file_informerd_v1_cache_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2315,7 +2457,7 @@ func (x *KeyAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyAck.ProtoReflect.Descriptor instead.
 func (*KeyAck) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{21}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *KeyAck) GetKey() *Key {
@@ -2341,7 +2483,7 @@ type KeyAcks struct {
 
 func (x *KeyAcks) Reset() {
 	*x = KeyAcks{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[22]
+	mi := &file_informerd_v1_cache_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2353,7 +2495,7 @@ func (x *KeyAcks) String() string {
 func (*KeyAcks) ProtoMessage() {}
 
 func (x *KeyAcks) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[22]
+	mi := &file_informerd_v1_cache_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2366,7 +2508,7 @@ func (x *KeyAcks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyAcks.ProtoReflect.Descriptor instead.
 func (*KeyAcks) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{22}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *KeyAcks) GetAcks() []*KeyAck {
@@ -2400,7 +2542,7 @@ type KeyEvent struct {
 
 func (x *KeyEvent) Reset() {
 	*x = KeyEvent{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[23]
+	mi := &file_informerd_v1_cache_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2412,7 +2554,7 @@ func (x *KeyEvent) String() string {
 func (*KeyEvent) ProtoMessage() {}
 
 func (x *KeyEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[23]
+	mi := &file_informerd_v1_cache_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2425,7 +2567,7 @@ func (x *KeyEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyEvent.ProtoReflect.Descriptor instead.
 func (*KeyEvent) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{23}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *KeyEvent) GetType() KeyEventType {
@@ -2502,7 +2644,7 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"7\n" +
 	"\vIndexLookup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value\"\xc8\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"\xe2\x01\n" +
 	"\n" +
 	"GetRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x1c\n" +
@@ -2510,11 +2652,12 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x120\n" +
 	"\x14min_resource_version\x18\x04 \x01(\tR\x12minResourceVersion\x12\x16\n" +
 	"\x06fields\x18\x05 \x03(\tR\x06fields\x12\"\n" +
-	"\rwait_for_sync\x18\x06 \x01(\bR\vwaitForSync\"m\n" +
+	"\rwait_for_sync\x18\x06 \x01(\bR\vwaitForSync\x12\x18\n" +
+	"\acluster\x18\x14 \x01(\tR\acluster\"m\n" +
 	"\vGetResponse\x12,\n" +
 	"\x06object\x18\x01 \x01(\v2\x14.informerd.v1.ObjectR\x06object\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1a\n" +
-	"\brevision\x18\x03 \x01(\x04R\brevision\"\xe9\x02\n" +
+	"\brevision\x18\x03 \x01(\x04R\brevision\"\x83\x03\n" +
 	"\vListRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
@@ -2527,7 +2670,8 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"chunk_size\x18\b \x01(\rR\tchunkSize\x120\n" +
 	"\x14min_resource_version\x18\t \x01(\tR\x12minResourceVersion\x12\x14\n" +
 	"\x05limit\x18\n" +
-	" \x01(\x03R\x05limit\"\x9c\x01\n" +
+	" \x01(\x03R\x05limit\x12\x18\n" +
+	"\acluster\x18\x14 \x01(\tR\acluster\"\x9c\x01\n" +
 	"\fListResponse\x12.\n" +
 	"\aobjects\x18\x01 \x03(\v2\x14.informerd.v1.ObjectR\aobjects\x12\x12\n" +
 	"\x04last\x18\x02 \x01(\bR\x04last\x12\x14\n" +
@@ -2536,7 +2680,7 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x06synced\x18\x05 \x01(\bR\x06synced\"?\n" +
 	"\vResumeToken\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x1a\n" +
-	"\brevision\x18\x02 \x01(\x04R\brevision\"\x89\x04\n" +
+	"\brevision\x18\x02 \x01(\x04R\brevision\"\xa3\x04\n" +
 	"\fWatchRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
@@ -2552,16 +2696,18 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\rpredicate_cel\x18\n" +
 	" \x01(\tR\fpredicateCel\x12:\n" +
 	"\x19bookmark_interval_seconds\x18\v \x01(\rR\x17bookmarkIntervalSeconds\x12\"\n" +
-	"\rwait_for_sync\x18\f \x01(\bR\vwaitForSyncB\a\n" +
+	"\rwait_for_sync\x18\f \x01(\bR\vwaitForSync\x12\x18\n" +
+	"\acluster\x18\x14 \x01(\tR\aclusterB\a\n" +
 	"\x05start\"\x99\x01\n" +
 	"\n" +
 	"WatchEvent\x12+\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x17.informerd.v1.EventTypeR\x04type\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1a\n" +
 	"\brevision\x18\x03 \x01(\x04R\brevision\x12,\n" +
-	"\x06object\x18\x04 \x01(\v2\x14.informerd.v1.ObjectR\x06object\"+\n" +
+	"\x06object\x18\x04 \x01(\v2\x14.informerd.v1.ObjectR\x06object\"E\n" +
 	"\rStatusRequest\x12\x1a\n" +
-	"\bresource\x18\x01 \x01(\tR\bresource\"\xc9\x01\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\x12\x18\n" +
+	"\acluster\x18\x14 \x01(\tR\acluster\"\xc9\x01\n" +
 	"\vScopeStatus\x12\x14\n" +
 	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
@@ -2573,7 +2719,7 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"last_error\x18\a \x01(\tR\tlastError\";\n" +
 	"\vIndexStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
-	"\aindexes\x18\x02 \x01(\tR\aindexes\"\x94\x04\n" +
+	"\aindexes\x18\x02 \x01(\tR\aindexes\"\xae\x04\n" +
 	"\x0eResourceStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vapi_version\x18\x02 \x01(\tR\n" +
@@ -2595,7 +2741,13 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\bwatchers\x18\r \x01(\x04R\bwatchers\x12'\n" +
 	"\x0fdropped_watches\x18\x0e \x01(\x04R\x0edroppedWatches\x121\n" +
 	"\x06scopes\x18\x0f \x03(\v2\x19.informerd.v1.ScopeStatusR\x06scopes\x123\n" +
-	"\aindexes\x18\x10 \x03(\v2\x19.informerd.v1.IndexStatusR\aindexes\"\xa4\x03\n" +
+	"\aindexes\x18\x10 \x03(\v2\x19.informerd.v1.IndexStatusR\aindexes\x12\x18\n" +
+	"\acluster\x18\x14 \x01(\tR\acluster\"\x80\x01\n" +
+	"\rClusterStatus\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
+	"\treachable\x18\x02 \x01(\bR\treachable\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x12#\n" +
+	"\rsince_seconds\x18\x04 \x01(\x03R\fsinceSeconds\"\xdd\x03\n" +
 	"\x0eStatusResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x16\n" +
 	"\x06synced\x18\x02 \x01(\bR\x06synced\x12:\n" +
@@ -2603,7 +2755,8 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x0fallocated_bytes\x18\x04 \x01(\x04R\x0eallocatedBytes\x12%\n" +
 	"\x0eresident_bytes\x18\x05 \x01(\x04R\rresidentBytes\x129\n" +
 	"\ton_demand\x18\x06 \x03(\v2\x1c.informerd.v1.OnDemandStatusR\bonDemand\x12W\n" +
-	"\x0fon_demand_stops\x18\a \x03(\v2/.informerd.v1.StatusResponse.OnDemandStopsEntryR\ronDemandStops\x1a@\n" +
+	"\x0fon_demand_stops\x18\a \x03(\v2/.informerd.v1.StatusResponse.OnDemandStopsEntryR\ronDemandStops\x127\n" +
+	"\bclusters\x18\x14 \x03(\v2\x1b.informerd.v1.ClusterStatusR\bclusters\x1a@\n" +
 	"\x12OnDemandStopsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\x9a\x01\n" +
@@ -2634,7 +2787,7 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x10WatchKeysRequest\x12>\n" +
 	"\tsubscribe\x18\x01 \x01(\v2\x1e.informerd.v1.KeysSubscriptionH\x00R\tsubscribe\x12)\n" +
 	"\x03ack\x18\x02 \x01(\v2\x15.informerd.v1.KeyAcksH\x00R\x03ackB\t\n" +
-	"\arequest\"\x83\x04\n" +
+	"\arequest\"\x9d\x04\n" +
 	"\x10KeysSubscription\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
@@ -2650,7 +2803,8 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x10max_delay_millis\x18\n" +
 	" \x01(\rR\x0emaxDelayMillis\x120\n" +
 	"\x05owner\x18\v \x01(\v2\x1a.informerd.v1.OwnerMappingR\x05owner\x12\"\n" +
-	"\rwait_for_sync\x18\f \x01(\bR\vwaitForSync\"p\n" +
+	"\rwait_for_sync\x18\f \x01(\bR\vwaitForSync\x12\x18\n" +
+	"\acluster\x18\x14 \x01(\tR\acluster\"p\n" +
 	"\fOwnerMapping\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1f\n" +
 	"\vapi_version\x18\x02 \x01(\tR\n" +
@@ -2739,7 +2893,7 @@ func file_informerd_v1_cache_proto_rawDescGZIP() []byte {
 }
 
 var file_informerd_v1_cache_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_informerd_v1_cache_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_informerd_v1_cache_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_informerd_v1_cache_proto_goTypes = []any{
 	(Predicate)(0),           // 0: informerd.v1.Predicate
 	(EventType)(0),           // 1: informerd.v1.EventType
@@ -2759,22 +2913,23 @@ var file_informerd_v1_cache_proto_goTypes = []any{
 	(*ScopeStatus)(nil),      // 15: informerd.v1.ScopeStatus
 	(*IndexStatus)(nil),      // 16: informerd.v1.IndexStatus
 	(*ResourceStatus)(nil),   // 17: informerd.v1.ResourceStatus
-	(*StatusResponse)(nil),   // 18: informerd.v1.StatusResponse
-	(*EnsureRequest)(nil),    // 19: informerd.v1.EnsureRequest
-	(*EnsureResponse)(nil),   // 20: informerd.v1.EnsureResponse
-	(*OnDemandStatus)(nil),   // 21: informerd.v1.OnDemandStatus
-	(*WatchKeysRequest)(nil), // 22: informerd.v1.WatchKeysRequest
-	(*KeysSubscription)(nil), // 23: informerd.v1.KeysSubscription
-	(*OwnerMapping)(nil),     // 24: informerd.v1.OwnerMapping
-	(*Key)(nil),              // 25: informerd.v1.Key
-	(*KeyAck)(nil),           // 26: informerd.v1.KeyAck
-	(*KeyAcks)(nil),          // 27: informerd.v1.KeyAcks
-	(*KeyEvent)(nil),         // 28: informerd.v1.KeyEvent
-	nil,                      // 29: informerd.v1.Object.LabelsEntry
-	nil,                      // 30: informerd.v1.StatusResponse.OnDemandStopsEntry
+	(*ClusterStatus)(nil),    // 18: informerd.v1.ClusterStatus
+	(*StatusResponse)(nil),   // 19: informerd.v1.StatusResponse
+	(*EnsureRequest)(nil),    // 20: informerd.v1.EnsureRequest
+	(*EnsureResponse)(nil),   // 21: informerd.v1.EnsureResponse
+	(*OnDemandStatus)(nil),   // 22: informerd.v1.OnDemandStatus
+	(*WatchKeysRequest)(nil), // 23: informerd.v1.WatchKeysRequest
+	(*KeysSubscription)(nil), // 24: informerd.v1.KeysSubscription
+	(*OwnerMapping)(nil),     // 25: informerd.v1.OwnerMapping
+	(*Key)(nil),              // 26: informerd.v1.Key
+	(*KeyAck)(nil),           // 27: informerd.v1.KeyAck
+	(*KeyAcks)(nil),          // 28: informerd.v1.KeyAcks
+	(*KeyEvent)(nil),         // 29: informerd.v1.KeyEvent
+	nil,                      // 30: informerd.v1.Object.LabelsEntry
+	nil,                      // 31: informerd.v1.StatusResponse.OnDemandStopsEntry
 }
 var file_informerd_v1_cache_proto_depIdxs = []int32{
-	29, // 0: informerd.v1.Object.labels:type_name -> informerd.v1.Object.LabelsEntry
+	30, // 0: informerd.v1.Object.labels:type_name -> informerd.v1.Object.LabelsEntry
 	5,  // 1: informerd.v1.GetResponse.object:type_name -> informerd.v1.Object
 	6,  // 2: informerd.v1.ListRequest.index:type_name -> informerd.v1.IndexLookup
 	5,  // 3: informerd.v1.ListResponse.objects:type_name -> informerd.v1.Object
@@ -2786,37 +2941,38 @@ var file_informerd_v1_cache_proto_depIdxs = []int32{
 	15, // 9: informerd.v1.ResourceStatus.scopes:type_name -> informerd.v1.ScopeStatus
 	16, // 10: informerd.v1.ResourceStatus.indexes:type_name -> informerd.v1.IndexStatus
 	17, // 11: informerd.v1.StatusResponse.resources:type_name -> informerd.v1.ResourceStatus
-	21, // 12: informerd.v1.StatusResponse.on_demand:type_name -> informerd.v1.OnDemandStatus
-	30, // 13: informerd.v1.StatusResponse.on_demand_stops:type_name -> informerd.v1.StatusResponse.OnDemandStopsEntry
-	23, // 14: informerd.v1.WatchKeysRequest.subscribe:type_name -> informerd.v1.KeysSubscription
-	27, // 15: informerd.v1.WatchKeysRequest.ack:type_name -> informerd.v1.KeyAcks
-	6,  // 16: informerd.v1.KeysSubscription.index:type_name -> informerd.v1.IndexLookup
-	0,  // 17: informerd.v1.KeysSubscription.predicates:type_name -> informerd.v1.Predicate
-	11, // 18: informerd.v1.KeysSubscription.since:type_name -> informerd.v1.ResumeToken
-	24, // 19: informerd.v1.KeysSubscription.owner:type_name -> informerd.v1.OwnerMapping
-	2,  // 20: informerd.v1.OwnerMapping.mode:type_name -> informerd.v1.OwnerMode
-	25, // 21: informerd.v1.KeyAck.key:type_name -> informerd.v1.Key
-	26, // 22: informerd.v1.KeyAcks.acks:type_name -> informerd.v1.KeyAck
-	3,  // 23: informerd.v1.KeyEvent.type:type_name -> informerd.v1.KeyEventType
-	25, // 24: informerd.v1.KeyEvent.key:type_name -> informerd.v1.Key
-	11, // 25: informerd.v1.KeyEvent.token:type_name -> informerd.v1.ResumeToken
-	7,  // 26: informerd.v1.Cache.Get:input_type -> informerd.v1.GetRequest
-	9,  // 27: informerd.v1.Cache.List:input_type -> informerd.v1.ListRequest
-	12, // 28: informerd.v1.Cache.Watch:input_type -> informerd.v1.WatchRequest
-	14, // 29: informerd.v1.Cache.Status:input_type -> informerd.v1.StatusRequest
-	22, // 30: informerd.v1.Cache.WatchKeys:input_type -> informerd.v1.WatchKeysRequest
-	19, // 31: informerd.v1.Cache.Ensure:input_type -> informerd.v1.EnsureRequest
-	8,  // 32: informerd.v1.Cache.Get:output_type -> informerd.v1.GetResponse
-	10, // 33: informerd.v1.Cache.List:output_type -> informerd.v1.ListResponse
-	13, // 34: informerd.v1.Cache.Watch:output_type -> informerd.v1.WatchEvent
-	18, // 35: informerd.v1.Cache.Status:output_type -> informerd.v1.StatusResponse
-	28, // 36: informerd.v1.Cache.WatchKeys:output_type -> informerd.v1.KeyEvent
-	20, // 37: informerd.v1.Cache.Ensure:output_type -> informerd.v1.EnsureResponse
-	32, // [32:38] is the sub-list for method output_type
-	26, // [26:32] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	22, // 12: informerd.v1.StatusResponse.on_demand:type_name -> informerd.v1.OnDemandStatus
+	31, // 13: informerd.v1.StatusResponse.on_demand_stops:type_name -> informerd.v1.StatusResponse.OnDemandStopsEntry
+	18, // 14: informerd.v1.StatusResponse.clusters:type_name -> informerd.v1.ClusterStatus
+	24, // 15: informerd.v1.WatchKeysRequest.subscribe:type_name -> informerd.v1.KeysSubscription
+	28, // 16: informerd.v1.WatchKeysRequest.ack:type_name -> informerd.v1.KeyAcks
+	6,  // 17: informerd.v1.KeysSubscription.index:type_name -> informerd.v1.IndexLookup
+	0,  // 18: informerd.v1.KeysSubscription.predicates:type_name -> informerd.v1.Predicate
+	11, // 19: informerd.v1.KeysSubscription.since:type_name -> informerd.v1.ResumeToken
+	25, // 20: informerd.v1.KeysSubscription.owner:type_name -> informerd.v1.OwnerMapping
+	2,  // 21: informerd.v1.OwnerMapping.mode:type_name -> informerd.v1.OwnerMode
+	26, // 22: informerd.v1.KeyAck.key:type_name -> informerd.v1.Key
+	27, // 23: informerd.v1.KeyAcks.acks:type_name -> informerd.v1.KeyAck
+	3,  // 24: informerd.v1.KeyEvent.type:type_name -> informerd.v1.KeyEventType
+	26, // 25: informerd.v1.KeyEvent.key:type_name -> informerd.v1.Key
+	11, // 26: informerd.v1.KeyEvent.token:type_name -> informerd.v1.ResumeToken
+	7,  // 27: informerd.v1.Cache.Get:input_type -> informerd.v1.GetRequest
+	9,  // 28: informerd.v1.Cache.List:input_type -> informerd.v1.ListRequest
+	12, // 29: informerd.v1.Cache.Watch:input_type -> informerd.v1.WatchRequest
+	14, // 30: informerd.v1.Cache.Status:input_type -> informerd.v1.StatusRequest
+	23, // 31: informerd.v1.Cache.WatchKeys:input_type -> informerd.v1.WatchKeysRequest
+	20, // 32: informerd.v1.Cache.Ensure:input_type -> informerd.v1.EnsureRequest
+	8,  // 33: informerd.v1.Cache.Get:output_type -> informerd.v1.GetResponse
+	10, // 34: informerd.v1.Cache.List:output_type -> informerd.v1.ListResponse
+	13, // 35: informerd.v1.Cache.Watch:output_type -> informerd.v1.WatchEvent
+	19, // 36: informerd.v1.Cache.Status:output_type -> informerd.v1.StatusResponse
+	29, // 37: informerd.v1.Cache.WatchKeys:output_type -> informerd.v1.KeyEvent
+	21, // 38: informerd.v1.Cache.Ensure:output_type -> informerd.v1.EnsureResponse
+	33, // [33:39] is the sub-list for method output_type
+	27, // [27:33] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_informerd_v1_cache_proto_init() }
@@ -2828,7 +2984,7 @@ func file_informerd_v1_cache_proto_init() {
 		(*WatchRequest_Since)(nil),
 		(*WatchRequest_SendInitialState)(nil),
 	}
-	file_informerd_v1_cache_proto_msgTypes[17].OneofWrappers = []any{
+	file_informerd_v1_cache_proto_msgTypes[18].OneofWrappers = []any{
 		(*WatchKeysRequest_Subscribe)(nil),
 		(*WatchKeysRequest_Ack)(nil),
 	}
@@ -2838,7 +2994,7 @@ func file_informerd_v1_cache_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_informerd_v1_cache_proto_rawDesc), len(file_informerd_v1_cache_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   26,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -263,6 +263,7 @@ class Client:
         name: str,
         namespace: str = "",
         *,
+        cluster: str = "",
         min_resource_version: str = "",
         fields: Iterable[str] = (),
         wait_for_sync: bool = False,
@@ -282,6 +283,7 @@ class Client:
                 min_resource_version=min_resource_version,
                 fields=fields,
                 wait_for_sync=wait_for_sync,
+                cluster=cluster,
                 timeout=timeout,
             ).object.json
         )
@@ -292,6 +294,7 @@ class Client:
         name: str,
         namespace: str = "",
         *,
+        cluster: str = "",
         min_resource_version: str = "",
         fields: Iterable[str] = (),
         wait_for_sync: bool = False,
@@ -300,6 +303,7 @@ class Client:
         """Like get, but the raw GetResponse (object identity, epoch and revision)."""
         req = pb.GetRequest(
             resource=resource,
+            cluster=cluster,
             namespace=namespace,
             name=name,
             min_resource_version=min_resource_version,
@@ -317,6 +321,7 @@ class Client:
         self,
         resource: str,
         *,
+        cluster: str = "",
         namespace: str = "",
         label_selector: str = "",
         field_selector: str = "",
@@ -349,6 +354,7 @@ class Client:
             chunk_size=chunk_size,
             min_resource_version=min_resource_version,
             limit=limit,
+            cluster=cluster,
             timeout=timeout,
         ):
             items.extend(json.loads(o.json) for o in chunk.objects)
@@ -360,6 +366,7 @@ class Client:
         self,
         resource: str,
         *,
+        cluster: str = "",
         namespace: str = "",
         label_selector: str = "",
         field_selector: str = "",
@@ -374,6 +381,7 @@ class Client:
         """The raw ListResponse messages; the last one (`last`) has epoch, revision, synced."""
         req = pb.ListRequest(
             resource=resource,
+            cluster=cluster,
             namespace=namespace,
             label_selector=label_selector,
             field_selector=field_selector,
@@ -398,6 +406,7 @@ class Client:
         self,
         resource: str,
         *,
+        cluster: str = "",
         namespace: str = "",
         label_selector: str = "",
         field_selector: str = "",
@@ -417,11 +426,15 @@ class Client:
         the token is too old or from another run of the sidecar: relist).
         `send_initial_state`: the current state as ADDED events, one SYNCED, then follow.
         Neither: follow from the current revision. `bookmark_interval` is in seconds.
+        `cluster` (every call takes it): the sidecar's remote cluster (`clusters[].name`) to
+        read; empty: the cluster it runs in. Tokens of one cluster's cache are refused by
+        another's (OUT_OF_RANGE).
         """
         if since is not None and send_initial_state:
             raise ValueError("since and send_initial_state exclude each other")
         req = pb.WatchRequest(
             resource=resource,
+            cluster=cluster,
             namespace=namespace,
             label_selector=label_selector,
             field_selector=field_selector,
@@ -466,10 +479,12 @@ class Client:
 
     # --- Status ----------------------------------------------------------------------------
 
-    def status(self, resource: str = "", *, timeout: float | None = None) -> pb.StatusResponse:
-        """What the sidecar caches and how it is doing (the raw StatusResponse)."""
+    def status(self, resource: str = "", *, cluster: str = "", timeout: float | None = None) -> pb.StatusResponse:
+        """What the sidecar caches and how it is doing (the raw StatusResponse); `cluster`:
+        only that cluster's resources (and its entry of `clusters`)."""
+        req = pb.StatusRequest(resource=resource, cluster=cluster)
         try:
-            return self._stub.Status(pb.StatusRequest(resource=resource), timeout=self._timeout(timeout))
+            return self._stub.Status(req, timeout=self._timeout(timeout))
         except grpc.RpcError as err:
             raise from_rpc_error(err) from None
 

@@ -33,6 +33,8 @@ pub struct Api<K> {
     resource: String,
     namespace: String,
     fields: Vec<String>,
+    /// The sidecar's cluster name (`clusters[].name`); empty: the sidecar's own cluster.
+    cluster: String,
     /// Sent with every call when the sidecar authorizes clients.
     token: Option<Token>,
     kind: PhantomData<fn() -> K>,
@@ -45,6 +47,7 @@ impl<K> Clone for Api<K> {
             resource: self.resource.clone(),
             namespace: self.namespace.clone(),
             fields: self.fields.clone(),
+            cluster: self.cluster.clone(),
             token: self.token.clone(),
             kind: PhantomData,
         }
@@ -57,6 +60,7 @@ impl<K> fmt::Debug for Api<K> {
             .field("resource", &self.resource)
             .field("namespace", &self.namespace)
             .field("fields", &self.fields)
+            .field("cluster", &self.cluster)
             .field("type", &std::any::type_name::<K>())
             .finish()
     }
@@ -101,6 +105,7 @@ where
             resource: resource.to_string(),
             namespace: namespace.to_string(),
             fields: Vec::new(),
+            cluster: String::new(),
             token: None,
             kind: PhantomData,
         }
@@ -112,6 +117,15 @@ where
     #[must_use]
     pub fn fields<S: Into<String>>(mut self, paths: impl IntoIterator<Item = S>) -> Self {
         self.fields = paths.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Reads `resource` from the sidecar's remote cluster `cluster` (its `clusters[].name`)
+    /// instead of the cluster the sidecar runs in. Each cluster's cache has its own revisions:
+    /// a resume token of one is refused by another (`EpochChanged`).
+    #[must_use]
+    pub fn cluster(mut self, cluster: &str) -> Self {
+        self.cluster = cluster.to_string();
         self
     }
 
@@ -156,6 +170,7 @@ where
     pub async fn get_at_least(&self, name: &str, resource_version: &str) -> Result<K, Error> {
         let request = GetRequest {
             resource: self.resource.clone(),
+            cluster: self.cluster.clone(),
             namespace: self.namespace.clone(),
             name: name.to_string(),
             min_resource_version: resource_version.to_string(),
@@ -186,7 +201,10 @@ where
     where
         K: Clone,
     {
-        let request = list_request(&self.resource, &self.namespace, &self.fields, params)?;
+        let request = ListRequest {
+            cluster: self.cluster.clone(),
+            ..list_request(&self.resource, &self.namespace, &self.fields, params)?
+        };
         let chunks = self
             .cache
             .clone()
@@ -273,6 +291,7 @@ where
         };
         Ok(WatchRequest {
             resource: self.resource.clone(),
+            cluster: self.cluster.clone(),
             namespace: self.namespace.clone(),
             label_selector: config.label_selector.clone().unwrap_or_default(),
             field_selector: config.field_selector.clone().unwrap_or_default(),

@@ -325,6 +325,7 @@ impl Api {
         let (Some(authz), Some(caller)) = (&self.inner.authz, caller) else {
             return Ok(None);
         };
+        super::clusters::refuse_remote_under_authorization(resource)?;
         let check = Check {
             resource: resource.clone(),
             rpc,

@@ -51,7 +51,8 @@ pub const KEY_BUFFER: usize = 64;
 
 /// What WatchKeys needs of the configuration: each resource's kind and transform.
 pub struct Registry {
-    resources: HashMap<String, (String, Transform)>,
+    /// By (cluster, name).
+    resources: HashMap<(String, String), (String, Transform)>,
 }
 
 impl Registry {
@@ -60,7 +61,10 @@ impl Registry {
             resources: config
                 .resources
                 .iter()
-                .map(|r| (r.name.clone(), (r.kind.clone(), r.transform.clone())))
+                .map(|r| {
+                    let key = (r.cluster.clone(), r.name.clone());
+                    (key, (r.kind.clone(), r.transform.clone()))
+                })
                 .collect(),
         }
     }
@@ -87,12 +91,16 @@ pub async fn watch_keys(
             ))
         }
     };
-    let resource = api.resource(&subscription.resource)?;
+    let resource = api.resource(&subscription.cluster, &subscription.resource)?;
+    let key = (
+        resource.cluster().to_string(),
+        subscription.resource.clone(),
+    );
     let (kind, transform) = api
         .inner
         .keys
         .resources
-        .get(&subscription.resource)
+        .get(&key)
         .map(|(k, t)| (k.as_str(), t))
         .ok_or_else(|| Status::internal("the resource has no configuration"))?;
     let spec = KeysSpec::new(&resource, (kind, transform), &subscription)?;

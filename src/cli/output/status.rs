@@ -17,6 +17,10 @@ pub fn status_table(status: &StatusResponse) -> String {
         human_bytes(status.resident_bytes)
     );
     out.push_str(&resources_table(&status.resources).render());
+    if status.clusters.len() > 1 {
+        out.push('\n');
+        out.push_str(&clusters_table(&status.clusters).render());
+    }
     let scopes = scopes_table(&status.resources);
     if !scopes.is_empty() {
         out.push('\n');
@@ -42,7 +46,7 @@ fn resources_table(resources: &[ResourceStatus]) -> Table {
     ]);
     for r in resources {
         table.push(vec![
-            r.name.clone(),
+            resource_name(r),
             r.api_version.clone(),
             r.kind.clone(),
             r.synced.to_string(),
@@ -55,6 +59,32 @@ fn resources_table(resources: &[ResourceStatus]) -> Table {
             format!("{} ({})", r.log_entries, human_bytes(r.log_bytes)),
             r.watchers.to_string(),
             r.dropped_watches.to_string(),
+        ]);
+    }
+    table
+}
+
+/// A resource as the tables name it: `name` in the default cluster, `cluster/name` elsewhere.
+fn resource_name(r: &ResourceStatus) -> String {
+    match r.cluster.as_str() {
+        "" | informerd::config::DEFAULT_CLUSTER => r.name.clone(),
+        cluster => format!("{cluster}/{}", r.name),
+    }
+}
+
+/// A row per cluster, when the sidecar has remote ones: whether its apiserver answers.
+fn clusters_table(clusters: &[informerd::proto::ClusterStatus]) -> Table {
+    let mut table = Table::new(vec!["CLUSTER", "REACHABLE", "MESSAGE"]);
+    for c in clusters {
+        let message = if c.message.is_empty() {
+            "<none>"
+        } else {
+            &c.message
+        };
+        table.push(vec![
+            c.name.clone(),
+            c.reachable.to_string(),
+            message.to_string(),
         ]);
     }
     table
@@ -75,7 +105,7 @@ fn scopes_table(resources: &[ResourceStatus]) -> Table {
     for r in resources {
         for s in &r.scopes {
             table.push(vec![
-                r.name.clone(),
+                resource_name(r),
                 s.scope.clone(),
                 s.state.clone(),
                 s.listed.to_string(),
@@ -101,12 +131,19 @@ pub fn status_document(status: &StatusResponse) -> Value {
         "allocatedBytes": status.allocated_bytes,
         "residentBytes": status.resident_bytes,
         "resources": status.resources.iter().map(resource_document).collect::<Vec<_>>(),
+        "clusters": status.clusters.iter().map(|c| json!({
+            "name": c.name,
+            "reachable": c.reachable,
+            "message": c.message,
+            "sinceSeconds": c.since_seconds,
+        })).collect::<Vec<_>>(),
     })
 }
 
 fn resource_document(r: &ResourceStatus) -> Value {
     json!({
         "name": r.name,
+        "cluster": r.cluster,
         "apiVersion": r.api_version,
         "kind": r.kind,
         "namespaced": r.namespaced,

@@ -10,6 +10,7 @@
 
 pub(super) mod authorization;
 mod change_log;
+pub(super) mod clusters;
 mod indexes;
 mod limits;
 pub(super) mod on_demand;
@@ -38,7 +39,8 @@ pub(super) fn validate(source: Arc<Source>, raw: RawConfig) -> Result<Config, Co
     let limits = validator.limits(raw.limits.unwrap_or_default());
     let snapshot = raw.snapshot.map(|s| validator.snapshot(s));
     let on_demand = raw.on_demand.map(|o| validator.on_demand(o));
-    let resources = validator.resources(raw.resources, on_demand.is_some());
+    let clusters = validator.clusters(raw.clusters);
+    let resources = validator.resources(raw.resources, on_demand.is_some(), &clusters);
     if !validator.diagnostics.is_empty() {
         let mut diagnostics = validator.diagnostics;
         diagnostics.sort_by_key(|d| (d.line, d.column));
@@ -51,6 +53,7 @@ pub(super) fn validate(source: Arc<Source>, raw: RawConfig) -> Result<Config, Co
         snapshot: snapshot.flatten(),
         resources,
         on_demand: on_demand.flatten(),
+        clusters,
         source: validator.source,
     })
 }
@@ -95,7 +98,12 @@ impl Validator {
 
     /// The `resources` list: at least one (none is fine beside `onDemand`), each valid, and
     /// their names unique.
-    fn resources(&mut self, raw: Vec<RawResource>, on_demand: bool) -> Vec<ResourceConfig> {
+    fn resources(
+        &mut self,
+        raw: Vec<RawResource>,
+        on_demand: bool,
+        clusters: &[clusters::ClusterConfig],
+    ) -> Vec<ResourceConfig> {
         if raw.is_empty() && !on_demand {
             self.error(
                 "resources",
@@ -113,20 +121,22 @@ impl Validator {
                 });
             }
         }
+        self.resource_clusters(&mut resources, clusters);
         self.unique_names(&resources);
         resources.into_iter().map(|v| v.resource).collect()
     }
 
-    /// Clients ask for a resource by name, so no two may share one.
+    /// Clients ask for a resource by cluster and name, so no two of a cluster may share one.
     fn unique_names(&mut self, resources: &[Validated]) {
-        let mut first_of: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut first_of: BTreeMap<(&str, &str), usize> = BTreeMap::new();
         for Validated {
             index: i,
             defaulted_name,
             resource,
         } in resources
         {
-            let first = *first_of.entry(&resource.name).or_insert(*i);
+            let key = (resource.cluster.as_str(), resource.name.as_str());
+            let first = *first_of.entry(key).or_insert(*i);
             if first == *i {
                 continue;
             }

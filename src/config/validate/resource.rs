@@ -54,6 +54,7 @@ impl Validator {
             transform,
             indexes,
             allow_secrets: raw.allow_secrets,
+            cluster: raw.cluster.unwrap_or_default(),
         })
     }
 }

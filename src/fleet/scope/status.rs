@@ -164,7 +164,7 @@ impl StatusBoard {
     }
 
     /// Changes one scope's status, adding the scope (as Listing) if it is not on the board.
-    pub(super) fn update(&self, scope: &str, f: impl FnOnce(&mut ScopeStatus)) {
+    pub(in crate::fleet) fn update(&self, scope: &str, f: impl FnOnce(&mut ScopeStatus)) {
         let mut map = self.scopes.lock().expect("status poisoned");
         let entry = map.entry(scope.to_string());
         let added = matches!(entry, std::collections::btree_map::Entry::Vacant(_));
@@ -179,7 +179,7 @@ impl StatusBoard {
     }
 
     /// Takes a scope off the board (its stream stopped).
-    pub(super) fn remove(&self, scope: &str) {
+    pub(in crate::fleet) fn remove(&self, scope: &str) {
         let mut map = self.scopes.lock().expect("status poisoned");
         if map.remove(scope).is_some() {
             self.publish(&map);

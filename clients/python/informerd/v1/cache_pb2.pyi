@@ -122,20 +122,22 @@ class IndexLookup(_message.Message):
     def __init__(self, name: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
 
 class GetRequest(_message.Message):
-    __slots__ = ("resource", "namespace", "name", "min_resource_version", "fields", "wait_for_sync")
+    __slots__ = ("resource", "namespace", "name", "min_resource_version", "fields", "wait_for_sync", "cluster")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     MIN_RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
     FIELDS_FIELD_NUMBER: _ClassVar[int]
     WAIT_FOR_SYNC_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_FIELD_NUMBER: _ClassVar[int]
     resource: str
     namespace: str
     name: str
     min_resource_version: str
     fields: _containers.RepeatedScalarFieldContainer[str]
     wait_for_sync: bool
-    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., min_resource_version: _Optional[str] = ..., fields: _Optional[_Iterable[str]] = ..., wait_for_sync: bool = ...) -> None: ...
+    cluster: str
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., min_resource_version: _Optional[str] = ..., fields: _Optional[_Iterable[str]] = ..., wait_for_sync: bool = ..., cluster: _Optional[str] = ...) -> None: ...
 
 class GetResponse(_message.Message):
     __slots__ = ("object", "epoch", "revision")
@@ -148,7 +150,7 @@ class GetResponse(_message.Message):
     def __init__(self, object: _Optional[_Union[Object, _Mapping]] = ..., epoch: _Optional[int] = ..., revision: _Optional[int] = ...) -> None: ...
 
 class ListRequest(_message.Message):
-    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "fields", "wait_for_sync", "chunk_size", "min_resource_version", "limit")
+    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "fields", "wait_for_sync", "chunk_size", "min_resource_version", "limit", "cluster")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -159,6 +161,7 @@ class ListRequest(_message.Message):
     CHUNK_SIZE_FIELD_NUMBER: _ClassVar[int]
     MIN_RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_FIELD_NUMBER: _ClassVar[int]
     resource: str
     namespace: str
     label_selector: str
@@ -169,7 +172,8 @@ class ListRequest(_message.Message):
     chunk_size: int
     min_resource_version: str
     limit: int
-    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ..., wait_for_sync: bool = ..., chunk_size: _Optional[int] = ..., min_resource_version: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
+    cluster: str
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ..., wait_for_sync: bool = ..., chunk_size: _Optional[int] = ..., min_resource_version: _Optional[str] = ..., limit: _Optional[int] = ..., cluster: _Optional[str] = ...) -> None: ...
 
 class ListResponse(_message.Message):
     __slots__ = ("objects", "last", "epoch", "revision", "synced")
@@ -194,7 +198,7 @@ class ResumeToken(_message.Message):
     def __init__(self, epoch: _Optional[int] = ..., revision: _Optional[int] = ...) -> None: ...
 
 class WatchRequest(_message.Message):
-    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "fields", "since", "send_initial_state", "predicates", "predicate_cel", "bookmark_interval_seconds", "wait_for_sync")
+    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "fields", "since", "send_initial_state", "predicates", "predicate_cel", "bookmark_interval_seconds", "wait_for_sync", "cluster")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -207,6 +211,7 @@ class WatchRequest(_message.Message):
     PREDICATE_CEL_FIELD_NUMBER: _ClassVar[int]
     BOOKMARK_INTERVAL_SECONDS_FIELD_NUMBER: _ClassVar[int]
     WAIT_FOR_SYNC_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_FIELD_NUMBER: _ClassVar[int]
     resource: str
     namespace: str
     label_selector: str
@@ -219,7 +224,8 @@ class WatchRequest(_message.Message):
     predicate_cel: str
     bookmark_interval_seconds: int
     wait_for_sync: bool
-    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ..., since: _Optional[_Union[ResumeToken, _Mapping]] = ..., send_initial_state: bool = ..., predicates: _Optional[_Iterable[_Union[Predicate, str]]] = ..., predicate_cel: _Optional[str] = ..., bookmark_interval_seconds: _Optional[int] = ..., wait_for_sync: bool = ...) -> None: ...
+    cluster: str
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ..., since: _Optional[_Union[ResumeToken, _Mapping]] = ..., send_initial_state: bool = ..., predicates: _Optional[_Iterable[_Union[Predicate, str]]] = ..., predicate_cel: _Optional[str] = ..., bookmark_interval_seconds: _Optional[int] = ..., wait_for_sync: bool = ..., cluster: _Optional[str] = ...) -> None: ...
 
 class WatchEvent(_message.Message):
     __slots__ = ("type", "epoch", "revision", "object")
@@ -234,10 +240,12 @@ class WatchEvent(_message.Message):
     def __init__(self, type: _Optional[_Union[EventType, str]] = ..., epoch: _Optional[int] = ..., revision: _Optional[int] = ..., object: _Optional[_Union[Object, _Mapping]] = ...) -> None: ...
 
 class StatusRequest(_message.Message):
-    __slots__ = ("resource",)
+    __slots__ = ("resource", "cluster")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_FIELD_NUMBER: _ClassVar[int]
     resource: str
-    def __init__(self, resource: _Optional[str] = ...) -> None: ...
+    cluster: str
+    def __init__(self, resource: _Optional[str] = ..., cluster: _Optional[str] = ...) -> None: ...
 
 class ScopeStatus(_message.Message):
     __slots__ = ("scope", "state", "listed", "changes", "filter_errors", "relists", "last_error")
@@ -266,7 +274,7 @@ class IndexStatus(_message.Message):
     def __init__(self, name: _Optional[str] = ..., indexes: _Optional[str] = ...) -> None: ...
 
 class ResourceStatus(_message.Message):
-    __slots__ = ("name", "api_version", "kind", "namespaced", "synced", "epoch", "revision", "objects", "encoded_bytes", "interned_bytes", "log_entries", "log_bytes", "watchers", "dropped_watches", "scopes", "indexes")
+    __slots__ = ("name", "api_version", "kind", "namespaced", "synced", "epoch", "revision", "objects", "encoded_bytes", "interned_bytes", "log_entries", "log_bytes", "watchers", "dropped_watches", "scopes", "indexes", "cluster")
     NAME_FIELD_NUMBER: _ClassVar[int]
     API_VERSION_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -283,6 +291,7 @@ class ResourceStatus(_message.Message):
     DROPPED_WATCHES_FIELD_NUMBER: _ClassVar[int]
     SCOPES_FIELD_NUMBER: _ClassVar[int]
     INDEXES_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_FIELD_NUMBER: _ClassVar[int]
     name: str
     api_version: str
     kind: str
@@ -299,10 +308,23 @@ class ResourceStatus(_message.Message):
     dropped_watches: int
     scopes: _containers.RepeatedCompositeFieldContainer[ScopeStatus]
     indexes: _containers.RepeatedCompositeFieldContainer[IndexStatus]
-    def __init__(self, name: _Optional[str] = ..., api_version: _Optional[str] = ..., kind: _Optional[str] = ..., namespaced: bool = ..., synced: bool = ..., epoch: _Optional[int] = ..., revision: _Optional[int] = ..., objects: _Optional[int] = ..., encoded_bytes: _Optional[int] = ..., interned_bytes: _Optional[int] = ..., log_entries: _Optional[int] = ..., log_bytes: _Optional[int] = ..., watchers: _Optional[int] = ..., dropped_watches: _Optional[int] = ..., scopes: _Optional[_Iterable[_Union[ScopeStatus, _Mapping]]] = ..., indexes: _Optional[_Iterable[_Union[IndexStatus, _Mapping]]] = ...) -> None: ...
+    cluster: str
+    def __init__(self, name: _Optional[str] = ..., api_version: _Optional[str] = ..., kind: _Optional[str] = ..., namespaced: bool = ..., synced: bool = ..., epoch: _Optional[int] = ..., revision: _Optional[int] = ..., objects: _Optional[int] = ..., encoded_bytes: _Optional[int] = ..., interned_bytes: _Optional[int] = ..., log_entries: _Optional[int] = ..., log_bytes: _Optional[int] = ..., watchers: _Optional[int] = ..., dropped_watches: _Optional[int] = ..., scopes: _Optional[_Iterable[_Union[ScopeStatus, _Mapping]]] = ..., indexes: _Optional[_Iterable[_Union[IndexStatus, _Mapping]]] = ..., cluster: _Optional[str] = ...) -> None: ...
+
+class ClusterStatus(_message.Message):
+    __slots__ = ("name", "reachable", "message", "since_seconds")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REACHABLE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    SINCE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    reachable: bool
+    message: str
+    since_seconds: int
+    def __init__(self, name: _Optional[str] = ..., reachable: bool = ..., message: _Optional[str] = ..., since_seconds: _Optional[int] = ...) -> None: ...
 
 class StatusResponse(_message.Message):
-    __slots__ = ("version", "synced", "resources", "allocated_bytes", "resident_bytes", "on_demand", "on_demand_stops")
+    __slots__ = ("version", "synced", "resources", "allocated_bytes", "resident_bytes", "on_demand", "on_demand_stops", "clusters")
     class OnDemandStopsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -317,6 +339,7 @@ class StatusResponse(_message.Message):
     RESIDENT_BYTES_FIELD_NUMBER: _ClassVar[int]
     ON_DEMAND_FIELD_NUMBER: _ClassVar[int]
     ON_DEMAND_STOPS_FIELD_NUMBER: _ClassVar[int]
+    CLUSTERS_FIELD_NUMBER: _ClassVar[int]
     version: str
     synced: bool
     resources: _containers.RepeatedCompositeFieldContainer[ResourceStatus]
@@ -324,7 +347,8 @@ class StatusResponse(_message.Message):
     resident_bytes: int
     on_demand: _containers.RepeatedCompositeFieldContainer[OnDemandStatus]
     on_demand_stops: _containers.ScalarMap[str, int]
-    def __init__(self, version: _Optional[str] = ..., synced: bool = ..., resources: _Optional[_Iterable[_Union[ResourceStatus, _Mapping]]] = ..., allocated_bytes: _Optional[int] = ..., resident_bytes: _Optional[int] = ..., on_demand: _Optional[_Iterable[_Union[OnDemandStatus, _Mapping]]] = ..., on_demand_stops: _Optional[_Mapping[str, int]] = ...) -> None: ...
+    clusters: _containers.RepeatedCompositeFieldContainer[ClusterStatus]
+    def __init__(self, version: _Optional[str] = ..., synced: bool = ..., resources: _Optional[_Iterable[_Union[ResourceStatus, _Mapping]]] = ..., allocated_bytes: _Optional[int] = ..., resident_bytes: _Optional[int] = ..., on_demand: _Optional[_Iterable[_Union[OnDemandStatus, _Mapping]]] = ..., on_demand_stops: _Optional[_Mapping[str, int]] = ..., clusters: _Optional[_Iterable[_Union[ClusterStatus, _Mapping]]] = ...) -> None: ...
 
 class EnsureRequest(_message.Message):
     __slots__ = ("api_version", "kind", "resource", "namespaces", "cluster")
@@ -377,7 +401,7 @@ class WatchKeysRequest(_message.Message):
     def __init__(self, subscribe: _Optional[_Union[KeysSubscription, _Mapping]] = ..., ack: _Optional[_Union[KeyAcks, _Mapping]] = ...) -> None: ...
 
 class KeysSubscription(_message.Message):
-    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "predicates", "predicate_cel", "since", "debounce_millis", "max_delay_millis", "owner", "wait_for_sync")
+    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "predicates", "predicate_cel", "since", "debounce_millis", "max_delay_millis", "owner", "wait_for_sync", "cluster")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -390,6 +414,7 @@ class KeysSubscription(_message.Message):
     MAX_DELAY_MILLIS_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
     WAIT_FOR_SYNC_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_FIELD_NUMBER: _ClassVar[int]
     resource: str
     namespace: str
     label_selector: str
@@ -402,7 +427,8 @@ class KeysSubscription(_message.Message):
     max_delay_millis: int
     owner: OwnerMapping
     wait_for_sync: bool
-    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., predicates: _Optional[_Iterable[_Union[Predicate, str]]] = ..., predicate_cel: _Optional[str] = ..., since: _Optional[_Union[ResumeToken, _Mapping]] = ..., debounce_millis: _Optional[int] = ..., max_delay_millis: _Optional[int] = ..., owner: _Optional[_Union[OwnerMapping, _Mapping]] = ..., wait_for_sync: bool = ...) -> None: ...
+    cluster: str
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., predicates: _Optional[_Iterable[_Union[Predicate, str]]] = ..., predicate_cel: _Optional[str] = ..., since: _Optional[_Union[ResumeToken, _Mapping]] = ..., debounce_millis: _Optional[int] = ..., max_delay_millis: _Optional[int] = ..., owner: _Optional[_Union[OwnerMapping, _Mapping]] = ..., wait_for_sync: bool = ..., cluster: _Optional[str] = ...) -> None: ...
 
 class OwnerMapping(_message.Message):
     __slots__ = ("kind", "api_version", "mode")

@@ -1,0 +1,395 @@
+//! Remote clusters (`clusters:`), on real control planes: the shared one is informerd's own
+//! cluster, a private one (its own etcd and kube-apiserver) is the remote `second`. Resources
+//! of the same name in each hold different objects, and a client reads and watches each by
+//! cluster; killing the second's apiserver marks it unreachable in Status and metrics while the
+//! first keeps serving and the second's cache serves what it holds; after the restart it is
+//! reachable again and a watch opened before the kill receives the changes made after it. A
+//! second test starts informerd while a remote cluster does not answer (a stalled proxy): it
+//! serves its own cluster, is ready, and picks the remote one up when it answers.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures::StreamExt;
+use informerd::client;
+use informerd::proto::{
+    cache_client::CacheClient, watch_request::Start, EventType, GetRequest, ListRequest,
+    StatusRequest, StatusResponse, WatchEvent, WatchRequest,
+};
+use informerd_testkit::{
+    delete_namespace, free_port, scrape_metrics, unique_namespace, ControlPlane, FaultProxy,
+    PrivateControlPlane, Sidecar,
+};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::api::{Api, ObjectMeta, PostParams};
+use kube::Client;
+use tonic::transport::Channel;
+use tonic::Code;
+
+const BIN: &str = env!("CARGO_BIN_EXE_informerd");
+/// How long anything asynchronous may take on busy shared cores.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+type Cache = CacheClient<Channel>;
+
+async fn create_configmap(client: &Client, namespace: &str, name: &str, value: &str) {
+    let cm = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        data: Some(BTreeMap::from([("cluster".to_string(), value.to_string())])),
+        ..ConfigMap::default()
+    };
+    Api::<ConfigMap>::namespaced(client.clone(), namespace)
+        .create(&PostParams::default(), &cm)
+        .await
+        .expect("create the configmap");
+}
+
+/// The `cluster` value of configmap `name` as the sidecar's cache of `cluster` has it.
+async fn cached_value(api: &mut Cache, cluster: &str, namespace: &str, name: &str) -> String {
+    let response = api
+        .get(GetRequest {
+            resource: "configmaps".into(),
+            cluster: cluster.into(),
+            namespace: namespace.into(),
+            name: name.into(),
+            wait_for_sync: true,
+            ..GetRequest::default()
+        })
+        .await
+        .unwrap_or_else(|e| panic!("Get {cluster}/{namespace}/{name}: {e}"))
+        .into_inner();
+    let object: serde_json::Value =
+        serde_json::from_slice(&response.object.expect("an object").json).expect("JSON");
+    object["data"]["cluster"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+async fn list_names(api: &mut Cache, cluster: &str, namespace: &str) -> Vec<String> {
+    let mut chunks = api
+        .list(ListRequest {
+            resource: "configmaps".into(),
+            cluster: cluster.into(),
+            namespace: namespace.into(),
+            ..ListRequest::default()
+        })
+        .await
+        .expect("List")
+        .into_inner();
+    let mut names = Vec::new();
+    while let Some(chunk) = chunks.next().await {
+        names.extend(chunk.expect("a chunk").objects.into_iter().map(|o| o.name));
+    }
+    names.retain(|n| n != "kube-root-ca.crt");
+    names.sort();
+    names
+}
+
+async fn status(api: &mut Cache) -> StatusResponse {
+    api.status(StatusRequest::default())
+        .await
+        .expect("Status")
+        .into_inner()
+}
+
+/// Waits until `done` holds of the Status (and returns that Status).
+async fn wait_status(
+    api: &mut Cache,
+    what: &str,
+    done: impl Fn(&StatusResponse) -> bool,
+) -> StatusResponse {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let s = status(api).await;
+        if done(&s) {
+            return s;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never {what}: {s:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Waits until Status says cluster `name` is `reachable` (and returns that Status).
+async fn wait_reachable(api: &mut Cache, name: &str, reachable: bool) -> StatusResponse {
+    let what = format!("cluster {name} reachable={reachable}");
+    wait_status(api, &what, |s| {
+        s.clusters
+            .iter()
+            .any(|c| c.name == name && c.reachable == reachable)
+    })
+    .await
+}
+
+/// informerd with the configmaps of `namespace` in its own cluster and in the remote `cluster`
+/// (reached through `kubeconfig`), metrics on `port`; and a client of it.
+async fn serve(
+    first: &ControlPlane,
+    port: u16,
+    namespace: &str,
+    cluster: &str,
+    kubeconfig: &std::path::Path,
+) -> (Sidecar, Cache) {
+    let resources = format!(
+        "{}{}clusters:\n- name: {cluster}\n  kubeconfig: {}\n",
+        configmaps(namespace, "default"),
+        configmaps(namespace, cluster),
+        kubeconfig.display()
+    );
+    let sidecar = Sidecar::start_with(
+        std::path::Path::new(BIN),
+        first,
+        &format!("  metrics: 127.0.0.1:{port}\n"),
+        &resources,
+    )
+    .expect("informerd starts (also while a remote cluster does not answer)");
+    let api = client::connect(&format!("unix://{}", sidecar.socket().display()))
+        .await
+        .expect("connect");
+    (sidecar, api)
+}
+
+/// The next object event (ADDED, MODIFIED, DELETED) of `watch`, skipping bookmarks.
+async fn next_change(watch: &mut tonic::Streaming<WatchEvent>) -> WatchEvent {
+    loop {
+        let event = tokio::time::timeout(PATIENCE, watch.next())
+            .await
+            .expect("an event within the deadline")
+            .expect("the watch goes on")
+            .expect("no error");
+        if event.r#type() != EventType::Bookmark {
+            return event;
+        }
+    }
+}
+
+/// The whole answer of `/readyz` (status line, headers, body).
+async fn readyz(port: u16) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect to the metrics port");
+    stream
+        .write_all(b"GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .await
+        .expect("send");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.expect("read");
+    answer
+}
+
+fn configmaps(namespace: &str, cluster: &str) -> String {
+    format!(
+        "- name: configmaps\n  apiVersion: v1\n  kind: ConfigMap\n  namespaces: [{namespace}]\n  \
+         cluster: {cluster}\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_cluster_is_read_and_watched_by_name_and_a_lost_one_recovers() {
+    let first = ControlPlane::get();
+    let first_client = first.client().await.expect("client of the shared cluster");
+    let second = PrivateControlPlane::start().expect("a second control plane");
+    let second_client = second.control_plane().client().await.expect("its client");
+    let ns = unique_namespace(&first_client, "clusters")
+        .await
+        .expect("ns");
+    let namespace = Namespace {
+        metadata: ObjectMeta {
+            name: Some(ns.clone()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    Api::<Namespace>::all(second_client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .expect("the same namespace in the second cluster");
+    create_configmap(&first_client, &ns, "settings", "first").await;
+    create_configmap(&second_client, &ns, "settings", "second").await;
+    create_configmap(&second_client, &ns, "only-second", "second").await;
+
+    let port = free_port();
+    let (sidecar, mut api) = serve(
+        first,
+        port,
+        &ns,
+        "second",
+        second.control_plane().kubeconfig(),
+    )
+    .await;
+
+    // Same resource name, one per cluster, different objects.
+    assert_eq!(cached_value(&mut api, "", &ns, "settings").await, "first");
+    assert_eq!(
+        cached_value(&mut api, "second", &ns, "settings").await,
+        "second"
+    );
+    assert_eq!(list_names(&mut api, "default", &ns).await, ["settings"]);
+    assert_eq!(
+        list_names(&mut api, "second", &ns).await,
+        ["only-second", "settings"]
+    );
+
+    // An unknown cluster is refused naming the configured ones.
+    let unknown = api
+        .list(ListRequest {
+            resource: "configmaps".into(),
+            cluster: "third".into(),
+            ..ListRequest::default()
+        })
+        .await
+        .expect_err("an unknown cluster");
+    assert_eq!(unknown.code(), Code::NotFound, "{unknown:?}");
+    assert!(unknown.message().contains("default, second"), "{unknown:?}");
+
+    // A watch of each cluster sees its own changes only.
+    let watch = |cluster: &str| WatchRequest {
+        resource: "configmaps".into(),
+        cluster: cluster.into(),
+        namespace: ns.clone(),
+        start: Some(Start::SendInitialState(true)),
+        wait_for_sync: true,
+        ..WatchRequest::default()
+    };
+    let mut second_watch = api
+        .watch(watch("second"))
+        .await
+        .expect("Watch")
+        .into_inner();
+    let mut synced = None;
+    while synced.is_none() {
+        let event = next_change(&mut second_watch).await;
+        if event.r#type() == EventType::Synced {
+            synced = Some((event.epoch, event.revision));
+        }
+    }
+    create_configmap(&first_client, &ns, "only-first", "first").await;
+    create_configmap(&second_client, &ns, "added-second", "second").await;
+    let event = next_change(&mut second_watch).await;
+    assert_eq!(event.r#type(), EventType::Added);
+    assert_eq!(event.object.expect("object").name, "added-second");
+
+    // A resume token of the second cluster's cache is not one of the first's.
+    let (epoch, revision) = synced.expect("SYNCED");
+    let foreign = WatchRequest {
+        start: Some(Start::Since(informerd::proto::ResumeToken {
+            epoch,
+            revision,
+        })),
+        ..watch("")
+    };
+    let refused = match api.watch(foreign).await {
+        Err(status) => status,
+        Ok(stream) => stream
+            .into_inner()
+            .next()
+            .await
+            .expect("an answer")
+            .expect_err("a token of another cluster's cache"),
+    };
+    assert_eq!(refused.code(), Code::OutOfRange, "{refused:?}");
+
+    // The second cluster's apiserver goes away: reported, while the first serves and the
+    // second's cache serves what it holds.
+    second
+        .kill_and_restart_apiserver(async || {
+            let s = wait_reachable(&mut api, "second", false).await;
+            let default = s
+                .clusters
+                .iter()
+                .find(|c| c.name == "default")
+                .expect("default");
+            assert!(default.reachable, "{s:?}");
+            let lost = s
+                .clusters
+                .iter()
+                .find(|c| c.name == "second")
+                .expect("second");
+            assert!(!lost.message.is_empty(), "says why: {lost:?}");
+            let metrics = scrape_metrics(port).await.expect("metrics");
+            assert_eq!(
+                metrics.sum("informerd_cluster_reachable", &[("cluster", "second")]),
+                0.0
+            );
+            assert_eq!(
+                metrics.sum("informerd_cluster_reachable", &[("cluster", "default")]),
+                1.0
+            );
+            create_configmap(&first_client, &ns, "while-down", "first").await;
+            assert_eq!(cached_value(&mut api, "", &ns, "while-down").await, "first");
+            assert_eq!(
+                list_names(&mut api, "second", &ns).await,
+                ["added-second", "only-second", "settings"]
+            );
+            Ok(())
+        })
+        .await
+        .expect("kill and restart the second apiserver");
+
+    // Back: reachable again, and the watch opened before the kill goes on.
+    wait_reachable(&mut api, "second", true).await;
+    let metrics = scrape_metrics(port).await.expect("metrics");
+    assert_eq!(
+        metrics.sum("informerd_cluster_reachable", &[("cluster", "second")]),
+        1.0
+    );
+    create_configmap(&second_client, &ns, "after-restart", "second").await;
+    let event = next_change(&mut second_watch).await;
+    assert_eq!(event.r#type(), EventType::Added);
+    assert_eq!(event.object.expect("object").name, "after-restart");
+    assert_eq!(
+        cached_value(&mut api, "second", &ns, "after-restart").await,
+        "second"
+    );
+
+    drop(sidecar);
+    let _ = delete_namespace(&first_client, &ns).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_cluster_down_at_start_up_is_picked_up_when_it_answers() {
+    let first = ControlPlane::get();
+    let client = first.client().await.expect("client");
+    let ns = unique_namespace(&client, "clusters-late")
+        .await
+        .expect("ns");
+    create_configmap(&client, &ns, "settings", "first").await;
+    // The "remote" cluster is the shared one behind a proxy that holds every byte.
+    let proxy = FaultProxy::start(first).await.expect("proxy");
+    proxy.stall();
+    let port = free_port();
+    let (sidecar, mut api) =
+        serve(first, port, &ns, "late", proxy.control_plane().kubeconfig()).await;
+    assert_eq!(cached_value(&mut api, "", &ns, "settings").await, "first");
+    let s = wait_reachable(&mut api, "late", false).await;
+    let late = s
+        .resources
+        .iter()
+        .find(|r| r.cluster == "late")
+        .expect("late's resource");
+    assert!(!late.synced, "{late:?}");
+    let readyz = readyz(port).await;
+    assert!(
+        readyz.starts_with("HTTP/1.1 200"),
+        "a remote cluster does not gate readiness: {readyz}"
+    );
+
+    proxy.resume();
+    wait_reachable(&mut api, "late", true).await;
+    let late_synced =
+        |s: &StatusResponse| s.resources.iter().any(|r| r.cluster == "late" && r.synced);
+    wait_status(&mut api, "late synced", late_synced).await;
+    assert_eq!(
+        cached_value(&mut api, "late", &ns, "settings").await,
+        "first"
+    );
+    drop(sidecar);
+    let _ = delete_namespace(&client, &ns).await;
+}
