@@ -12,7 +12,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use informerd::client::{self, connect_with_token, AuthorizedCache, ConnectOptions, Reason, Token};
 use informerd::proto::{
     watch_keys_request, watch_request::Start, EventType, GetRequest, KeysSubscription, ListRequest,
@@ -28,6 +28,8 @@ use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, P
 use kube::Client;
 use serde_json::json;
 use tonic::{Code, Status, Streaming};
+
+mod authz_support;
 
 const BIN: &str = env!("CARGO_BIN_EXE_informerd");
 const AUDIENCE: &str = "informerd";
@@ -214,17 +216,7 @@ async fn sidecar_list(
         namespace: ns.into(),
         ..Default::default()
     };
-    let chunks: Vec<_> = cache
-        .list(request)
-        .await?
-        .into_inner()
-        .try_collect()
-        .await?;
-    Ok(chunks
-        .iter()
-        .flat_map(|c| &c.objects)
-        .map(|o| o.name.clone())
-        .collect())
+    authz_support::list_names(cache, request).await
 }
 
 /// The initial state of a Watch (its ADDED events up to SYNCED).

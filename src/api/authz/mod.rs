@@ -65,8 +65,26 @@ pub use token::User;
 const NAMESPACES_NAMED: usize = 50;
 
 /// Why a decision could not be made.
+///
+/// Decision: either way the call is refused with `UNAVAILABLE` (never allowed, never cached),
+/// and informerd logs it. A review informerd's own RBAC does not allow is a misconfiguration of
+/// informerd, not the client's doing: `PERMISSION_DENIED` would tell the client to change its
+/// own RBAC. `UNAVAILABLE` tells it to retry, and the call succeeds as soon as the rule is
+/// granted, without a restart. The message names the missing rule either way.
 #[derive(Debug, Error)]
 pub enum AuthzError {
+    /// informerd's identity may not create the review (403): its own RBAC lacks the rule.
+    #[error(
+        "informerd cannot authorize calls: its own identity may not create {resource} in API \
+         group {group} (the apiserver answered: {message}); grant create on {resource} in API \
+         group {group} to informerd's ServiceAccount through a ClusterRole (`informerd rbac` \
+         prints it for server.authorization: kubernetes)"
+    )]
+    NotAllowed {
+        resource: &'static str,
+        group: &'static str,
+        message: String,
+    },
     /// The apiserver did not answer a review.
     #[error(
         "the apiserver's {0} failed: {1}; check that the apiserver is reachable and that \
@@ -77,7 +95,20 @@ pub enum AuthzError {
 }
 
 impl AuthzError {
+    /// The error of a review of `resource` (in API `group`) that failed with `e`.
+    fn review(resource: &'static str, group: &'static str, e: kube::Error) -> AuthzError {
+        match e {
+            kube::Error::Api(s) if s.code == 403 => AuthzError::NotAllowed {
+                resource,
+                group,
+                message: s.message,
+            },
+            e => AuthzError::Review(resource, e),
+        }
+    }
+
     fn status(&self) -> Status {
+        tracing::warn!(error = %self, "a client's call is refused: it could not be authorized");
         Status::unavailable(format!("authorization: {self}; retry"))
     }
 }
