@@ -19,7 +19,7 @@ use informerd::proto::{
     StatusRequest, WatchEvent, WatchKeysRequest, WatchRequest,
 };
 use informerd_testkit::{
-    delete_namespace, forge_token, grant_pod_readers, unique_namespace,
+    delete_namespace, forge_token, free_port, grant_pod_readers, scrape_metrics, unique_namespace,
     wait_default_service_account, ControlPlane, Sidecar,
 };
 use k8s_openapi::api::core::v1::{Pod, Secret};
@@ -43,6 +43,8 @@ struct Fixture {
     a: String,
     b: String,
     sidecar: Sidecar,
+    /// The sidecar's /metrics port.
+    metrics: u16,
 }
 
 impl Fixture {
@@ -76,15 +78,19 @@ impl Fixture {
              - name: secrets\n  apiVersion: v1\n  kind: Secret\n  namespaces: [{a}]\n  allowSecrets: true\n"
         );
         // A denial made before RBAC's caches saw a new binding must not stick: deniedTTL 1s.
-        let server =
-            "  authorization:\n    mode: kubernetes\n    deniedTTL: 1s\n    recheckInterval: 1s\n";
-        let sidecar = Sidecar::start_with(BIN.as_ref(), cluster, server, &resources)?;
+        let metrics = free_port();
+        let server = format!(
+            "  metrics: 127.0.0.1:{metrics}\n  authorization:\n    mode: kubernetes\n    \
+             deniedTTL: 1s\n    recheckInterval: 1s\n"
+        );
+        let sidecar = Sidecar::start_with(BIN.as_ref(), cluster, &server, &resources)?;
         let fixture = Fixture {
             cluster,
             admin,
             a,
             b,
             sidecar,
+            metrics,
         };
         fixture.wait_ready().await?;
         Ok(fixture)
@@ -417,6 +423,19 @@ async fn revoking_a_binding_ends_that_watch_and_no_other() -> anyhow::Result<()>
         "{}",
         ended.message()
     );
+    // Counted as ended by that refusal, not as a client that left (the other watch is open).
+    // The task counts before it hands the status over, so the count is there already.
+    let samples = scrape_metrics(f.metrics).await?;
+    let ended_by = |reason| {
+        let labels = [("resource", "pods"), ("reason", reason)];
+        samples.sum("informerd_watchers_ended_total", &labels)
+    };
+    assert_eq!(
+        ended_by("Forbidden"),
+        1.0,
+        "the revoked watch, by its reason"
+    );
+    assert_eq!(ended_by("ClientClosed"), 0.0, "no client left");
     // The other client's watch goes on: it sees a pod created after the revocation, and
     // every event it got since its SYNCED is in order, with no end in between.
     apply_pod(&f.admin, &f.a, "after-revocation").await?;

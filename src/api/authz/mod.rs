@@ -34,8 +34,10 @@
 //!
 //! - Tokens are the keys of the token cache as they are: in memory only, never logged, gone
 //!   with their entry (at most `cacheSize`, none past its `exp`).
-//! - A Watch ended by a re-check is counted in `watchers_ended_total` as `ClientClosed` (the
-//!   watcher sees its stream dropped); `authz_decisions_total` has the denial.
+//! - A Watch (or WatchKeys) ended by a re-check is counted in `watchers_ended_total` under the
+//!   reason of its status (`Forbidden`, `Unauthenticated`; `UNAVAILABLE` under its code): the
+//!   re-check ends the stream's task itself (`send::spawn_stream`), after the events already
+//!   buffered, rather than dropping the stream, which would count as `ClientClosed`.
 //!
 //! What it must NOT do: decide anything itself from RBAC objects, or serve a call whose token
 //! or access could not be reviewed.
@@ -52,12 +54,12 @@ use thiserror::Error;
 use tonic::metadata::MetadataMap;
 use tonic::Status;
 
-use super::limits::Holding;
 use super::{Api, Resource};
 use crate::config::AuthorizationConfig;
 use crate::metrics::{AuthzCheck, AUTHZ};
 use access::{Kind, Question, Verdict};
 use cache::Decisions;
+pub use recheck::Revoked;
 pub use token::User;
 
 /// At most this many namespaces are reviewed to say which ones a cross-namespace request may
@@ -366,18 +368,15 @@ impl Api {
         Ok(Some(check))
     }
 
-    /// `stream`, ended with the status of the first re-check that fails.
-    pub(super) fn recheck<T: Send + 'static>(
-        &self,
-        caller: Option<Caller>,
-        check: Option<Check>,
-        stream: Holding<T>,
-    ) -> Holding<T> {
+    /// The status of the first re-check of a running stream's `check` that fails; never
+    /// ready when authorization is off. Give it to the stream's task (`spawn_stream`), which
+    /// ends with it and counts it under its reason.
+    pub(super) fn revoked(&self, caller: Option<Caller>, check: Option<Check>) -> Revoked {
         match (&self.inner.authz, caller, check) {
             (Some(authz), Some(caller), Some(check)) => {
-                recheck::guard(authz.clone(), caller, check, stream)
+                recheck::revoked(authz.clone(), caller, check)
             }
-            _ => stream,
+            _ => Box::pin(std::future::pending()),
         }
     }
 }
