@@ -12,14 +12,14 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use informerd::client::{self, connect_with_token, AuthorizedCache, ConnectOptions, Reason, Token};
 use informerd::proto::{
     watch_keys_request, watch_request::Start, EventType, GetRequest, KeysSubscription, ListRequest,
     StatusRequest, WatchEvent, WatchKeysRequest, WatchRequest,
 };
 use informerd_testkit::{
-    delete_namespace, forge_token, grant_pod_readers, unique_namespace,
+    delete_namespace, forge_token, free_port, grant_pod_readers, scrape_metrics, unique_namespace,
     wait_default_service_account, ControlPlane, Sidecar,
 };
 use k8s_openapi::api::core::v1::{Pod, Secret};
@@ -28,6 +28,8 @@ use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, P
 use kube::Client;
 use serde_json::json;
 use tonic::{Code, Status, Streaming};
+
+mod authz_support;
 
 const BIN: &str = env!("CARGO_BIN_EXE_informerd");
 const AUDIENCE: &str = "informerd";
@@ -41,6 +43,8 @@ struct Fixture {
     a: String,
     b: String,
     sidecar: Sidecar,
+    /// The sidecar's /metrics port.
+    metrics: u16,
 }
 
 impl Fixture {
@@ -74,15 +78,19 @@ impl Fixture {
              - name: secrets\n  apiVersion: v1\n  kind: Secret\n  namespaces: [{a}]\n  allowSecrets: true\n"
         );
         // A denial made before RBAC's caches saw a new binding must not stick: deniedTTL 1s.
-        let server =
-            "  authorization:\n    mode: kubernetes\n    deniedTTL: 1s\n    recheckInterval: 1s\n";
-        let sidecar = Sidecar::start_with(BIN.as_ref(), cluster, server, &resources)?;
+        let metrics = free_port();
+        let server = format!(
+            "  metrics: 127.0.0.1:{metrics}\n  authorization:\n    mode: kubernetes\n    \
+             deniedTTL: 1s\n    recheckInterval: 1s\n"
+        );
+        let sidecar = Sidecar::start_with(BIN.as_ref(), cluster, &server, &resources)?;
         let fixture = Fixture {
             cluster,
             admin,
             a,
             b,
             sidecar,
+            metrics,
         };
         fixture.wait_ready().await?;
         Ok(fixture)
@@ -214,17 +222,7 @@ async fn sidecar_list(
         namespace: ns.into(),
         ..Default::default()
     };
-    let chunks: Vec<_> = cache
-        .list(request)
-        .await?
-        .into_inner()
-        .try_collect()
-        .await?;
-    Ok(chunks
-        .iter()
-        .flat_map(|c| &c.objects)
-        .map(|o| o.name.clone())
-        .collect())
+    authz_support::list_names(cache, request).await
 }
 
 /// The initial state of a Watch (its ADDED events up to SYNCED).
@@ -425,6 +423,19 @@ async fn revoking_a_binding_ends_that_watch_and_no_other() -> anyhow::Result<()>
         "{}",
         ended.message()
     );
+    // Counted as ended by that refusal, not as a client that left (the other watch is open).
+    // The task counts before it hands the status over, so the count is there already.
+    let samples = scrape_metrics(f.metrics).await?;
+    let ended_by = |reason| {
+        let labels = [("resource", "pods"), ("reason", reason)];
+        samples.sum("informerd_watchers_ended_total", &labels)
+    };
+    assert_eq!(
+        ended_by("Forbidden"),
+        1.0,
+        "the revoked watch, by its reason"
+    );
+    assert_eq!(ended_by("ClientClosed"), 0.0, "no client left");
     // The other client's watch goes on: it sees a pod created after the revocation, and
     // every event it got since its SYNCED is in order, with no end in between.
     apply_pod(&f.admin, &f.a, "after-revocation").await?;

@@ -8,23 +8,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc/codes"
-	authnv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	informerd "informerd.io/clients/go"
 	"informerd.io/clients/go/internal/testenv"
 )
-
-// authzAudience is the audience informerd accepts by default (server.authorization.audiences).
-const authzAudience = "informerd"
 
 // TestAuthzTokenFileReadsOnlyWhatRBACAllows: a client WithTokenFile lists exactly the pods of
 // the namespace its Role covers, is refused PERMISSION_DENIED/Forbidden for another cached
@@ -38,7 +29,7 @@ func TestAuthzTokenFileReadsOnlyWhatRBACAllows(t *testing.T) {
 			e.createPod(t, ns, fmt.Sprintf("p%d", i), nil)
 		}
 	}
-	tokenFile := e.podReaderToken(t, a, "reader-a")
+	tokenFile := e.PodReaderToken(t, a, "reader-a")
 
 	// deniedTTL 1s: a denial given before RBAC's caches saw the new RoleBinding must not stick.
 	s := e.NewSidecar(t, func(sock string) string {
@@ -94,47 +85,4 @@ func checkAuthzErr(t *testing.T, what string, err error, code codes.Code, reason
 	if !errors.Is(err, sentinel) {
 		t.Errorf("%s: errors.Is(%v, %v) is false", what, err, sentinel)
 	}
-}
-
-// podReaderToken creates the ServiceAccount sa in ns with a Role that may get, list and watch
-// pods there (and nothing else), and writes its token for informerd's audience, from the
-// TokenRequest API, to a file whose path it returns.
-func (e *env) podReaderToken(t *testing.T, ns, sa string) string {
-	t.Helper()
-	ctx := context.Background()
-	_, err := e.Kube.CoreV1().ServiceAccounts(ns).Create(ctx,
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create ServiceAccount %s/%s: %v", ns, sa, err)
-	}
-	_, err = e.Kube.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: sa},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create Role %s/%s: %v", ns, sa, err)
-	}
-	_, err = e.Kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: sa},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: sa},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create RoleBinding %s/%s: %v", ns, sa, err)
-	}
-	expiry := int64(3600)
-	tr, err := e.Kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authnv1.TokenRequest{
-		Spec: authnv1.TokenRequestSpec{Audiences: []string{authzAudience}, ExpirationSeconds: &expiry},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("TokenRequest for %s/%s: %v", ns, sa, err)
-	}
-	if tr.Status.Token == "" {
-		t.Fatalf("TokenRequest for %s/%s returned no token", ns, sa)
-	}
-	path := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(path, []byte(tr.Status.Token), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }

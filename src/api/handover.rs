@@ -6,14 +6,22 @@
 //! of its graceful shutdown). At exit each process removes the socket file only if it is still
 //! the one it bound, never its successor's.
 //!
-//! Decision: the wait is not bounded. Two informerds configured on one socket outside a
-//! rollout wait for each other's end; a warning repeats while it lasts, naming the socket, and
-//! a SIGTERM ends the wait. Failing instead would stall every surge rollout on its first node.
+//! Decision: the wait is bounded by `server.socketHandoverTimeout` (default 10 minutes,
+//! `DEFAULT_SOCKET_HANDOVER_TIMEOUT`, a Deployment's default progress deadline: a rollout's
+//! overlap is the new pod's sync plus seconds). Past it, informerd exits with an error naming
+//! the socket and the process serving it (its pid and command, from the socket's peer
+//! credentials; a process of another PID namespace, such as another pod's, shows pid 0 and is
+//! named as such): a second informerd started on one socket by mistake fails where its
+//! operator looks (the container restarts, its log says which process holds the socket),
+//! rather than waiting silently for ever. A warning repeats while it waits, and a SIGTERM ends
+//! the wait. `0s` fails at once, for who wants no handover.
 
 use std::future::Future;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::Duration;
+
+use super::ApiError;
 
 /// How often the socket is tried while another process serves it.
 const POLL: Duration = Duration::from_millis(200);
@@ -25,18 +33,51 @@ fn served(path: &Path) -> bool {
     std::os::unix::net::UnixStream::connect(path).is_ok()
 }
 
-/// Waits until no process serves on `path` (at once when none does); `false` when `shutdown`
-/// completed first.
-pub async fn wait_until_free(path: &Path, shutdown: impl Future<Output = ()>) -> bool {
-    if !served(path) {
-        return true;
+/// The process serving on `path`, in words: its pid and command and user when the socket's
+/// peer credentials tell them.
+async fn holder(path: &Path) -> String {
+    let Ok(cred) = tokio::net::UnixStream::connect(path)
+        .await
+        .and_then(|s| s.peer_cred())
+    else {
+        return "a process informerd cannot identify".to_string();
+    };
+    match cred.pid().filter(|&pid| pid > 0) {
+        Some(pid) => {
+            let command = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .map(|c| c.trim().to_string())
+                .unwrap_or_else(|_| "?".to_string());
+            format!("pid {pid} ({command}, uid {})", cred.uid())
+        }
+        None => format!(
+            "a process of another PID namespace (another pod or container?), uid {}",
+            cred.uid()
+        ),
     }
+}
+
+/// Waits until no process serves on `path` (at once when none does), for up to `timeout`;
+/// `Ok(false)` when `shutdown` completed first, an error naming the socket and the process
+/// serving it when the timeout passed.
+pub async fn wait_until_free(
+    path: &Path,
+    timeout: Duration,
+    shutdown: impl Future<Output = ()>,
+) -> Result<bool, ApiError> {
+    if !served(path) {
+        return Ok(true);
+    }
+    let who = holder(path).await;
     let wait = async {
         let (mut waited, mut warn_at) = (Duration::ZERO, Duration::ZERO);
         while served(path) {
+            if waited >= timeout {
+                return Err(too_long(path, &who, timeout));
+            }
             if waited >= warn_at {
                 warn_at += WARN_EVERY;
-                tracing::warn!(socket = %path.display(), waited_seconds = waited.as_secs(),
+                tracing::warn!(socket = %path.display(), holder = %who,
+                    waited_seconds = waited.as_secs(), timeout_seconds = timeout.as_secs(),
                     "another process serves on the socket (a rolling update?): serving here once \
                      it stops; the caches sync meanwhile");
             }
@@ -44,10 +85,25 @@ pub async fn wait_until_free(path: &Path, shutdown: impl Future<Output = ()>) ->
             waited += POLL;
         }
         tracing::info!(socket = %path.display(), "the other process stopped serving on the socket");
+        Ok(())
     };
     tokio::select! {
-        () = wait => true,
-        () = shutdown => false,
+        waited = wait => waited.map(|()| true),
+        () = shutdown => Ok(false),
+    }
+}
+
+/// The error of a wait for `path` that lasted longer than `timeout`.
+fn too_long(path: &Path, who: &str, timeout: Duration) -> ApiError {
+    ApiError::Socket {
+        path: path.to_path_buf(),
+        message: format!(
+            "{who} still serves on it after {}, longer than server.socketHandoverTimeout: two \
+             informerds are configured with one socket outside a rolling update; stop the other \
+             one or give this one another server.socket (or, if a rollout's new pod takes longer \
+             to sync, raise server.socketHandoverTimeout)",
+            humantime::format_duration(timeout)
+        ),
     }
 }
 
@@ -82,24 +138,39 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("s.sock");
         let _ = std::fs::remove_file(&path);
+        let long = Duration::from_secs(600);
         assert!(
-            wait_until_free(&path, std::future::pending()).await,
+            wait_until_free(&path, long, std::future::pending())
+                .await
+                .unwrap(),
             "no socket: free"
         );
 
         let old = UnixListener::bind(&path).unwrap();
         let old_file = identity(&path);
         // Served: a shutdown ends the wait.
-        assert!(!wait_until_free(&path, async {}).await);
+        assert!(!wait_until_free(&path, long, async {}).await.unwrap());
+        // Served for longer than the timeout: an error naming the socket and this process.
+        let error = wait_until_free(&path, POLL, std::future::pending())
+            .await
+            .unwrap_err()
+            .to_string();
+        for named in [
+            path.display().to_string(),
+            format!("pid {}", std::process::id()),
+            "server.socketHandoverTimeout".to_string(),
+        ] {
+            assert!(error.contains(&named), "{named} not in: {error}");
+        }
         // The old process stops listening: the wait ends.
         let waiting = tokio::spawn({
             let path = path.clone();
-            async move { wait_until_free(&path, std::future::pending()).await }
+            async move { wait_until_free(&path, long, std::future::pending()).await }
         });
         tokio::time::sleep(POLL * 2).await;
         assert!(!waiting.is_finished(), "waits while the socket is served");
         drop(old);
-        assert!(waiting.await.unwrap());
+        assert!(waiting.await.unwrap().unwrap());
 
         // The successor binds anew; the old process's exit leaves the successor's file.
         std::fs::remove_file(&path).unwrap();

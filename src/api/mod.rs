@@ -199,7 +199,8 @@ impl Api {
         shutdown: impl Future<Output = ()> + Send,
     ) -> Result<(), ApiError> {
         let shutdown = futures::FutureExt::shared(shutdown);
-        if !handover::wait_until_free(&server.socket, shutdown.clone()).await {
+        let timeout = server.socket_handover_timeout;
+        if !handover::wait_until_free(&server.socket, timeout, shutdown.clone()).await? {
             return Ok(()); // SIGTERM while another process served the socket
         }
         let size = usize::try_from(self.inner.max_request_size).unwrap_or(usize::MAX);

@@ -14,6 +14,7 @@ use tokio::sync::watch as signal;
 use tokio::sync::{mpsc, oneshot};
 use tonic::Status;
 
+use super::authz::Revoked;
 use super::Resource;
 
 /// How long a stream's buffer may stay full before the stream is ended with `FellBehind`.
@@ -55,19 +56,25 @@ pub type TaskStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
 /// Spawns the task of a stream (a Watch, a WatchKeys), counted in `resource`'s watchers while
 /// it runs and by how it ended; returns the stream of what it sends into `rx`'s channel, then
-/// its ending status (`None`: the client left, nobody reads). A task that ends otherwise (a
-/// panic) must not look like a clean end to a client still reading: that stream ends with
-/// `INTERNAL` and `unexpected`, which says how to go on.
+/// its ending status (`None`: the client left, nobody reads). `revoked` ends the task early
+/// with its status (a re-check of the client's access that refused it), counted under that
+/// status's reason. A task that ends otherwise (a panic) must not look like a clean end to a
+/// client still reading: that stream ends with `INTERNAL` and `unexpected`, which says how to
+/// go on.
 pub fn spawn_stream<T: Send + 'static>(
     resource: Arc<Resource>,
     rx: mpsc::Receiver<T>,
     task: impl Future<Output = Option<Status>> + Send + 'static,
+    revoked: Revoked,
     unexpected: &'static str,
 ) -> TaskStream<T> {
     let (end_tx, end_rx) = oneshot::channel::<Status>();
     tokio::spawn(async move {
         let _counted = resource.watching();
-        let end = task.await;
+        let end = tokio::select! {
+            end = task => end,
+            refused = revoked => Some(refused),
+        };
         resource.count_ended(end.as_ref());
         if let Some(status) = end {
             let _ = end_tx.send(status);

@@ -128,11 +128,8 @@ impl Cache for Api {
         if req.wait_for_sync {
             resource.wait_synced(until).await?;
         }
-        let stream = watch::start(resource, spec)?;
-        Ok(Response::new(limits::holding(
-            self.recheck(caller, check, stream),
-            slot,
-        )))
+        let stream = watch::start(resource, spec, self.revoked(caller, check))?;
+        Ok(Response::new(limits::holding(stream, slot)))
     }
 
     type WatchKeysStream = super::keys::KeyStream;

@@ -22,6 +22,12 @@ pub const DEFAULT_SOCKET: &str = "/run/informerd/informerd.sock";
 /// controllers that share the sidecar's user or group (a pod's `fsGroup`) connect, and nobody
 /// else on the node, whatever the process's umask.
 pub const DEFAULT_SOCKET_MODE: u32 = 0o660;
+/// How long informerd waits, by default, for another process serving its socket to stop
+/// before it fails naming that process (see `api/handover.rs`): 10 minutes, a Deployment's
+/// default `progressDeadlineSeconds`. A surge rollout's overlap is the new pod's cache sync
+/// plus the seconds the DaemonSet controller and the old pod take to stop it.
+pub const DEFAULT_SOCKET_HANDOVER_TIMEOUT: std::time::Duration =
+    std::time::Duration::from_secs(600);
 /// The default bound of the change log, in events. The log exists to resume watches after a
 /// short disconnect (a client that falls further behind relists, as with the apiserver's own
 /// watch cache); every entry costs about 110 bytes of its own even though it shares the
@@ -47,6 +53,9 @@ pub struct ServerConfig {
     pub metrics: Option<SocketAddr>,
     /// `authorization`: whether each client's own RBAC is checked (off by default).
     pub authorization: AuthorizationConfig,
+    /// `socketHandoverTimeout`: how long to wait for another process serving the socket to
+    /// stop (default [`DEFAULT_SOCKET_HANDOVER_TIMEOUT`]).
+    pub socket_handover_timeout: std::time::Duration,
 }
 
 pub use super::validate::authorization::{AuthorizationConfig, AuthorizationMode};

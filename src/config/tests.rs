@@ -75,6 +75,7 @@ fn a_full_example_parses() {
             tls: None,
             metrics: None,
             authorization: Default::default(),
+            socket_handover_timeout: crate::config::model::DEFAULT_SOCKET_HANDOVER_TIMEOUT,
         }
     );
     assert_eq!(

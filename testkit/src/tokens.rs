@@ -70,6 +70,36 @@ impl ControlPlane {
         Ok(config)
     }
 
+    /// This control plane as the ServiceAccount `namespace/name` (created if missing): a
+    /// kubeconfig of its own (in a fresh temporary directory) whose only credential is a token
+    /// of the ServiceAccount for the apiserver, valid for an hour. A [`crate::Sidecar`] started
+    /// with it runs as a pod of that ServiceAccount would: RBAC decides everything it may do.
+    pub async fn as_service_account(&self, namespace: &str, name: &str) -> Result<ControlPlane> {
+        let token = self
+            .service_account_token(namespace, name, &[], 3600)
+            .await?;
+        let path = &self.kubeconfig;
+        let bad = |detail: String| Error::Command {
+            command: format!("write a copy of {} for {namespace}/{name}", path.display()),
+            detail,
+        };
+        let mut kubeconfig =
+            kube::config::Kubeconfig::read_from(path).map_err(|e| bad(e.to_string()))?;
+        for named in &mut kubeconfig.auth_infos {
+            named.auth_info = Some(AuthInfo {
+                token: Some(token.clone().into()),
+                ..Default::default()
+            });
+        }
+        let text = serde_yaml::to_string(&kubeconfig).map_err(|e| bad(e.to_string()))?;
+        let copy = crate::sidecar::temp_dir()?.join("kubeconfig");
+        std::fs::write(&copy, text).map_err(|e| bad(e.to_string()))?;
+        Ok(ControlPlane {
+            kubeconfig: copy,
+            ..self.clone()
+        })
+    }
+
     /// `token` (a JWT the apiserver issued) with its claims changed by `edit` and signed again
     /// with this control plane's service-account signing key: e.g. a token that expired, which
     /// the TokenRequest API cannot issue (its shortest lifetime is 10 minutes).

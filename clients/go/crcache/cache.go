@@ -37,6 +37,15 @@ type Options struct {
 	Target string
 	// Client, when set, is the connection to use (the cache does not close it).
 	Client *informerd.Client
+	// TokenFile, for a sidecar with server.authorization: kubernetes (node-local mode), is the
+	// file of the ServiceAccount token sent on every call: a projected token for the audience
+	// informerd, read again when the kubelet rotates it (informerd.WithTokenFile). The
+	// sidecar serves only what that ServiceAccount's RBAC lets it read.
+	TokenFile string
+	// Token is a token that does not rotate, sent on every call (informerd.WithToken). Prefer
+	// TokenFile for a projected token. At most one of Token and TokenFile; neither with
+	// Client (dial it with informerd.WithToken or WithTokenFile instead).
+	Token string
 	// Resources names the informerd resource (resources[].name of the sidecar's
 	// configuration) serving a kind, for a kind the sidecar caches as several resources.
 	// Every other kind is found by its apiVersion and kind in the sidecar's Status.
@@ -85,14 +94,36 @@ func New(o Options, opts cache.Options) (*Cache, error) {
 		c.scheme = scheme.Scheme
 	}
 	if c.client == nil {
-		conn, err := informerd.Dial(o.Target)
+		dial, err := tokenOption(o)
+		if err != nil {
+			return nil, err
+		}
+		conn, err := informerd.Dial(o.Target, dial...)
 		if err != nil {
 			return nil, fmt.Errorf("crcache: %w", err)
 		}
 		c.client, c.ownsConn = conn, true
+	} else if o.Token != "" || o.TokenFile != "" {
+		return nil, errors.New("crcache: Options.Token and Options.TokenFile apply to the connection the cache " +
+			"dials, not to Options.Client: dial the client with informerd.WithToken or informerd.WithTokenFile, " +
+			"or leave Client unset")
 	}
 	c.resolver = newResolver(c.client, o.Resources)
 	return c, nil
+}
+
+// tokenOption is the dial option sending Options.Token or Options.TokenFile, if one is set.
+func tokenOption(o Options) ([]informerd.DialOption, error) {
+	switch {
+	case o.Token != "" && o.TokenFile != "":
+		return nil, errors.New("crcache: set one of Options.Token and Options.TokenFile, not both " +
+			"(TokenFile for a projected ServiceAccount token, which rotates)")
+	case o.TokenFile != "":
+		return []informerd.DialOption{informerd.WithTokenFile(o.TokenFile)}, nil
+	case o.Token != "":
+		return []informerd.DialOption{informerd.WithToken(o.Token)}, nil
+	}
+	return nil, nil
 }
 
 func refuseFilters(opts cache.Options) error {

@@ -80,7 +80,7 @@ pub async fn review(
     let reviewed = kube::Api::<SubjectAccessReview>::all(client.clone())
         .create(&PostParams::default(), &request)
         .await
-        .map_err(|e| AuthzError::Review("subjectaccessreviews", e))?;
+        .map_err(|e| AuthzError::review("subjectaccessreviews", "authorization.k8s.io", e))?;
     let status = reviewed.status.unwrap_or_default();
     let allowed = status.allowed && status.denied != Some(true);
     let verdict = Verdict {

@@ -34,8 +34,10 @@
 //!
 //! - Tokens are the keys of the token cache as they are: in memory only, never logged, gone
 //!   with their entry (at most `cacheSize`, none past its `exp`).
-//! - A Watch ended by a re-check is counted in `watchers_ended_total` as `ClientClosed` (the
-//!   watcher sees its stream dropped); `authz_decisions_total` has the denial.
+//! - A Watch (or WatchKeys) ended by a re-check is counted in `watchers_ended_total` under the
+//!   reason of its status (`Forbidden`, `Unauthenticated`; `UNAVAILABLE` under its code): the
+//!   re-check ends the stream's task itself (`send::spawn_stream`), after the events already
+//!   buffered, rather than dropping the stream, which would count as `ClientClosed`.
 //!
 //! What it must NOT do: decide anything itself from RBAC objects, or serve a call whose token
 //! or access could not be reviewed.
@@ -52,12 +54,12 @@ use thiserror::Error;
 use tonic::metadata::MetadataMap;
 use tonic::Status;
 
-use super::limits::Holding;
 use super::{Api, Resource};
 use crate::config::AuthorizationConfig;
 use crate::metrics::{AuthzCheck, AUTHZ};
 use access::{Kind, Question, Verdict};
 use cache::Decisions;
+pub use recheck::Revoked;
 pub use token::User;
 
 /// At most this many namespaces are reviewed to say which ones a cross-namespace request may
@@ -65,8 +67,26 @@ pub use token::User;
 const NAMESPACES_NAMED: usize = 50;
 
 /// Why a decision could not be made.
+///
+/// Decision: either way the call is refused with `UNAVAILABLE` (never allowed, never cached),
+/// and informerd logs it. A review informerd's own RBAC does not allow is a misconfiguration of
+/// informerd, not the client's doing: `PERMISSION_DENIED` would tell the client to change its
+/// own RBAC. `UNAVAILABLE` tells it to retry, and the call succeeds as soon as the rule is
+/// granted, without a restart. The message names the missing rule either way.
 #[derive(Debug, Error)]
 pub enum AuthzError {
+    /// informerd's identity may not create the review (403): its own RBAC lacks the rule.
+    #[error(
+        "informerd cannot authorize calls: its own identity may not create {resource} in API \
+         group {group} (the apiserver answered: {message}); grant create on {resource} in API \
+         group {group} to informerd's ServiceAccount through a ClusterRole (`informerd rbac` \
+         prints it for server.authorization: kubernetes)"
+    )]
+    NotAllowed {
+        resource: &'static str,
+        group: &'static str,
+        message: String,
+    },
     /// The apiserver did not answer a review.
     #[error(
         "the apiserver's {0} failed: {1}; check that the apiserver is reachable and that \
@@ -77,7 +97,20 @@ pub enum AuthzError {
 }
 
 impl AuthzError {
+    /// The error of a review of `resource` (in API `group`) that failed with `e`.
+    fn review(resource: &'static str, group: &'static str, e: kube::Error) -> AuthzError {
+        match e {
+            kube::Error::Api(s) if s.code == 403 => AuthzError::NotAllowed {
+                resource,
+                group,
+                message: s.message,
+            },
+            e => AuthzError::Review(resource, e),
+        }
+    }
+
     fn status(&self) -> Status {
+        tracing::warn!(error = %self, "a client's call is refused: it could not be authorized");
         Status::unavailable(format!("authorization: {self}; retry"))
     }
 }
@@ -336,18 +369,15 @@ impl Api {
         Ok(Some(check))
     }
 
-    /// `stream`, ended with the status of the first re-check that fails.
-    pub(super) fn recheck<T: Send + 'static>(
-        &self,
-        caller: Option<Caller>,
-        check: Option<Check>,
-        stream: Holding<T>,
-    ) -> Holding<T> {
+    /// The status of the first re-check of a running stream's `check` that fails; never
+    /// ready when authorization is off. Give it to the stream's task (`spawn_stream`), which
+    /// ends with it and counts it under its reason.
+    pub(super) fn revoked(&self, caller: Option<Caller>, check: Option<Check>) -> Revoked {
         match (&self.inner.authz, caller, check) {
             (Some(authz), Some(caller), Some(check)) => {
-                recheck::guard(authz.clone(), caller, check, stream)
+                recheck::revoked(authz.clone(), caller, check)
             }
-            _ => stream,
+            _ => Box::pin(std::future::pending()),
         }
     }
 }

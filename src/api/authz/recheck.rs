@@ -1,33 +1,23 @@
-//! A running Watch, authorized again every `recheckInterval`: it ends with the status of the
-//! first re-check that refuses it (`PERMISSION_DENIED` when access was revoked,
-//! `UNAUTHENTICATED` when the token no longer authenticates), after the events already sent.
+//! A running Watch or WatchKeys stream, authorized again every `recheckInterval`: its task
+//! (`send::spawn_stream`) ends with the status of the first re-check that refuses it
+//! (`PERMISSION_DENIED` when access was revoked, `UNAUTHENTICATED` when the token no longer
+//! authenticates), after the events already sent, and is counted under that status's reason.
 
-use std::sync::{Arc, Mutex};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Instant;
 
-use futures::{future, stream, StreamExt};
 use tonic::{Code, Status};
 
 use super::{Authorizer, Caller, Check};
-use crate::api::limits::Holding;
 
-/// `watch` (a Watch's events or a WatchKeys stream's keys), ended when a re-check refuses it.
-pub fn guard<T: Send + 'static>(
-    authz: Arc<Authorizer>,
-    caller: Caller,
-    check: Check,
-    watch: Holding<T>,
-) -> Holding<T> {
-    let refused: Arc<Mutex<Option<Status>>> = Arc::default();
-    let slot = refused.clone();
-    let revoked = async move {
-        let status = until_refused(&authz, &caller, &check).await;
-        *slot.lock().expect("refusal poisoned") = Some(status);
-    };
-    let end = stream::once(async move { refused.lock().expect("refusal poisoned").take() })
-        .filter_map(future::ready)
-        .map(Err);
-    Box::pin(watch.take_until(revoked).chain(end))
+/// Resolves to the status a stream's task ends with when a re-check refuses it.
+pub type Revoked = Pin<Box<dyn Future<Output = Status> + Send>>;
+
+/// The re-checks of `check` for `caller`, every interval, until one refuses.
+pub fn revoked(authz: Arc<Authorizer>, caller: Caller, check: Check) -> Revoked {
+    Box::pin(async move { until_refused(&authz, &caller, &check).await })
 }
 
 /// Re-checks every interval until a re-check refuses; returns its status.

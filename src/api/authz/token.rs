@@ -72,7 +72,7 @@ pub async fn review(
     let reviewed = kube::Api::<TokenReview>::all(client.clone())
         .create(&PostParams::default(), &request)
         .await
-        .map_err(|e| AuthzError::Review("tokenreviews", e))?;
+        .map_err(|e| AuthzError::review("tokenreviews", "authentication.k8s.io", e))?;
     let status = reviewed.status.unwrap_or_default();
     let user = status.user.filter(|_| status.authenticated == Some(true));
     let Some(user) = user else {

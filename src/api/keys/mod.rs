@@ -133,9 +133,10 @@ pub async fn watch_keys(
         resource,
         rx,
         task,
+        api.revoked(caller, check),
         "WatchKeys ended unexpectedly (see the sidecar's log); subscribe again with since = \
          the token of the last event you received",
     );
-    let stream = api.recheck(caller, check, super::limits::holding(stream, slot));
+    let stream = super::limits::holding(stream, slot);
     Ok(Response::new(stream))
 }

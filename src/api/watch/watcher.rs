@@ -12,14 +12,20 @@ use tonic::Status;
 use super::hub::{Broadcast, Event};
 use super::spec::{Start, WatchSpec};
 use super::{shutting_down, WatchStream, WATCHER_BUFFER};
+use crate::api::authz::Revoked;
 use crate::api::reason::{self, Reason};
 use crate::api::send::{send_or_give_up, spawn_stream, GaveUp, STALL_TIMEOUT};
 use crate::api::Resource;
 use crate::proto::{self, EventType};
 use crate::store::{Change, ChangeKind};
 
-/// Starts a watcher; the stream ends when it is ended (with a status) or the client goes away.
-pub fn start(resource: Arc<Resource>, spec: WatchSpec) -> Result<WatchStream, Status> {
+/// Starts a watcher; the stream ends when it is ended (with a status), `revoked` fires, or the
+/// client goes away.
+pub fn start(
+    resource: Arc<Resource>,
+    spec: WatchSpec,
+    revoked: Revoked,
+) -> Result<WatchStream, Status> {
     let hub_rx = resource.hub().subscribe();
     let (tx, rx) = mpsc::channel(WATCHER_BUFFER);
     let synced = !matches!(spec.start, Start::InitialState);
@@ -48,6 +54,7 @@ pub fn start(resource: Arc<Resource>, spec: WatchSpec) -> Result<WatchStream, St
         resource,
         rx,
         task,
+        revoked,
         "the watch ended unexpectedly (see the sidecar's log); watch again with since = the \
          (epoch, revision) of the last event you received",
     ))

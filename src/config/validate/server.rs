@@ -3,9 +3,12 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use super::Validator;
-use crate::config::model::{ServerConfig, TlsConfig, DEFAULT_SOCKET, DEFAULT_SOCKET_MODE};
+use crate::config::model::{
+    ServerConfig, TlsConfig, DEFAULT_SOCKET, DEFAULT_SOCKET_HANDOVER_TIMEOUT, DEFAULT_SOCKET_MODE,
+};
 use crate::config::raw::{RawServer, RawTls};
 
 impl Validator {
@@ -30,6 +33,9 @@ impl Validator {
             .unwrap_or(DEFAULT_SOCKET_MODE);
         let metrics = raw.metrics.and_then(|text| self.metrics(&text));
         let authorization = self.authorization(raw.authorization);
+        let socket_handover_timeout = (raw.socket_handover_timeout)
+            .and_then(|t| self.duration("server.socketHandoverTimeout", &t, Duration::ZERO))
+            .unwrap_or(DEFAULT_SOCKET_HANDOVER_TIMEOUT);
         ServerConfig {
             socket,
             socket_mode,
@@ -37,6 +43,7 @@ impl Validator {
             tls,
             metrics,
             authorization,
+            socket_handover_timeout,
         }
     }
 
