@@ -102,7 +102,17 @@ pub async fn watch_keys(
         .resources
         .get(&key)
         .map(|(k, t)| (k.as_str(), t))
-        .ok_or_else(|| Status::internal("the resource has no configuration"))?;
+        // Decision: WatchKeys needs the resource's kind and transform from the configuration
+        // (owner mapping checks what the transform keeps); an on-demand cache has none yet.
+        .ok_or_else(|| {
+            invalid(
+                "subscribe.resource",
+                format!(
+                    "{} is an on-demand cache: WatchKeys serves the resources of the                      configuration only; list it under resources, or use Watch",
+                    subscription.resource
+                ),
+            )
+        })?;
     let spec = KeysSpec::new(&resource, (kind, transform), &subscription)?;
     // Keys name objects: a WatchKeys stream is authorized, and re-checked, as a Watch is.
     let namespace = (!subscription.namespace.is_empty()).then_some(subscription.namespace.as_str());
