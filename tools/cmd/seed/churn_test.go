@@ -4,11 +4,9 @@ package main
 // seeder's connections go through a TCP proxy that the test cuts and brings back.
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -118,15 +116,7 @@ func proxiedKubeconfig(t *testing.T, kubeconfig string) (string, *cuttable) {
 // back; one that goes away until the end counts the operations it gave up on as failed, and
 // still ends without an error on time.
 func TestChurnOutlivesTheAPIServer(t *testing.T) {
-	prefix := fmt.Sprintf("seedchurn-%d", os.Getpid())
-	flags := clusterFlags(t, prefix)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	t.Cleanup(func() {
-		if err := runClean(context.Background(), append(flags, "--wait", "0")); err != nil {
-			t.Logf("cleaning %s-*: %v", prefix, err)
-		}
-	})
+	prefix, flags, ctx := clusterTest(t, "seedchurn")
 	if err := runPods(ctx, append(flags, "--pods", "30", "--namespaces", "1")); err != nil {
 		t.Fatalf("seed pods: %v", err)
 	}

@@ -24,19 +24,28 @@ func clusterFlags(t *testing.T, prefix string) []string {
 	return []string{"--kubeconfig", kc, "--prefix", prefix}
 }
 
-// Topping up after churn: `seed pods` run again over namespaces in which churn recreated a
-// StatefulSet pod under its name with a new IP must bring the pod back to its planned status,
-// with one pod IP.
-func TestPodsAgainAfterChurnRecreatedAPod(t *testing.T) {
-	prefix := fmt.Sprintf("seedtest-%d", os.Getpid())
+// clusterTest is the set-up of a test against the API server: its namespaces' prefix (`name`
+// and the process id), the seeder's flags for it, and a context of 5 minutes; the namespaces
+// are cleaned when the test ends.
+func clusterTest(t *testing.T, name string) (string, []string, context.Context) {
+	t.Helper()
+	prefix := fmt.Sprintf("%s-%d", name, os.Getpid())
 	flags := clusterFlags(t, prefix)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	t.Cleanup(func() {
 		if err := runClean(context.Background(), append(flags, "--wait", "0")); err != nil {
 			t.Logf("cleaning %s-*: %v", prefix, err)
 		}
 	})
+	return prefix, flags, ctx
+}
+
+// Topping up after churn: `seed pods` run again over namespaces in which churn recreated a
+// StatefulSet pod under its name with a new IP must bring the pod back to its planned status,
+// with one pod IP.
+func TestPodsAgainAfterChurnRecreatedAPod(t *testing.T) {
+	prefix, flags, ctx := clusterTest(t, "seedtest")
 	seedArgs := append(flags, "--pods", "40", "--namespaces", "1")
 	if err := runPods(ctx, seedArgs); err != nil {
 		t.Fatalf("seed pods: %v", err)
