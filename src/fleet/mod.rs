@@ -226,10 +226,10 @@ impl Fleet {
                 initial_lists: initial_lists.clone(),
                 resume: Arc::new(resume),
             };
-            tasks.push(match found {
-                Some((ar, caps)) => tokio::spawn(start.run(ar, caps)),
-                None => tokio::spawn(start.run_when_resolved(config.clone(), i)),
-            });
+            match found {
+                Some((ar, caps)) => tasks.extend(start.start(ar, caps)),
+                None => tasks.push(tokio::spawn(start.run_when_resolved(config.clone(), i))),
+            }
             caches.push(cache);
         }
         Ok(Fleet {

@@ -33,9 +33,12 @@ pub(super) struct Starter {
 }
 
 impl Starter {
-    /// Starts the streams of the resource as discovery resolved it, and runs until they end
-    /// (never, unless aborted: aborting this task aborts them).
-    pub async fn run(self, ar: ApiResource, caps: ApiCapabilities) {
+    /// Starts the streams of the resource as discovery resolved it, and returns them.
+    ///
+    /// Decision: synchronous, so that a resource resolved at start-up has every scope on its
+    /// status board (Listing, or SyncedFromSnapshot for a warm restart) when `Fleet::start`
+    /// returns: Status and the tests read the scopes at once.
+    pub fn start(self, ar: ApiResource, caps: ApiCapabilities) -> Vec<JoinHandle<()>> {
         let namespaced = caps.scope == ResourceScope::Namespaced;
         let _ = self.cache.resolved.set((ar.clone(), namespaced));
         let spec = scope::StreamSpec {
@@ -52,7 +55,13 @@ impl Starter {
         let tasks = spawn_streams(spec, &self.rc.scope);
         tracing::info!(cluster = ClusterConfig::display(&self.rc.cluster), resource = %self.rc.name,
             kind = %self.cache.api_resource().kind, "cache started");
-        let mut tasks = AbortOnDrop(tasks);
+        tasks
+    }
+
+    /// Starts the streams as [`Starter::start`] does, and runs until they end (never, unless
+    /// aborted: aborting this task aborts them).
+    async fn run(self, ar: ApiResource, caps: ApiCapabilities) {
+        let mut tasks = AbortOnDrop(self.start(ar, caps));
         for i in 0..tasks.0.len() {
             let _ = (&mut tasks.0[i]).await;
         }
