@@ -152,13 +152,7 @@ async fn apply_pod(
         "metadata": {"name": name, "labels": {"app": app}},
         "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]}
     });
-    Api::<Pod>::namespaced(kube.clone(), ns)
-        .patch(
-            name,
-            &PatchParams::apply("informerd-test").force(),
-            &Patch::Apply(pod),
-        )
-        .await?;
+    informerd_testkit::apply_pod(kube, ns, pod).await?;
     Ok(())
 }
 

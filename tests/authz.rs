@@ -24,7 +24,7 @@ use informerd_testkit::{
 };
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use k8s_openapi::api::rbac::v1::RoleBinding;
-use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube::Client;
 use serde_json::json;
 use tonic::{Code, Status, Streaming};
@@ -154,13 +154,7 @@ async fn apply_pod(kube: &Client, ns: &str, name: &str) -> anyhow::Result<()> {
         "metadata": {"name": name},
         "spec": {"containers": [{"name": "c", "image": "busybox"}]}
     });
-    Api::<Pod>::namespaced(kube.clone(), ns)
-        .patch(
-            name,
-            &PatchParams::apply("informerd-test").force(),
-            &Patch::Apply(pod),
-        )
-        .await?;
+    informerd_testkit::apply_pod(kube, ns, pod).await?;
     Ok(())
 }
 

@@ -279,20 +279,13 @@ async fn after_churn_the_cache_equals_the_apiserver() -> anyhow::Result<()> {
 
 async fn create_pods(client: &Client, ns: &str, n: usize) -> anyhow::Result<()> {
     informerd_testkit::wait_default_service_account(client, ns).await?;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     for i in 0..n {
-        let name = format!("p{i}");
         let pod = json!({
             "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "labels": {"app": "t"}},
+            "metadata": {"name": format!("p{i}"), "labels": {"app": "t"}},
             "spec": {"containers": [{"name": "c", "image": "busybox"}]}
         });
-        pods.patch(
-            &name,
-            &PatchParams::apply("informerd-test").force(),
-            &Patch::Apply(pod),
-        )
-        .await?;
+        informerd_testkit::apply_pod(client, ns, pod).await?;
     }
     Ok(())
 }

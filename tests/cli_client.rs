@@ -160,7 +160,6 @@ async fn create_pods(client: &Client, ns: &str) -> String {
     informerd_testkit::wait_default_service_account(client, ns)
         .await
         .expect("the namespace's default ServiceAccount");
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let mut last_write = String::new();
     for name in PODS {
         let pod = json!({
@@ -168,12 +167,7 @@ async fn create_pods(client: &Client, ns: &str) -> String {
             "metadata": {"name": name, "labels": {"app": "cli-test"}},
             "spec": {"containers": [{"name": "c", "image": "busybox"}]}
         });
-        let created = pods
-            .patch(
-                name,
-                &PatchParams::apply("informerd-cli-test").force(),
-                &Patch::Apply(pod),
-            )
+        let created = informerd_testkit::apply_pod(client, ns, pod)
             .await
             .expect("create pod");
         last_write = created.metadata.resource_version.expect("resourceVersion");

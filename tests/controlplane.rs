@@ -11,7 +11,7 @@ use k8s_openapi::api::{
     rbac::v1::{Role, RoleBinding},
 };
 use kube::{
-    api::{ListParams, Patch, PatchParams, PostParams},
+    api::{ListParams, PostParams},
     Api, Client,
 };
 use serde_json::json;
@@ -49,13 +49,7 @@ async fn pods_written_with_server_side_apply_carry_managed_fields() -> anyhow::R
 
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     for i in 0..3 {
-        let name = format!("web-{i}");
-        pods.patch(
-            &name,
-            &PatchParams::apply("informerd-test").force(),
-            &Patch::Apply(pod(&name)),
-        )
-        .await?;
+        informerd_testkit::apply_pod(&client, &ns, pod(&format!("web-{i}"))).await?;
     }
 
     let listed = pods.list(&ListParams::default()).await?;

@@ -30,15 +30,10 @@ use k8s_openapi::{
     api::{
         apps::v1::Deployment,
         authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec},
-        core::v1::Pod,
     },
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 };
-use kube::{
-    api::{Patch, PatchParams, PostParams},
-    config::Kubeconfig,
-    Api, Client,
-};
+use kube::{api::PostParams, config::Kubeconfig, Api, Client};
 use serde_json::json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_informerd");
@@ -326,13 +321,7 @@ async fn create_pod(client: &Client, ns: &str) -> anyhow::Result<()> {
         // Unscheduled, so that deleting its namespace needs no kubelet to confirm.
         "spec": {"containers": [{"name": "c", "image": "busybox"}]}
     });
-    Api::<Pod>::namespaced(client.clone(), ns)
-        .patch(
-            "web",
-            &PatchParams::apply("informerd-test").force(),
-            &Patch::Apply(pod),
-        )
-        .await?;
+    informerd_testkit::apply_pod(client, ns, pod).await?;
     Ok(())
 }
 

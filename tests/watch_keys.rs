@@ -20,7 +20,8 @@ use informerd::proto::{
 };
 use informerd_client::keys::{watch_keys, Acker};
 use informerd_testkit::{
-    delete_namespace, unique_namespace, wait_default_service_account, ControlPlane, Sidecar,
+    delete_namespace, free_port, scrape_metrics, unique_namespace, wait_default_service_account,
+    ControlPlane, Samples, Sidecar,
 };
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
@@ -38,6 +39,8 @@ struct Fixture {
     ns: String,
     sidecar: Sidecar,
     api: CacheClient<Channel>,
+    /// The sidecar's `server.metrics` port.
+    metrics: u16,
 }
 
 impl Fixture {
@@ -49,7 +52,9 @@ impl Fixture {
         let resources = format!(
             "- name: pods\n  apiVersion: v1\n  kind: Pod\n  namespaces: [{ns}]\n  transform:\n    {transform}\n"
         );
-        let sidecar = Sidecar::start(BIN.as_ref(), cluster, &resources)?;
+        let metrics = free_port();
+        let server = format!("  metrics: 127.0.0.1:{metrics}\n");
+        let sidecar = Sidecar::start_with(BIN.as_ref(), cluster, &server, &resources)?;
         let mut api = client::connect(&sidecar.socket().display().to_string()).await?;
         wait_synced(&mut api).await;
         Ok(Fixture {
@@ -57,7 +62,41 @@ impl Fixture {
             ns,
             sidecar,
             api,
+            metrics,
         })
+    }
+
+    /// The sidecar's WatchKeys figures for its pods: streams, changes marked, keys sent,
+    /// resyncs, keys pending or in flight, queue bytes.
+    async fn key_metrics(&self) -> anyhow::Result<[f64; 6]> {
+        let m: Samples = scrape_metrics(self.metrics).await?;
+        let pods = [("resource", "pods")];
+        Ok([
+            "informerd_watch_keys_streams",
+            "informerd_watch_keys_changes_total",
+            "informerd_watch_keys_sent_total",
+            "informerd_watch_keys_resyncs_total",
+            "informerd_watch_keys_pending",
+            "informerd_watch_keys_queue_bytes",
+        ]
+        .map(|name| m.sum(name, &pods)))
+    }
+
+    /// Waits, up to a minute, until `check` holds of [`Fixture::key_metrics`]; returns them.
+    async fn key_metrics_until(
+        &self,
+        what: &str,
+        check: impl Fn(&[f64; 6]) -> bool,
+    ) -> anyhow::Result<[f64; 6]> {
+        let mut last = self.key_metrics().await?;
+        for _ in 0..600 {
+            if check(&last) {
+                return Ok(last);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            last = self.key_metrics().await?;
+        }
+        anyhow::bail!("the WatchKeys metrics did not show {what} in 60 s: {last:?}")
     }
 
     fn pods(&self) -> Api<Pod> {
@@ -256,6 +295,20 @@ async fn churn_sends_each_changed_key_once_per_quiet_period_and_the_last_get_is_
     }
     fx.wait_caught_up().await?;
     let want = fx.apiserver_state().await?;
+    // The operator's view of the sleeping consumer: one entry per pod, however many changes
+    // (every change marked, unless the change log did not reach back and a resync replaced
+    // the marks).
+    let (pods, changes) = (PODS as f64, (PODS * ROUNDS) as f64);
+    let [streams, marked, _, resyncs, pending, bytes] = fx
+        .key_metrics_until("every change marked", |m| {
+            (m[1] == changes || m[3] > 1.0) && m[4] == pods
+        })
+        .await?;
+    println!(
+        "metrics while the consumer sleeps: {streams} stream, {marked} changes marked, \
+         {pending} keys pending or in flight in {bytes} bytes, {resyncs} resync"
+    );
+    assert_eq!(streams, 1.0);
 
     // It wakes: reads keys, Gets each, acknowledges; until quiet and every last Get matches.
     let mut deliveries: BTreeMap<String, usize> = BTreeMap::new();
@@ -305,6 +358,16 @@ async fn churn_sends_each_changed_key_once_per_quiet_period_and_the_last_get_is_
         max_queued <= PODS as u64,
         "the queue is bounded by the pods, not the {events_made} events: {max_queued} keys"
     );
+    // Every key sent, the resync's included, was received and acknowledged: nothing is left.
+    let sent_total = (PODS + keys_sent) as f64;
+    fx.key_metrics_until("every key sent and acknowledged", |m| {
+        m[2] == sent_total && m[4] == 0.0
+    })
+    .await?;
+    drop(events);
+    drop(acker);
+    fx.key_metrics_until("the stream closed", |m| m[0] == 0.0 && m[5] == 0.0)
+        .await?;
     fx.cleanup().await;
     Ok(())
 }

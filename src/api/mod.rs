@@ -59,6 +59,7 @@ use tonic::service::Routes;
 use crate::config::{Config, ServerConfig};
 use crate::fleet::Fleet;
 use crate::proto;
+pub use keys::KeyCountsSnapshot;
 pub use reason::{Reason, REASON_TRAILER};
 pub use registry::{OnDemandReport, STOPPED_IDLE, STOPPED_MAX_OBJECTS};
 pub use resource::{Resource, WatchCounts, CLIENT_CLOSED};
@@ -163,6 +164,18 @@ impl Api {
                     crate::fleet::qualified(r.cluster(), r.name()),
                     r.watch_counts(),
                 )
+            })
+            .collect()
+    }
+
+    /// What the WatchKeys streams of each resource did so far, by resource name (as
+    /// [`Api::watch_counts`] names them): for metrics.
+    pub fn key_counts(&self) -> Vec<(String, KeyCountsSnapshot)> {
+        self.resources()
+            .iter()
+            .map(|r| {
+                let name = crate::fleet::qualified(r.cluster(), r.name());
+                (name, r.key_counts().snapshot())
             })
             .collect()
     }

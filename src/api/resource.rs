@@ -10,6 +10,7 @@ use tokio::sync::watch as signal;
 use tokio::time::Instant;
 use tonic::Status;
 
+use super::keys::KeyCounts;
 use super::reason::Reason;
 use super::watch::Hub;
 use crate::config::IndexConfig;
@@ -27,6 +28,8 @@ pub struct Resource {
     sent: [AtomicU64; EVENT_TYPES],
     /// Watchers ended, by why (see [`Resource::count_ended`]).
     ended: Mutex<BTreeMap<&'static str, u64>>,
+    /// What its WatchKeys streams do.
+    keys: Arc<KeyCounts>,
     stop: signal::Receiver<bool>,
 }
 
@@ -62,6 +65,7 @@ impl Resource {
             watchers: AtomicU64::new(0),
             sent: Default::default(),
             ended: Mutex::default(),
+            keys: Arc::default(),
             stop,
         }
     }
@@ -139,6 +143,11 @@ impl Resource {
             .expect("ended poisoned")
             .entry(reason)
             .or_default() += 1;
+    }
+
+    /// The counters of this resource's WatchKeys streams.
+    pub fn key_counts(&self) -> &Arc<KeyCounts> {
+        &self.keys
     }
 
     /// What the watchers of this resource did so far.

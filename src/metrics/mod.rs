@@ -2,7 +2,8 @@
 //! (`server.metrics`): `/livez`, `/readyz` and `/metrics`.
 //!
 //! What is measured is read, at each scrape, from what the sidecar already keeps: the fleet's
-//! status board and store statistics (`fleet`), the API's watcher counts (`serving`), the
+//! status board and store statistics (`fleet`), the API's watcher counts (`serving`) and
+//! WatchKeys queues (`keys`), the
 //! allocator and the kernel (`process`). Only the RPC counters are kept here (`rpc`, a tower
 //! layer on the gRPC server), because nothing else counts calls. `http` serves it all.
 //!
@@ -20,6 +21,7 @@ mod authz;
 mod clusters;
 mod fleet;
 mod http;
+mod keys;
 mod on_demand;
 mod process;
 mod rpc;
@@ -52,6 +54,7 @@ pub fn registry(fleet: Arc<Fleet>, api: Api) -> Registry {
     registry.register_collector(Box::new(clusters::ClusterCollector::new(fleet.clone())));
     registry.register_collector(Box::new(fleet::FleetCollector::new(fleet)));
     registry.register_collector(Box::new(serving::ServingCollector::new(api.clone())));
+    registry.register_collector(Box::new(keys::KeysCollector::new(api.clone())));
     registry.register_collector(Box::new(on_demand::OnDemandCollector::new(api.clone())));
     registry.register_collector(Box::new(process::ProcessCollector));
     RPC.register(&mut registry);

@@ -31,9 +31,9 @@ use std::{
     sync::OnceLock,
 };
 
-use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
 use kube::{
-    api::{DeleteParams, PostParams},
+    api::{DeleteParams, Patch, PatchParams, PostParams},
     config::{KubeConfigOptions, Kubeconfig},
     Api, Client, Config,
 };
@@ -243,6 +243,23 @@ pub async fn wait_default_service_account(client: &Client, namespace: &str) -> R
         command: format!("wait for the default ServiceAccount of {namespace}"),
         detail: "not created within 60 s: is kube-controller-manager running?".into(),
     })
+}
+
+/// Creates or updates a pod of `namespace` by server-side apply (the field manager
+/// `informerd-test`, forced): `pod` is its JSON, `apiVersion`, `kind` and `metadata.name`
+/// included. Returns the pod as the apiserver stored it.
+pub async fn apply_pod(client: &Client, namespace: &str, pod: serde_json::Value) -> Result<Pod> {
+    let name = pod["metadata"]["name"]
+        .as_str()
+        .ok_or_else(|| Error::Command {
+            command: format!("apply a pod in {namespace}"),
+            detail: "the pod's JSON has no metadata.name".into(),
+        })?
+        .to_string();
+    let params = PatchParams::apply("informerd-test").force();
+    Ok(Api::<Pod>::namespaced(client.clone(), namespace)
+        .patch(&name, &params, &Patch::Apply(pod))
+        .await?)
 }
 
 /// Deletes a namespace (the namespace controller removes what it holds).

@@ -15,6 +15,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio::time::Instant;
 use tonic::{Status, Streaming};
 
+use super::counts::StreamGauge;
 use super::queue::{Delivery, KeyId, Queue};
 use super::spec::KeysSpec;
 use crate::api::reason::invalid;
@@ -40,6 +41,8 @@ pub struct Consumer {
     pub control: VecDeque<KeyEventType>,
     /// The token the last event carried.
     pub last_token: Option<u64>,
+    /// This stream's share of the resource's WatchKeys gauges.
+    pub gauge: StreamGauge,
 }
 
 impl Consumer {
@@ -73,6 +76,7 @@ impl Consumer {
             }
         }
         self.position = self.position.max(revision);
+        self.resource.key_counts().resynced();
         self.control.push_back(KeyEventType::ResyncStart);
         self.queue.resync(keys, Instant::now());
     }
@@ -131,6 +135,9 @@ impl Consumer {
                 () = tx.closed() => return Err(None),
                 _ = stop.changed() => return Err(Some(shutting_down())),
             }
+            let queue = &self.queue;
+            self.gauge
+                .report(queue.pending() + queue.in_flight(), queue.bytes());
         }
     }
 
@@ -144,6 +151,7 @@ impl Consumer {
         if self.queue.resync_done() {
             self.control.push_back(KeyEventType::ResyncEnd);
         }
+        self.resource.key_counts().sent();
         Some(self.event(KeyEventType::Key, Some(delivery)))
     }
 
@@ -281,6 +289,7 @@ impl Consumer {
                 }
             }
         }
+        self.resource.key_counts().changed(ids.len());
         for id in ids {
             let deleted = !id.owner && !now;
             self.queue.mark(&id, event.revision, deleted, at);

@@ -6,6 +6,7 @@
 //! - `spec`: a subscription, validated. `owner`: owner mapping through ownerReferences.
 //! - `queue`: the keys pending or in flight, with debounce and the resume mark (pure).
 //! - `consumer`: the task of one stream: hub → queue → client, acks → queue.
+//! - `counts`: what the streams of a resource do, for metrics.
 //!
 //! Decision: the queue is fed from the resource's watch hub, like a Watch, but never waits on
 //! the client: a slow consumer costs one entry per key (bounded by the objects), never the
@@ -17,6 +18,7 @@
 //! again while it is in flight.
 
 mod consumer;
+mod counts;
 mod owner;
 mod queue;
 mod spec;
@@ -37,6 +39,8 @@ use crate::transform::Transform;
 use consumer::Consumer;
 use queue::Queue;
 use spec::KeysSpec;
+
+pub use counts::{KeyCounts, KeyCountsSnapshot};
 
 /// The response stream of one WatchKeys call.
 /// Decision: a WatchKeys stream holds a `limits.maxWatchers` slot like a Watch, since it costs
@@ -108,7 +112,8 @@ pub async fn watch_keys(
             invalid(
                 "subscribe.resource",
                 format!(
-                    "{} is an on-demand cache: WatchKeys serves the resources of the                      configuration only; list it under resources, or use Watch",
+                    "{} is an on-demand cache: WatchKeys serves the resources of the \
+                     configuration only; list it under resources, or use Watch",
                     subscription.resource
                 ),
             )
@@ -125,7 +130,9 @@ pub async fn watch_keys(
     let slot = api.inner.limits.admit_watch()?;
     let hub = resource.hub().subscribe();
     let (tx, rx) = mpsc::channel(KEY_BUFFER);
+    let gauge = counts::StreamGauge::open(resource.key_counts().clone());
     let mut consumer = Consumer {
+        gauge,
         queue: Queue::new(spec.timing),
         resource,
         spec,
