@@ -69,15 +69,26 @@ pub async fn compact_kill_apiserver(rig: &mut Rig) -> anyhow::Result<u64> {
     let cp = rig.plane.control_plane().clone();
     let killed_at = clock();
     let killed = Instant::now();
+    let mut while_down = Ok(());
     rig.plane
         .kill_and_restart_apiserver(async || {
             cp.advance_and_compact_etcd().await?;
+            while_down = cp.availability().await;
             tokio::time::sleep(extra).await;
             Ok(())
         })
         .await?;
     let ready = Instant::now();
     let ready_at = clock();
+    // The probe the soak tells an unavailable control plane by (check.rs), against the real
+    // thing: the killed apiserver, etcd serving.
+    match while_down {
+        Err(why) if why.contains("kube-apiserver not ready") && !why.contains("etcd") => {}
+        other => anyhow::bail!("with kube-apiserver killed, the availability probe said {other:?}"),
+    }
+    if let Err(why) = cp.availability().await {
+        anyhow::bail!("kube-apiserver restarted and ready, yet the availability probe says {why}");
+    }
     // Seconds after the restart at which each scope's relist for 410 Gone was first seen.
     let relisted = std::sync::Mutex::new(BTreeMap::new());
     let waited = until(

@@ -83,17 +83,21 @@ async fn soak() -> anyhow::Result<()> {
         let injected = inject(fault, &mut rig, &mut rng).await;
         let churned = churn.await?;
         // A fault or churn that failed because the control plane does not answer is not
-        // informerd's failure: the check below reports it; any other failure stops the soak.
-        for error in [injected.err(), churned.err().map(Into::into)]
-            .into_iter()
-            .flatten()
-        {
+        // informerd's failure: the check below reports it. The seeder also gives up on a
+        // connection its apiserver dropped while dying (as in the chaos phases). Any other
+        // failure stops the soak.
+        let churned = churned.map_err(anyhow::Error::from);
+        for (what, result) in [
+            ("the fault", injected.map(drop)),
+            ("the churn", churned.map(drop)),
+        ] {
+            let Err(error) = result else { continue };
             match cp.availability().await {
-                Err(why) => eprintln!("soak: {fault:?} or the churn failed: {error:#} ({why})"),
-                Ok(()) if fault.kills_apiserver() => {
-                    eprintln!("soak: {fault:?}: the churn or the fault stopped early: {error:#}");
+                Err(why) => eprintln!("soak: {fault:?}: {what} failed: {error:#} ({why})"),
+                Ok(()) if what == "the churn" && fault.kills_apiserver() => {
+                    eprintln!("soak: {fault:?}: the churn stopped early: {error:#}");
                 }
-                Ok(()) => return Err(error),
+                Ok(()) => return Err(error.context(format!("{fault:?}: {what}"))),
             }
         }
         let check = check(
