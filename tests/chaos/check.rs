@@ -96,7 +96,7 @@ pub async fn check(
         Err(Disagreement::Unavailable { reason, since }) => {
             let at = since.saturating_duration_since(started).as_secs_f64();
             eprintln!(
-                "soak: control plane unavailable at {at:.0} s: {reason}; the check waits up to {} s for it and runs again",
+                "{fault}: control plane unavailable at {at:.0} s: {reason}; the check waits up to {} s for it and runs again",
                 recover.as_secs()
             );
             let back = until("the control plane answers", recover.as_secs(), async || {

@@ -2,7 +2,9 @@
 //! write and compacted to it while the apiserver is down, the apiserver restarted on its port;
 //! then the wait, per scope, for informerd's relist after 410 Gone, and one line per kill that
 //! says how long the apiserver was down, when each scope relisted and what the apiserver
-//! answered (`too old resource version: RESUMED (NEW CACHE)`, from informerd's log).
+//! answered (`too old resource version: RESUMED (NEW CACHE)`, from informerd's log). While the
+//! apiserver is down it also runs the soak's divergence check (check.rs), which must report
+//! the control plane unavailable and skip, not count a divergence.
 //!
 //! Decision: one kill, and a bounded wait long enough for informerd's backoff, instead of up
 //! to three kills a minute apart. Why a kill could show no 410 (issue 16): the 410 is always
@@ -32,7 +34,13 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::{env_number, faults::until, rig::Rig, truth::scope_states};
+use crate::{
+    check::{check, Check, Outcome},
+    env_number,
+    faults::until,
+    rig::Rig,
+    truth::{converge_within, scope_states},
+};
 
 /// The bound on the wait for every scope's relist after the restart: two of kube-rs's longest
 /// backoff delays (60 s each with jitter), a third for an attempt that found the new watch
@@ -69,22 +77,23 @@ pub async fn compact_kill_apiserver(rig: &mut Rig) -> anyhow::Result<u64> {
     let cp = rig.plane.control_plane().clone();
     let killed_at = clock();
     let killed = Instant::now();
-    let mut while_down = Ok(());
+    let mut while_down = None;
     rig.plane
         .kill_and_restart_apiserver(async || {
             cp.advance_and_compact_etcd().await?;
-            while_down = cp.availability().await;
+            while_down = Some(check_while_down(rig).await);
             tokio::time::sleep(extra).await;
             Ok(())
         })
         .await?;
     let ready = Instant::now();
     let ready_at = clock();
-    // The probe the soak tells an unavailable control plane by (check.rs), against the real
-    // thing: the killed apiserver, etcd serving.
-    match while_down {
-        Err(why) if why.contains("kube-apiserver not ready") && !why.contains("etcd") => {}
-        other => anyhow::bail!("with kube-apiserver killed, the availability probe said {other:?}"),
+    // The soak's check (check.rs) against the real thing: with kube-apiserver killed (etcd
+    // serving) it must report the control plane unavailable and skip, not diverge.
+    match while_down.as_ref().map(|c| (&c.outcome, &c.unavailable)) {
+        Some((Outcome::Skipped, Some((_, why))))
+            if why.contains("kube-apiserver not ready") && !why.contains("etcd unready") => {}
+        _ => anyhow::bail!("with kube-apiserver killed, the soak's check came to {while_down:?}"),
     }
     if let Err(why) = cp.availability().await {
         anyhow::bail!("kube-apiserver restarted and ready, yet the availability probe says {why}");
@@ -135,6 +144,20 @@ pub async fn compact_kill_apiserver(rig: &mut Rig) -> anyhow::Result<u64> {
     }
     waited?;
     Ok(1)
+}
+
+/// The soak's divergence check while kube-apiserver is down, with a short deadline and no wait
+/// for the control plane to come back.
+async fn check_while_down(rig: &Rig) -> Check {
+    let cp = rig.plane.control_plane();
+    check(
+        "CompactKillApiserver".into(),
+        Instant::now(),
+        Duration::ZERO,
+        async || converge_within(rig, Duration::from_secs(1)).await,
+        async || cp.availability().await,
+    )
+    .await
 }
 
 /// The time of day now (UTC), as informerd's log writes it: `HH:MM:SS.s`.

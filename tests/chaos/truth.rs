@@ -127,6 +127,12 @@ pub enum Disagreement {
 /// Waits until the apiserver, informerd and every subscriber agree; returns the time it took,
 /// or what was left at the deadline (CHAOS_CONVERGE_SECONDS).
 pub async fn converge(rig: &Rig) -> Result<Duration, Disagreement> {
+    let deadline = Duration::from_secs(env_number("CHAOS_CONVERGE_SECONDS", 180));
+    converge_within(rig, deadline).await
+}
+
+/// [`converge`], with the deadline given.
+pub async fn converge_within(rig: &Rig, deadline: Duration) -> Result<Duration, Disagreement> {
     let (client, namespaces, socket) = (&rig.client, &rig.namespaces, &rig.socket);
     let started = Instant::now();
     let mut unavailable_since = None;
@@ -155,7 +161,7 @@ pub async fn converge(rig: &Rig) -> Result<Duration, Disagreement> {
         if diffs.is_empty() {
             return Ok(started.elapsed());
         }
-        if started.elapsed() > Duration::from_secs(env_number("CHAOS_CONVERGE_SECONDS", 180)) {
+        if started.elapsed() > deadline {
             return Err(match unavailable_since {
                 Some(since) => {
                     let mut reason = diffs.join("; ");
