@@ -118,8 +118,22 @@ pub async fn compact_kill_apiserver(rig: &mut Rig) -> anyhow::Result<u64> {
     )
     .await;
     let relisted = relisted.into_inner().unwrap();
+    let down = format!(
+        "killed {killed_at}, ready {ready_at} UTC (down {:.1} s)",
+        (ready - killed).as_secs_f64()
+    );
+    print_kill(rig, log_from, &down, &relisted);
+    waited?;
+    Ok(1)
+}
+
+/// The kill's line: `down` (when it was killed and ready), when each scope relisted (seconds
+/// after ready) and the apiserver's 410 to it; then informerd's attempts since the kill, from
+/// its log (from byte `log_from`), oldest first: the gaps between them are its backoff.
+fn print_kill(rig: &Rig, log_from: usize, down: &str, relisted: &BTreeMap<String, f64>) {
     let log = rig.sidecar.log();
-    let answers = gone_answers(log.get(log_from..).unwrap_or_default());
+    let since = log.get(log_from..).unwrap_or_default();
+    let answers = gone_answers(since);
     let scopes: Vec<String> = rig
         .namespaces
         .iter()
@@ -132,18 +146,15 @@ pub async fn compact_kill_apiserver(rig: &mut Rig) -> anyhow::Result<u64> {
         })
         .collect();
     eprintln!(
-        "CompactKillApiserver: apiserver killed {killed_at}, ready {ready_at} UTC (down {:.1} s); {}",
-        (ready - killed).as_secs_f64(),
+        "CompactKillApiserver: apiserver {down}; {}",
         scopes.join("; ")
     );
-    // informerd's attempts meanwhile, oldest first: the gaps between them are its backoff.
-    let mut attempts = crate::log_tail(log.get(log_from..).unwrap_or_default(), usize::MAX);
+    let mut attempts = crate::log_tail(since, usize::MAX);
     attempts.retain(|l| l.contains("watch error") || l.contains("synced"));
-    for line in attempts.iter().rev().take(40) {
+    attempts.truncate(40);
+    for line in attempts.iter().rev() {
         eprintln!("  informerd: {line}");
     }
-    waited?;
-    Ok(1)
 }
 
 /// The soak's divergence check while kube-apiserver is down, with a short deadline and no wait
