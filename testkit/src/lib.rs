@@ -12,6 +12,7 @@
 mod apiserver;
 mod etcd;
 pub mod fixtures;
+mod health;
 mod kubectl;
 mod metrics;
 mod proxy;

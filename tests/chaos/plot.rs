@@ -1,5 +1,6 @@
 //! The soak's SVG: two stacked line charts over time (memory in MiB; objects and watchers), and
-//! a tick per divergence check along the time axis (green: agreed, red: diverged).
+//! a tick per divergence check along the time axis (green: agreed, red: diverged, grey:
+//! skipped as the control plane was unavailable).
 //!
 //! Decision: written by hand (polylines, a few labels) rather than with a plotting crate: the
 //! chart is simple and a crate would be compiled for one picture.
@@ -19,8 +20,9 @@ const PANEL: f64 = 220.0;
 const LEFT: f64 = 70.0;
 const TOP: f64 = 30.0;
 
-/// The whole picture: `panels` (title, lines) one under the other, `checks` (seconds, agreed).
-pub fn svg(title: &str, panels: &[(&str, Vec<Line>)], checks: &[(f64, bool)]) -> String {
+/// The whole picture: `panels` (title, lines) one under the other, `checks` (seconds, agreed;
+/// `None`: skipped, the control plane did not answer).
+pub fn svg(title: &str, panels: &[(&str, Vec<Line>)], checks: &[(f64, Option<bool>)]) -> String {
     let end = panels
         .iter()
         .flat_map(|(_, lines)| lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)))
@@ -38,7 +40,11 @@ pub fn svg(title: &str, panels: &[(&str, Vec<Line>)], checks: &[(f64, bool)]) ->
     let plot_width = WIDTH - LEFT - 20.0;
     for (t, agreed) in checks {
         let x = LEFT + t / end * plot_width;
-        let color = if *agreed { "green" } else { "red" };
+        let color = match agreed {
+            Some(true) => "green",
+            Some(false) => "red",
+            None => "grey",
+        };
         let _ = writeln!(
             out,
             "<line x1=\"{x:.1}\" y1=\"{:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"{color}\"/>",
@@ -48,7 +54,7 @@ pub fn svg(title: &str, panels: &[(&str, Vec<Line>)], checks: &[(f64, bool)]) ->
     }
     let _ = writeln!(
         out,
-        "<text x=\"{LEFT}\" y=\"{:.1}\">divergence checks (green: the apiserver, informerd and every subscriber agreed); time axis 0 to {:.0} min</text>",
+        "<text x=\"{LEFT}\" y=\"{:.1}\">divergence checks (green: the apiserver, informerd and every subscriber agreed; grey: skipped, the control plane was unavailable); time axis 0 to {:.0} min</text>",
         axis + 16.0,
         end / 60.0
     );

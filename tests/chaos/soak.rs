@@ -3,7 +3,9 @@
 //! stopped after each cycle the same divergence check as the chaos phases. Every 5 s it samples
 //! informerd's RSS, jemalloc's allocated bytes, the objects cached and the watchers open; at the
 //! end it writes them with the checks to SOAK_RESULTS (JSON) and the same path with `.svg` (a
-//! plot), and prints the memory slope after warm-up (least squares, MiB per hour).
+//! plot), and prints the memory slope after warm-up (least squares, MiB per hour). A check
+//! whose control plane does not answer is reported as such, retried, or skipped, never counted
+//! as a divergence (check.rs); soak.json says when and why.
 //!
 //! SOAK_DURATION (`30m`, `1h`, `600s` or seconds; default 10m), SOAK_CYCLE_SECONDS (churn per cycle, default 50), SOAK_PODS
 //! (default 500), CHAOS_SUBSCRIBERS (default 100) and CHAOS_SEED (which faults) set it.
@@ -17,6 +19,7 @@ use rand::Rng;
 use serde_json::json;
 
 use crate::{
+    check::{check, Check, Outcome},
     env_number,
     faults::{inject, Fault},
     plot::{slope, svg, Line},
@@ -34,16 +37,11 @@ struct Sample {
     watchers: f64,
 }
 
-/// What one cycle's divergence check found.
-struct Check {
-    seconds: f64,
-    fault: String,
-    agreed: bool,
-    reconverge: f64,
-    detail: Vec<String>,
-}
-
 const MIB: f64 = 1048576.0;
+
+/// How long a check waits for an unavailable control plane to answer again before it is
+/// skipped (check.rs).
+const RECOVER_SECONDS: u64 = 300;
 
 /// The faults the soak injects. Decision: none that restarts informerd (SIGKILL, or the cut
 /// list at its start-up), since a restart gives memory back and would hide a leak that the
@@ -72,43 +70,49 @@ async fn soak() -> anyhow::Result<()> {
         Duration::from_secs(5),
     ));
     let mut checks = Vec::new();
+    let cp = rig.plane.control_plane().clone();
     while started.elapsed() < duration {
         let churn = {
-            let cp = rig.plane.control_plane().clone();
+            let cp = cp.clone();
             let prefix = rig.prefix.clone();
             let n = rig.namespaces.len();
             tokio::task::spawn_blocking(move || cp.churn(&prefix, n, 20, cycle))
         };
         tokio::time::sleep(Duration::from_secs(u64::from(cycle) / 2)).await;
         let fault = SOAK_FAULTS[rng.random_range(0..SOAK_FAULTS.len())];
-        inject(fault, &mut rig, &mut rng).await?;
-        churn.await??;
-        let at = started.elapsed().as_secs_f64();
-        let check = match converge(&rig).await {
-            Ok(t) => Check {
-                seconds: at,
-                fault: format!("{fault:?}"),
-                agreed: true,
-                reconverge: t.as_secs_f64(),
-                detail: Vec::new(),
-            },
-            Err(detail) => Check {
-                seconds: at,
-                fault: format!("{fault:?}"),
-                agreed: false,
-                reconverge: f64::NAN,
-                detail,
-            },
-        };
+        let injected = inject(fault, &mut rig, &mut rng).await;
+        let churned = churn.await?;
+        // A fault or churn that failed because the control plane does not answer is not
+        // informerd's failure: the check below reports it. The seeder also gives up on a
+        // connection its apiserver dropped while dying (as in the chaos phases). Any other
+        // failure stops the soak.
+        let churned = churned.map_err(anyhow::Error::from);
+        for (what, result) in [
+            ("the fault", injected.map(drop)),
+            ("the churn", churned.map(drop)),
+        ] {
+            let Err(error) = result else { continue };
+            match cp.availability().await {
+                Err(why) => eprintln!("soak: {fault:?}: {what} failed: {error:#} ({why})"),
+                Ok(()) if what == "the churn" && fault.kills_apiserver() => {
+                    eprintln!("soak: {fault:?}: the churn stopped early: {error:#}");
+                }
+                Ok(()) => return Err(error.context(format!("{fault:?}: {what}"))),
+            }
+        }
+        let check = check(
+            format!("{fault:?}"),
+            started,
+            Duration::from_secs(RECOVER_SECONDS),
+            async || converge(&rig).await,
+            async || cp.availability().await,
+        )
+        .await;
         eprintln!(
             "soak {:.0} s: {} then {}",
-            at,
+            check.seconds,
             check.fault,
-            if check.agreed {
-                format!("agreed after {:.1} s", check.reconverge)
-            } else {
-                format!("DIVERGED: {:?}", check.detail)
-            }
+            check.line()
         );
         checks.push(check);
     }
@@ -116,13 +120,16 @@ async fn soak() -> anyhow::Result<()> {
     let samples = samples.lock().unwrap().clone();
     let report = report(&samples, &checks, seed, duration);
     rig.finish().await;
-    let diverged: Vec<_> = checks.iter().filter(|c| !c.agreed).collect();
+    let diverged: Vec<_> = checks
+        .iter()
+        .filter(|c| c.agreed() == Some(false))
+        .collect();
     assert!(
         diverged.is_empty(),
         "{} of {} checks diverged: {:?}",
         diverged.len(),
         checks.len(),
-        diverged.iter().map(|c| &c.detail).collect::<Vec<_>>()
+        diverged.iter().map(|c| c.line()).collect::<Vec<_>>()
     );
     report
 }
@@ -175,13 +182,20 @@ fn report(
         slope(&points) * 3600.0
     };
     let (rss_slope, allocated_slope) = (per_hour(|s| s.rss), per_hour(|s| s.allocated));
-    let mut times: Vec<f64> = checks.iter().map(|c| c.reconverge).collect();
+    let mut times: Vec<f64> = checks
+        .iter()
+        .filter_map(|c| match c.outcome {
+            Outcome::Agreed(t) => Some(t.as_secs_f64()),
+            _ => None,
+        })
+        .collect();
     times.sort_by(f64::total_cmp);
     let summary = format!(
-        "soak: {} samples, {} checks ({} diverged), reconverge p50 {:.1} s max {:.1} s; memory slope after {:.0} s of warm-up: RSS {rss_slope:+.2} MiB/h, allocated {allocated_slope:+.2} MiB/h",
+        "soak: {} samples, {} checks ({} diverged, {} skipped as the control plane was unavailable), reconverge p50 {:.1} s max {:.1} s; memory slope after {:.0} s of warm-up: RSS {rss_slope:+.2} MiB/h, allocated {allocated_slope:+.2} MiB/h",
         samples.len(),
         checks.len(),
-        checks.iter().filter(|c| !c.agreed).count(),
+        checks.iter().filter(|c| c.agreed() == Some(false)).count(),
+        checks.iter().filter(|c| c.agreed().is_none()).count(),
         times.get(times.len().saturating_sub(1) / 2).copied().unwrap_or_default(),
         times.last().copied().unwrap_or_default(),
         warm
@@ -201,11 +215,7 @@ fn report(
             "seconds": s.seconds, "rss_bytes": s.rss, "allocated_bytes": s.allocated,
             "objects": s.objects, "watchers": s.watchers,
         })).collect::<Vec<_>>(),
-        "checks": checks.iter().map(|c| json!({
-            "seconds": c.seconds, "fault": c.fault, "agreed": c.agreed,
-            "reconverge_seconds": if c.agreed { json!(c.reconverge) } else { json!(null) },
-            "differences": c.detail,
-        })).collect::<Vec<_>>(),
+        "checks": checks.iter().map(Check::json).collect::<Vec<_>>(),
     });
     std::fs::write(&path, serde_json::to_string_pretty(&doc)? + "\n")?;
     let series = |name, color, f: fn(&Sample) -> f64| Line {
@@ -236,7 +246,7 @@ fn report(
         ],
         &checks
             .iter()
-            .map(|c| (c.seconds, c.agreed))
+            .map(|c| (c.seconds, c.agreed()))
             .collect::<Vec<_>>(),
     );
     std::fs::write(path.with_extension("svg"), picture)?;

@@ -113,15 +113,34 @@ pub async fn relists(socket: &str) -> anyhow::Result<u64> {
     Ok(scopes(socket).await?.iter().map(|s| s.relists).sum())
 }
 
+/// Why the apiserver, informerd and every subscriber were not seen to agree by the deadline.
+#[derive(Debug)]
+pub enum Disagreement {
+    /// What still differed (informerd's List failing counts: that is informerd's answer).
+    Diverged(Vec<String>),
+    /// The apiserver's list, the truth, failed at the last attempt: the control plane did not
+    /// answer (`reason`, with what its etcd and apiserver say), since `since`; nothing was
+    /// compared, so this is not a divergence of informerd.
+    Unavailable { reason: String, since: Instant },
+}
+
 /// Waits until the apiserver, informerd and every subscriber agree; returns the time it took,
-/// or the differences left at the deadline.
-pub async fn converge(rig: &Rig) -> Result<Duration, Vec<String>> {
+/// or what was left at the deadline (CHAOS_CONVERGE_SECONDS).
+pub async fn converge(rig: &Rig) -> Result<Duration, Disagreement> {
+    let deadline = Duration::from_secs(env_number("CHAOS_CONVERGE_SECONDS", 180));
+    converge_within(rig, deadline).await
+}
+
+/// [`converge`], with the deadline given.
+pub async fn converge_within(rig: &Rig, deadline: Duration) -> Result<Duration, Disagreement> {
     let (client, namespaces, socket) = (&rig.client, &rig.namespaces, &rig.socket);
     let started = Instant::now();
+    let mut unavailable_since = None;
     loop {
         let mut diffs = Vec::new();
         match apiserver_state(client, namespaces).await {
             Ok(truth) => {
+                unavailable_since = None;
                 match informerd_state(socket).await {
                     Ok(listed) if listed == truth => {}
                     Ok(listed) => diffs.push(format!("informerd List: {}", diff(&truth, &listed))),
@@ -134,13 +153,25 @@ pub async fn converge(rig: &Rig) -> Result<Duration, Vec<String>> {
                     }
                 }
             }
-            Err(e) => diffs.push(format!("apiserver list: {e}")),
+            Err(e) => {
+                unavailable_since.get_or_insert_with(Instant::now);
+                diffs.push(format!("the apiserver's list failed: {e}"));
+            }
         }
         if diffs.is_empty() {
             return Ok(started.elapsed());
         }
-        if started.elapsed() > Duration::from_secs(env_number("CHAOS_CONVERGE_SECONDS", 180)) {
-            return Err(diffs);
+        if started.elapsed() > deadline {
+            return Err(match unavailable_since {
+                Some(since) => {
+                    let mut reason = diffs.join("; ");
+                    if let Err(why) = rig.plane.control_plane().availability().await {
+                        reason = format!("{reason}; {why}");
+                    }
+                    Disagreement::Unavailable { reason, since }
+                }
+                None => Disagreement::Diverged(diffs),
+            });
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
