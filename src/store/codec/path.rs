@@ -103,18 +103,7 @@ impl Decoder<'_, '_> {
                 let mut q = 0;
                 let n = get_varint(t, &mut q);
                 for _ in 0..n {
-                    match t[q] {
-                        HOLE => {
-                            q += 1;
-                            self.skip_body_value();
-                        }
-                        OBJ_HOLE => {
-                            q += 1;
-                            let tid = get_id(t, &mut q);
-                            self.skip_object(tid);
-                        }
-                        _ => skip_const(t, &mut q),
-                    }
+                    self.skip_entry(t, &mut q);
                 }
             }
             T_UINT_STR => {
@@ -152,18 +141,24 @@ impl Decoder<'_, '_> {
         let n = get_varint(t, &mut q);
         for _ in 0..n {
             get_id(t, &mut q);
-            match t[q] {
-                HOLE => {
-                    q += 1;
-                    self.skip_body_value();
-                }
-                OBJ_HOLE => {
-                    q += 1;
-                    let inner = get_id(t, &mut q);
-                    self.skip_object(inner);
-                }
-                _ => skip_const(t, &mut q),
+            self.skip_entry(t, &mut q);
+        }
+    }
+
+    /// Moves past one entry of a template at `t[*q]` (a hole: its value at the cursor; an
+    /// object hole: its holes at the cursor; a constant: in the template).
+    fn skip_entry(&mut self, t: &[u8], q: &mut usize) {
+        match t[*q] {
+            HOLE => {
+                *q += 1;
+                self.skip_body_value();
             }
+            OBJ_HOLE => {
+                *q += 1;
+                let inner = get_id(t, q);
+                self.skip_object(inner);
+            }
+            _ => skip_const(t, q),
         }
     }
 }
