@@ -79,6 +79,9 @@ impl Lister {
                 break;
             }
             tokio::task::consume_budget().await;
+            if !self.query.labels_match(&stored) {
+                continue;
+            }
             // Decoded one at a time and dropped: a list never holds decoded objects.
             let object = stored.to_json_value();
             if !self.query.matches(&self.resource, &object) {

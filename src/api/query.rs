@@ -150,6 +150,20 @@ impl Query {
         self.labels.matches_object(object) && self.fields.matches(object)
     }
 
+    /// Whether the object's labels satisfy the request's label selector, read without
+    /// decoding the rest of the object: a List rules out the candidates of a namespace this
+    /// way before decoding the few that match (issue 12: a controller's
+    /// `List(InNamespace, MatchingLabelsSelector)` per reconcile). [`Query::matches`] still
+    /// checks everything.
+    pub fn labels_match(&self, stored: &StoredObject) -> bool {
+        if self.labels.requirements().is_empty() {
+            return true;
+        }
+        let labels = stored.decode_at(&["metadata", "labels"]);
+        self.labels
+            .matches(&labels.as_ref().and_then(Value::as_object))
+    }
+
     /// The candidates (a superset of the matches, all at one revision): by index when the
     /// request names one, otherwise by namespace.
     pub fn candidates(&self, resource: &Resource) -> (u64, Vec<StoredObject>) {

@@ -188,6 +188,19 @@ impl StoredObject {
         bytes.expect("a JSON value always serializes")
     }
 
+    /// The value at `path` (object keys), decoded alone: the rest of the object is skipped,
+    /// not decoded (a List reads the labels of every candidate this way).
+    pub fn decode_at(&self, path: &[&str]) -> Option<Value> {
+        if let Some(v) = self.0.json.get() {
+            return path.iter().try_fold(v, |v, k| v.get(*k)).cloned();
+        }
+        let h = &self.0;
+        let st = h.shared.read();
+        let header = codec::parse_header(&h.blob);
+        let body = &h.blob[header.body_start..];
+        codec::decode_path(&st.atoms, body, &self.identity(), path)
+    }
+
     /// `metadata.labels`.
     pub fn labels(&self) -> Option<&Map<String, Value>> {
         self.as_json().get("metadata")?.get("labels")?.as_object()
@@ -202,12 +215,16 @@ impl StoredObject {
         let h = &self.0;
         let st = h.shared.read();
         let header = codec::parse_header(&h.blob);
-        let id = Identity {
+        codec::decode_body(&st.atoms, &h.blob[header.body_start..], &self.identity())
+    }
+
+    fn identity(&self) -> Identity<'_> {
+        let h = &self.0;
+        Identity {
             namespace: h.key.namespace(),
             name: h.key.name(),
             resource_version: h.resource_version.as_deref(),
-        };
-        codec::decode_body(&st.atoms, &h.blob[header.body_start..], &id)
+        }
     }
 }
 

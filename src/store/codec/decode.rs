@@ -19,14 +19,7 @@ use crate::store::scalar::{
 
 /// Decodes the body of a blob whose identity is already known.
 pub(crate) fn decode_body(atoms: &Atoms, body: &[u8], id: &Identity<'_>) -> Value {
-    let mut dec = Decoder {
-        atoms,
-        s: body,
-        p: 0,
-        last_ts: TS_BASE,
-        id,
-    };
-    dec.body_value()
+    Decoder::new(atoms, body, id).body_value()
 }
 
 /// Decodes a whole blob.
@@ -42,16 +35,29 @@ pub(crate) fn decode_blob(atoms: &Atoms, blob: &[u8]) -> Value {
     decode_body(atoms, &blob[h.body_start..], &id)
 }
 
-struct Decoder<'a, 'i> {
-    atoms: &'a Atoms,
-    s: &'a [u8],
-    p: usize,
-    last_ts: i64,
+/// A cursor in a body (`path` walks it too).
+pub(super) struct Decoder<'a, 'i> {
+    pub(super) atoms: &'a Atoms,
+    pub(super) s: &'a [u8],
+    pub(super) p: usize,
+    pub(super) last_ts: i64,
     id: &'a Identity<'i>,
 }
 
+impl<'a, 'i> Decoder<'a, 'i> {
+    pub(super) fn new(atoms: &'a Atoms, body: &'a [u8], id: &'a Identity<'i>) -> Self {
+        Decoder {
+            atoms,
+            s: body,
+            p: 0,
+            last_ts: TS_BASE,
+            id,
+        }
+    }
+}
+
 impl<'a> Decoder<'a, '_> {
-    fn body_value(&mut self) -> Value {
+    pub(super) fn body_value(&mut self) -> Value {
         let s = self.s;
         let tag = s[self.p];
         self.p += 1;
@@ -131,7 +137,7 @@ impl<'a> Decoder<'a, '_> {
     }
 
     /// An object of template `tid`, its holes read from the body.
-    fn object(&mut self, tid: AtomId) -> Value {
+    pub(super) fn object(&mut self, tid: AtomId) -> Value {
         let t = self.atoms.payload(tid);
         let mut q = 0;
         let n = get_varint(t, &mut q);
@@ -150,7 +156,7 @@ impl<'a> Decoder<'a, '_> {
     }
 
     /// The constant at `buf[*p]` (in a template, an array or the body).
-    fn const_value(&self, buf: &[u8], p: &mut usize) -> Value {
+    pub(super) fn const_value(&self, buf: &[u8], p: &mut usize) -> Value {
         let atoms: &'a Atoms = self.atoms;
         let tag = buf[*p];
         *p += 1;

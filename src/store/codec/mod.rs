@@ -32,12 +32,14 @@
 mod decode;
 mod encode;
 mod header;
+mod path;
 mod refs;
 mod varint;
 
 pub(crate) use decode::{decode_blob, decode_body};
 pub(crate) use encode::{encode_body, encode_body_sized, too_deep};
 pub(crate) use header::{encode_header, parse_header, Name};
+pub(crate) use path::decode_path;
 pub(crate) use refs::{exclusive_bytes, release_blob, release_body};
 
 // Value tags. Constants (allowed in templates and constant arrays, and in the body):

@@ -97,7 +97,7 @@ fn random_string(rng: &mut StdRng, name: &str) -> String {
     }
 }
 
-fn random_value(rng: &mut StdRng, depth: usize, name: &str) -> Value {
+pub(super) fn random_value(rng: &mut StdRng, depth: usize, name: &str) -> Value {
     let pick = if depth > 4 {
         rng.random_range(0..6)
     } else {

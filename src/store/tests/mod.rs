@@ -4,6 +4,7 @@
 mod codec;
 mod index;
 mod log;
+mod path;
 mod reader;
 mod writer;
 
