@@ -1,0 +1,303 @@
+//! On-demand caches of remote clusters (`Ensure` with `cluster`), on real control planes: the
+//! shared one is informerd's own cluster, a private one (its own etcd and kube-apiserver) the
+//! remote `second`. The same kind ensured in each is two caches, read by cluster with objects
+//! that differ; `onDemand.maxCaches` counts them together; Status and metrics carry each
+//! cache's cluster; both stop once idle. With the second's apiserver killed, an `Ensure` on it
+//! is UNAVAILABLE naming it (not a wait to the deadline), and Status stays `synced` (a remote
+//! outage does not make the sidecar unready for its own cluster's clients).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures::StreamExt;
+use informerd::client::{self, proto::Reason};
+use informerd::proto::{
+    cache_client::CacheClient, EnsureRequest, EnsureResponse, GetRequest, ListRequest,
+    StatusRequest, StatusResponse,
+};
+use informerd_testkit::{
+    delete_namespace, free_port, scrape_metrics, unique_namespace, ControlPlane,
+    PrivateControlPlane, Sidecar,
+};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::api::{Api, ObjectMeta, PostParams};
+use kube::Client;
+use tonic::transport::Channel;
+use tonic::Code;
+
+const BIN: &str = env!("CARGO_BIN_EXE_informerd");
+/// How long anything asynchronous may take on busy shared cores.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+type Cache = CacheClient<Channel>;
+
+async fn create_configmap(client: &Client, namespace: &str, name: &str, value: &str) {
+    let cm = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        data: Some(BTreeMap::from([("cluster".to_string(), value.to_string())])),
+        ..ConfigMap::default()
+    };
+    Api::<ConfigMap>::namespaced(client.clone(), namespace)
+        .create(&PostParams::default(), &cm)
+        .await
+        .expect("create the configmap");
+}
+
+/// Ensures the ConfigMaps of `namespace` in `cluster`, with a deadline of [`PATIENCE`].
+async fn ensure(
+    api: &mut Cache,
+    cluster: &str,
+    namespace: &str,
+) -> Result<EnsureResponse, tonic::Status> {
+    let mut request = tonic::Request::new(EnsureRequest {
+        api_version: "v1".into(),
+        kind: "ConfigMap".into(),
+        namespaces: vec![namespace.into()],
+        cluster: cluster.into(),
+        ..EnsureRequest::default()
+    });
+    request.set_timeout(PATIENCE);
+    api.ensure(request).await.map(tonic::Response::into_inner)
+}
+
+async fn list_names(
+    api: &mut Cache,
+    cluster: &str,
+    resource: &str,
+    namespace: &str,
+) -> Result<Vec<String>, tonic::Status> {
+    let mut chunks = api
+        .list(ListRequest {
+            resource: resource.into(),
+            cluster: cluster.into(),
+            namespace: namespace.into(),
+            ..ListRequest::default()
+        })
+        .await?
+        .into_inner();
+    let mut names = Vec::new();
+    while let Some(chunk) = chunks.next().await {
+        names.extend(chunk?.objects.into_iter().map(|o| o.name));
+    }
+    names.retain(|n| n != "kube-root-ca.crt");
+    names.sort();
+    Ok(names)
+}
+
+async fn cached_value(api: &mut Cache, cluster: &str, resource: &str, namespace: &str) -> String {
+    let response = api
+        .get(GetRequest {
+            resource: resource.into(),
+            cluster: cluster.into(),
+            namespace: namespace.into(),
+            name: "settings".into(),
+            ..GetRequest::default()
+        })
+        .await
+        .unwrap_or_else(|e| panic!("Get {cluster}/{resource}/settings: {e}"))
+        .into_inner();
+    let object: serde_json::Value =
+        serde_json::from_slice(&response.object.expect("an object").json).expect("JSON");
+    object["data"]["cluster"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+async fn status(api: &mut Cache) -> StatusResponse {
+    api.status(StatusRequest::default())
+        .await
+        .expect("Status")
+        .into_inner()
+}
+
+/// Waits until `done` holds of the Status (and returns that Status).
+async fn wait_status(
+    api: &mut Cache,
+    what: &str,
+    done: impl Fn(&StatusResponse) -> bool,
+) -> StatusResponse {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let s = status(api).await;
+        if done(&s) {
+            return s;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never {what}: {s:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kind_is_cached_on_demand_per_cluster_and_an_unreachable_one_is_refused_at_once() {
+    let first = ControlPlane::get();
+    let first_client = first.client().await.expect("client of the shared cluster");
+    let second = PrivateControlPlane::start().expect("a second control plane");
+    let second_client = second.control_plane().client().await.expect("its client");
+    let ns = unique_namespace(&first_client, "od-remote")
+        .await
+        .expect("ns");
+    let namespace = Namespace {
+        metadata: ObjectMeta {
+            name: Some(ns.clone()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    Api::<Namespace>::all(second_client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .expect("the same namespace in the second cluster");
+    create_configmap(&first_client, &ns, "settings", "first").await;
+    create_configmap(&second_client, &ns, "settings", "second").await;
+    create_configmap(&second_client, &ns, "only-second", "second").await;
+
+    let port = free_port();
+    let config = format!(
+        " []\nclusters:\n- name: second\n  kubeconfig: {}\nonDemand:\n  allow: [{{group: \"\", \
+         kinds: [ConfigMap]}}]\n  maxCaches: 2\n  idleTimeout: 3s\n",
+        second.control_plane().kubeconfig().display()
+    );
+    let sidecar = Sidecar::start_with(
+        std::path::Path::new(BIN),
+        first,
+        &format!("  metrics: 127.0.0.1:{port}\n"),
+        &config,
+    )
+    .expect("informerd starts");
+    let mut api = client::connect(&format!("unix://{}", sidecar.socket().display()))
+        .await
+        .expect("connect");
+
+    // The same kind in each cluster: two caches of the same name, each started.
+    let remote = ensure(&mut api, "second", &ns)
+        .await
+        .expect("Ensure in second");
+    let name = format!("configmaps/{ns}");
+    assert_eq!(
+        (remote.resource.as_str(), remote.started),
+        (name.as_str(), true)
+    );
+    let own = ensure(&mut api, "", &ns)
+        .await
+        .expect("Ensure in the default cluster");
+    assert_eq!((own.resource.as_str(), own.started), (name.as_str(), true));
+    let again = ensure(&mut api, "second", &ns).await.expect("joined");
+    assert!(!again.started, "{again:?}");
+
+    // Read by cluster: objects that differ.
+    assert_eq!(cached_value(&mut api, "second", &name, &ns).await, "second");
+    assert_eq!(cached_value(&mut api, "", &name, &ns).await, "first");
+    assert_eq!(
+        list_names(&mut api, "second", &name, &ns)
+            .await
+            .expect("List second"),
+        ["only-second", "settings"]
+    );
+    assert_eq!(
+        list_names(&mut api, "default", &name, &ns)
+            .await
+            .expect("List default"),
+        ["settings"]
+    );
+
+    // maxCaches (2) counts both clusters: a third cache, in either, is refused.
+    let full = ensure(&mut api, "second", "kube-system")
+        .await
+        .expect_err("maxCaches is 2");
+    assert_eq!(full.code(), Code::PermissionDenied, "{full:?}");
+    assert!(full.message().contains("onDemand.maxCaches"), "{full:?}");
+    assert!(
+        full.message().contains("second/configmaps/kube-system"),
+        "{full:?}"
+    );
+
+    // An unknown cluster: NOT_FOUND naming the configured ones.
+    let unknown = ensure(&mut api, "third", &ns)
+        .await
+        .expect_err("no such cluster");
+    assert_eq!(unknown.code(), Code::NotFound, "{unknown:?}");
+    assert!(unknown.message().contains("default, second"), "{unknown:?}");
+
+    // Status and metrics carry each cache's cluster.
+    let s = status(&mut api).await;
+    let mut clusters: Vec<&str> = s.on_demand.iter().map(|c| c.cluster.as_str()).collect();
+    clusters.sort_unstable();
+    assert_eq!(clusters, ["default", "second"], "{s:?}");
+    let remote_entry = s
+        .on_demand
+        .iter()
+        .find(|c| c.cluster == "second")
+        .expect("second's");
+    assert_eq!(
+        remote_entry.objects, 3,
+        "two ConfigMaps and kube-root-ca.crt: {s:?}"
+    );
+    let metrics = scrape_metrics(port).await.expect("metrics");
+    assert_eq!(metrics.sum("informerd_on_demand_caches", &[]), 2.0);
+    for cluster in ["default", "second"] {
+        let series = metrics.0.iter().find(|m| {
+            m.name == "informerd_on_demand_idle_seconds"
+                && m.labels.get("cluster").map(String::as_str) == Some(cluster)
+                && m.labels.get("resource") == Some(&name)
+        });
+        assert!(series.is_some(), "no idle series of {cluster}: {metrics:?}");
+    }
+
+    // No client for idleTimeout: both stopped, each alone.
+    let stopped = wait_status(&mut api, "stopped", |s| s.on_demand.is_empty()).await;
+    assert_eq!(stopped.on_demand_stops.get("Idle"), Some(&2), "{stopped:?}");
+    let gone = list_names(&mut api, "second", &name, &ns)
+        .await
+        .expect_err("a stopped cache is not served");
+    assert_eq!(gone.code(), Code::NotFound, "{gone:?}");
+
+    // The second cluster's apiserver goes away: Ensure on it is refused at once, naming it;
+    // the sidecar stays synced and serves its own cluster on demand.
+    second
+        .kill_and_restart_apiserver(async || {
+            let lost = |s: &StatusResponse| {
+                s.clusters
+                    .iter()
+                    .any(|c| c.name == "second" && !c.reachable)
+            };
+            let s = wait_status(&mut api, "second unreachable", lost).await;
+            assert!(
+                s.synced,
+                "a remote outage does not make the sidecar unsynced: {s:?}"
+            );
+            let refused = ensure(&mut api, "second", &ns)
+                .await
+                .expect_err("the second cluster is down");
+            assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
+            assert_eq!(Reason::of(&refused), Some(Reason::NotSynced), "{refused:?}");
+            assert!(refused.message().contains("cluster second"), "{refused:?}");
+            let own = ensure(&mut api, "", &ns)
+                .await
+                .expect("the default cluster serves");
+            assert!(own.started, "{own:?}");
+            Ok(())
+        })
+        .await
+        .expect("kill and restart the second apiserver");
+
+    // Back: Ensure on it works again, without a restart of informerd.
+    wait_status(&mut api, "second reachable", |s| {
+        s.clusters.iter().any(|c| c.name == "second" && c.reachable)
+    })
+    .await;
+    let back = ensure(&mut api, "second", &ns)
+        .await
+        .expect("Ensure after the restart");
+    assert_eq!(back.resource, name);
+    assert_eq!(cached_value(&mut api, "second", &name, &ns).await, "second");
+
+    drop(sidecar);
+    let _ = delete_namespace(&first_client, &ns).await;
+}
