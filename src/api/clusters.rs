@@ -48,6 +48,12 @@ impl Api {
                 "" => String::new(),
                 remote => format!(" in cluster {remote}"),
             };
+            if let Some(why) = self.inner.resources.stopped_because(cluster, name) {
+                return Reason::NotFound.status(super::ensure::stopped_message(
+                    &crate::fleet::qualified(cluster, name),
+                    why,
+                ));
+            }
             Reason::NotFound.status(format!(
                 "no resource named {name:?}{place} in the configuration; this sidecar \
                      serves: {}",

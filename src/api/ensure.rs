@@ -140,6 +140,17 @@ pub(super) async fn ensure(
     }))
 }
 
+/// What a call naming the on-demand cache `shown`, stopped for `why`, is told.
+pub(super) fn stopped_message(shown: &str, why: &str) -> String {
+    let what = if why == super::registry::STOPPED_MAX_OBJECTS {
+        "it held more objects than onDemand.maxObjects allows; Ensure fewer namespaces, or \
+         ask the operator to raise onDemand.maxObjects"
+    } else {
+        "no client used it for onDemand.idleTimeout; call Ensure again"
+    };
+    format!("{shown} was an on-demand cache, stopped ({why}): {what}")
+}
+
 /// The scopes of `resource` and their states, e.g. `team-a: Listing`.
 fn pending(resource: &Resource) -> String {
     let scopes = resource.status().scopes;

@@ -37,7 +37,13 @@ pub(super) struct Registry {
     on_demand: Mutex<BTreeMap<(String, String), Entry>>,
     starts: AtomicU64,
     stops: Mutex<BTreeMap<&'static str, u64>>,
+    /// The last [`REMEMBERED_STOPS`] caches stopped, and why: a call naming one is told why it
+    /// is gone, not only that it is.
+    stopped: Mutex<std::collections::VecDeque<((String, String), &'static str)>>,
 }
+
+/// How many stopped caches the registry remembers (a few hundred bytes each).
+const REMEMBERED_STOPS: usize = 64;
 
 /// One on-demand cache: what serves it, what fills it, and when a client last used it.
 pub(super) struct Entry {
@@ -116,6 +122,7 @@ impl Registry {
             on_demand: Mutex::default(),
             starts: AtomicU64::new(0),
             stops: Mutex::default(),
+            stopped: Mutex::default(),
         }
     }
 
@@ -176,6 +183,10 @@ impl Registry {
             return Inserted::Full(map.len());
         }
         let resource = entry.resource.clone();
+        self.stopped
+            .lock()
+            .expect("stopped poisoned")
+            .retain(|(k, _)| *k != key);
         map.insert(key, entry);
         self.starts.fetch_add(1, Ordering::Relaxed);
         Inserted::Started(resource)
@@ -205,14 +216,33 @@ impl Registry {
                 } else {
                     return true;
                 };
-                removed.push((crate::fleet::qualified(cluster, name), why));
+                removed.push(((cluster.clone(), name.clone()), why));
                 false
             });
         let mut stops = self.stops.lock().expect("stops poisoned");
-        for (_, why) in &removed {
+        let mut stopped = self.stopped.lock().expect("stopped poisoned");
+        for (key, why) in &removed {
             *stops.entry(why).or_default() += 1;
+            stopped.push_back((key.clone(), why));
+            if stopped.len() > REMEMBERED_STOPS {
+                stopped.pop_front();
+            }
         }
         removed
+            .into_iter()
+            .map(|((cluster, name), why)| (crate::fleet::qualified(&cluster, &name), why))
+            .collect()
+    }
+
+    /// Why the on-demand cache `name` of `cluster` was stopped, if it was lately (and has not
+    /// been started again).
+    pub(super) fn stopped_because(&self, cluster: &str, name: &str) -> Option<&'static str> {
+        let stopped = self.stopped.lock().expect("stopped poisoned");
+        stopped
+            .iter()
+            .rev()
+            .find(|((c, n), _)| c == cluster && n == name)
+            .map(|(_, why)| *why)
     }
 
     /// Stops every on-demand cache (the API stops).
