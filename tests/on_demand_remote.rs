@@ -298,6 +298,58 @@ async fn a_kind_is_cached_on_demand_per_cluster_and_an_unreachable_one_is_refuse
     assert_eq!(back.resource, name);
     assert_eq!(cached_value(&mut api, "second", &name, &ns).await, "second");
 
+    // The CLI (--cluster) and the Rust client (ensure_in, Api::watch_keys) name the cluster too.
+    let cli = std::process::Command::new(BIN)
+        .args([
+            "ensure",
+            "v1",
+            "ConfigMap",
+            "-n",
+            &ns,
+            "--cluster",
+            "second",
+        ])
+        .args(["--timeout", "2m", "--socket"])
+        .arg(sidecar.socket())
+        .output()
+        .expect("informerd ensure");
+    let stderr = String::from_utf8_lossy(&cli.stderr);
+    assert!(
+        cli.status.success(),
+        "informerd ensure --cluster second: {stderr}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&cli.stdout).trim(),
+        name,
+        "{stderr}"
+    );
+    let configmaps: client::Api<ConfigMap> =
+        client::ensure_in(api.clone(), "second", &[&ns], &ns, PATIENCE)
+            .await
+            .expect("ensure_in second");
+    let only = configmaps
+        .get("only-second")
+        .await
+        .expect("read from second");
+    assert_eq!(
+        only.data
+            .unwrap_or_default()
+            .get("cluster")
+            .map(String::as_str),
+        Some("second")
+    );
+    let unknown = client::Api::<ConfigMap>::namespaced(api.clone(), &name, &ns)
+        .cluster("nowhere")
+        .watch_keys(informerd::proto::KeysSubscription::default())
+        .await
+        .expect_err("no cluster nowhere");
+    match unknown {
+        client::Error::Status { status, .. } => {
+            assert_eq!(status.code(), Code::NotFound, "{status:?}");
+        }
+        other => panic!("WatchKeys on an unknown cluster: {other}"),
+    }
+
     drop(sidecar);
     let _ = delete_namespace(&first_client, &ns).await;
 }
