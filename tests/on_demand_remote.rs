@@ -6,46 +6,23 @@
 //! is UNAVAILABLE naming it (not a wait to the deadline), and Status stays `synced` (a remote
 //! outage does not make the sidecar unready for its own cluster's clients).
 
-use std::collections::BTreeMap;
-use std::time::Duration;
-
-use futures::StreamExt;
 use informerd::client::{self, proto::Reason};
-use informerd::proto::{
-    cache_client::CacheClient, EnsureRequest, EnsureResponse, GetRequest, ListRequest,
-    StatusRequest, StatusResponse,
-};
+use informerd::proto::{EnsureRequest, EnsureResponse, StatusResponse};
 use informerd_testkit::{
     delete_namespace, free_port, scrape_metrics, unique_namespace, ControlPlane,
     PrivateControlPlane, Sidecar,
 };
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::api::{Api, ObjectMeta, PostParams};
-use kube::Client;
-use tonic::transport::Channel;
+use k8s_openapi::api::core::v1::ConfigMap;
 use tonic::Code;
 
+mod clusters_support;
+
+use clusters_support::{
+    cached_value, create_configmap, create_namespace, list_names, status, wait_status, Cache,
+    PATIENCE,
+};
+
 const BIN: &str = env!("CARGO_BIN_EXE_informerd");
-/// How long anything asynchronous may take on busy shared cores.
-const PATIENCE: Duration = Duration::from_secs(120);
-
-type Cache = CacheClient<Channel>;
-
-async fn create_configmap(client: &Client, namespace: &str, name: &str, value: &str) {
-    let cm = ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..ObjectMeta::default()
-        },
-        data: Some(BTreeMap::from([("cluster".to_string(), value.to_string())])),
-        ..ConfigMap::default()
-    };
-    Api::<ConfigMap>::namespaced(client.clone(), namespace)
-        .create(&PostParams::default(), &cm)
-        .await
-        .expect("create the configmap");
-}
-
 /// Ensures the ConfigMaps of `namespace` in `cluster`, with a deadline of [`PATIENCE`].
 async fn ensure(
     api: &mut Cache,
@@ -63,77 +40,6 @@ async fn ensure(
     api.ensure(request).await.map(tonic::Response::into_inner)
 }
 
-async fn list_names(
-    api: &mut Cache,
-    cluster: &str,
-    resource: &str,
-    namespace: &str,
-) -> Result<Vec<String>, tonic::Status> {
-    let mut chunks = api
-        .list(ListRequest {
-            resource: resource.into(),
-            cluster: cluster.into(),
-            namespace: namespace.into(),
-            ..ListRequest::default()
-        })
-        .await?
-        .into_inner();
-    let mut names = Vec::new();
-    while let Some(chunk) = chunks.next().await {
-        names.extend(chunk?.objects.into_iter().map(|o| o.name));
-    }
-    names.retain(|n| n != "kube-root-ca.crt");
-    names.sort();
-    Ok(names)
-}
-
-async fn cached_value(api: &mut Cache, cluster: &str, resource: &str, namespace: &str) -> String {
-    let response = api
-        .get(GetRequest {
-            resource: resource.into(),
-            cluster: cluster.into(),
-            namespace: namespace.into(),
-            name: "settings".into(),
-            ..GetRequest::default()
-        })
-        .await
-        .unwrap_or_else(|e| panic!("Get {cluster}/{resource}/settings: {e}"))
-        .into_inner();
-    let object: serde_json::Value =
-        serde_json::from_slice(&response.object.expect("an object").json).expect("JSON");
-    object["data"]["cluster"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
-async fn status(api: &mut Cache) -> StatusResponse {
-    api.status(StatusRequest::default())
-        .await
-        .expect("Status")
-        .into_inner()
-}
-
-/// Waits until `done` holds of the Status (and returns that Status).
-async fn wait_status(
-    api: &mut Cache,
-    what: &str,
-    done: impl Fn(&StatusResponse) -> bool,
-) -> StatusResponse {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        let s = status(api).await;
-        if done(&s) {
-            return s;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never {what}: {s:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kind_is_cached_on_demand_per_cluster_and_an_unreachable_one_is_refused_at_once() {
     let first = ControlPlane::get();
@@ -143,17 +49,7 @@ async fn a_kind_is_cached_on_demand_per_cluster_and_an_unreachable_one_is_refuse
     let ns = unique_namespace(&first_client, "od-remote")
         .await
         .expect("ns");
-    let namespace = Namespace {
-        metadata: ObjectMeta {
-            name: Some(ns.clone()),
-            ..ObjectMeta::default()
-        },
-        ..Namespace::default()
-    };
-    Api::<Namespace>::all(second_client.clone())
-        .create(&PostParams::default(), &namespace)
-        .await
-        .expect("the same namespace in the second cluster");
+    create_namespace(&second_client, &ns).await;
     create_configmap(&first_client, &ns, "settings", "first").await;
     create_configmap(&second_client, &ns, "settings", "second").await;
     create_configmap(&second_client, &ns, "only-second", "second").await;
@@ -192,16 +88,22 @@ async fn a_kind_is_cached_on_demand_per_cluster_and_an_unreachable_one_is_refuse
     assert!(!again.started, "{again:?}");
 
     // Read by cluster: objects that differ.
-    assert_eq!(cached_value(&mut api, "second", &name, &ns).await, "second");
-    assert_eq!(cached_value(&mut api, "", &name, &ns).await, "first");
     assert_eq!(
-        list_names(&mut api, "second", &name, &ns)
+        cached_value(&mut api, ("second", &name), &ns, "settings").await,
+        "second"
+    );
+    assert_eq!(
+        cached_value(&mut api, ("", &name), &ns, "settings").await,
+        "first"
+    );
+    assert_eq!(
+        list_names(&mut api, ("second", &name), &ns)
             .await
             .expect("List second"),
         ["only-second", "settings"]
     );
     assert_eq!(
-        list_names(&mut api, "default", &name, &ns)
+        list_names(&mut api, ("default", &name), &ns)
             .await
             .expect("List default"),
         ["settings"]
@@ -253,7 +155,7 @@ async fn a_kind_is_cached_on_demand_per_cluster_and_an_unreachable_one_is_refuse
     // No client for idleTimeout: both stopped, each alone.
     let stopped = wait_status(&mut api, "stopped", |s| s.on_demand.is_empty()).await;
     assert_eq!(stopped.on_demand_stops.get("Idle"), Some(&2), "{stopped:?}");
-    let gone = list_names(&mut api, "second", &name, &ns)
+    let gone = list_names(&mut api, ("second", &name), &ns)
         .await
         .expect_err("a stopped cache is not served");
     assert_eq!(gone.code(), Code::NotFound, "{gone:?}");
@@ -296,7 +198,10 @@ async fn a_kind_is_cached_on_demand_per_cluster_and_an_unreachable_one_is_refuse
         .await
         .expect("Ensure after the restart");
     assert_eq!(back.resource, name);
-    assert_eq!(cached_value(&mut api, "second", &name, &ns).await, "second");
+    assert_eq!(
+        cached_value(&mut api, ("second", &name), &ns, "settings").await,
+        "second"
+    );
 
     // The CLI (--cluster) and the Rust client (ensure_in, Api::watch_keys) name the cluster too.
     let cli = std::process::Command::new(BIN)
