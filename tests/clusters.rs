@@ -14,15 +14,15 @@ use informerd::proto::{
 };
 use informerd_testkit::{
     delete_namespace, free_port, scrape_metrics, unique_namespace, ControlPlane, FaultProxy,
-    PrivateControlPlane, Sidecar,
+    Sidecar,
 };
 use tonic::Code;
 
 mod clusters_support;
 
 use clusters_support::{
-    cached_value, create_configmap, create_namespace, list_names, wait_reachable, wait_status,
-    Cache, PATIENCE,
+    cached_value, create_configmap, list_names, wait_reachable, wait_status, Cache, TwoClusters,
+    PATIENCE,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_informerd");
@@ -92,17 +92,13 @@ fn configmaps(namespace: &str, cluster: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_cluster_is_read_and_watched_by_name_and_a_lost_one_recovers() {
-    let first = ControlPlane::get();
-    let first_client = first.client().await.expect("client of the shared cluster");
-    let second = PrivateControlPlane::start().expect("a second control plane");
-    let second_client = second.control_plane().client().await.expect("its client");
-    let ns = unique_namespace(&first_client, "clusters")
-        .await
-        .expect("ns");
-    create_namespace(&second_client, &ns).await;
-    create_configmap(&first_client, &ns, "settings", "first").await;
-    create_configmap(&second_client, &ns, "settings", "second").await;
-    create_configmap(&second_client, &ns, "only-second", "second").await;
+    let TwoClusters {
+        first,
+        first_client,
+        second,
+        second_client,
+        ns,
+    } = TwoClusters::start("clusters").await;
 
     let port = free_port();
     let (sidecar, mut api) = serve(

@@ -8,18 +8,14 @@
 
 use informerd::client::{self, proto::Reason};
 use informerd::proto::{EnsureRequest, EnsureResponse, StatusResponse};
-use informerd_testkit::{
-    delete_namespace, free_port, scrape_metrics, unique_namespace, ControlPlane,
-    PrivateControlPlane, Sidecar,
-};
+use informerd_testkit::{delete_namespace, free_port, scrape_metrics, Sidecar};
 use k8s_openapi::api::core::v1::ConfigMap;
 use tonic::Code;
 
 mod clusters_support;
 
 use clusters_support::{
-    cached_value, create_configmap, create_namespace, list_names, status, wait_status, Cache,
-    PATIENCE,
+    cached_value, list_names, status, wait_status, Cache, TwoClusters, PATIENCE,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_informerd");
@@ -42,17 +38,13 @@ async fn ensure(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kind_is_cached_on_demand_per_cluster_and_an_unreachable_one_is_refused_at_once() {
-    let first = ControlPlane::get();
-    let first_client = first.client().await.expect("client of the shared cluster");
-    let second = PrivateControlPlane::start().expect("a second control plane");
-    let second_client = second.control_plane().client().await.expect("its client");
-    let ns = unique_namespace(&first_client, "od-remote")
-        .await
-        .expect("ns");
-    create_namespace(&second_client, &ns).await;
-    create_configmap(&first_client, &ns, "settings", "first").await;
-    create_configmap(&second_client, &ns, "settings", "second").await;
-    create_configmap(&second_client, &ns, "only-second", "second").await;
+    let TwoClusters {
+        first,
+        first_client,
+        second,
+        ns,
+        ..
+    } = TwoClusters::start("od-remote").await;
 
     let port = free_port();
     let config = format!(

@@ -11,6 +11,7 @@ use futures::StreamExt;
 use informerd::proto::{
     cache_client::CacheClient, GetRequest, ListRequest, StatusRequest, StatusResponse,
 };
+use informerd_testkit::{unique_namespace, ControlPlane, PrivateControlPlane};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::Client;
@@ -20,6 +21,40 @@ use tonic::transport::Channel;
 pub const PATIENCE: Duration = Duration::from_secs(120);
 
 pub type Cache = CacheClient<Channel>;
+
+/// The shared control plane (informerd's own cluster) and a private one (the remote), each
+/// with namespace `ns` holding configmap `settings` (`cluster: first` or `second`); the second
+/// also `only-second`.
+pub struct TwoClusters {
+    pub first: &'static ControlPlane,
+    pub first_client: Client,
+    pub second: PrivateControlPlane,
+    pub second_client: Client,
+    pub ns: String,
+}
+
+impl TwoClusters {
+    /// Starts the second control plane and makes the namespace (named after `base`) and
+    /// configmaps in both.
+    pub async fn start(base: &str) -> TwoClusters {
+        let first = ControlPlane::get();
+        let first_client = first.client().await.expect("client of the shared cluster");
+        let second = PrivateControlPlane::start().expect("a second control plane");
+        let second_client = second.control_plane().client().await.expect("its client");
+        let ns = unique_namespace(&first_client, base).await.expect("ns");
+        create_namespace(&second_client, &ns).await;
+        create_configmap(&first_client, &ns, "settings", "first").await;
+        create_configmap(&second_client, &ns, "settings", "second").await;
+        create_configmap(&second_client, &ns, "only-second", "second").await;
+        TwoClusters {
+            first,
+            first_client,
+            second,
+            second_client,
+            ns,
+        }
+    }
+}
 
 /// Creates namespace `name` (in a cluster other than the shared one, where `unique_namespace`
 /// made it).
