@@ -7,126 +7,25 @@
 //! second test starts informerd while a remote cluster does not answer (a stalled proxy): it
 //! serves its own cluster, is ready, and picks the remote one up when it answers.
 
-use std::collections::BTreeMap;
-use std::time::Duration;
-
 use futures::StreamExt;
 use informerd::client;
 use informerd::proto::{
-    cache_client::CacheClient, watch_request::Start, EventType, GetRequest, ListRequest,
-    StatusRequest, StatusResponse, WatchEvent, WatchRequest,
+    watch_request::Start, EventType, ListRequest, StatusResponse, WatchEvent, WatchRequest,
 };
 use informerd_testkit::{
     delete_namespace, free_port, scrape_metrics, unique_namespace, ControlPlane, FaultProxy,
-    PrivateControlPlane, Sidecar,
+    Sidecar,
 };
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::api::{Api, ObjectMeta, PostParams};
-use kube::Client;
-use tonic::transport::Channel;
 use tonic::Code;
 
+mod clusters_support;
+
+use clusters_support::{
+    cached_value, create_configmap, list_names, wait_reachable, wait_status, Cache, TwoClusters,
+    PATIENCE,
+};
+
 const BIN: &str = env!("CARGO_BIN_EXE_informerd");
-/// How long anything asynchronous may take on busy shared cores.
-const PATIENCE: Duration = Duration::from_secs(120);
-
-type Cache = CacheClient<Channel>;
-
-async fn create_configmap(client: &Client, namespace: &str, name: &str, value: &str) {
-    let cm = ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..ObjectMeta::default()
-        },
-        data: Some(BTreeMap::from([("cluster".to_string(), value.to_string())])),
-        ..ConfigMap::default()
-    };
-    Api::<ConfigMap>::namespaced(client.clone(), namespace)
-        .create(&PostParams::default(), &cm)
-        .await
-        .expect("create the configmap");
-}
-
-/// The `cluster` value of configmap `name` as the sidecar's cache of `cluster` has it.
-async fn cached_value(api: &mut Cache, cluster: &str, namespace: &str, name: &str) -> String {
-    let response = api
-        .get(GetRequest {
-            resource: "configmaps".into(),
-            cluster: cluster.into(),
-            namespace: namespace.into(),
-            name: name.into(),
-            wait_for_sync: true,
-            ..GetRequest::default()
-        })
-        .await
-        .unwrap_or_else(|e| panic!("Get {cluster}/{namespace}/{name}: {e}"))
-        .into_inner();
-    let object: serde_json::Value =
-        serde_json::from_slice(&response.object.expect("an object").json).expect("JSON");
-    object["data"]["cluster"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
-async fn list_names(api: &mut Cache, cluster: &str, namespace: &str) -> Vec<String> {
-    let mut chunks = api
-        .list(ListRequest {
-            resource: "configmaps".into(),
-            cluster: cluster.into(),
-            namespace: namespace.into(),
-            ..ListRequest::default()
-        })
-        .await
-        .expect("List")
-        .into_inner();
-    let mut names = Vec::new();
-    while let Some(chunk) = chunks.next().await {
-        names.extend(chunk.expect("a chunk").objects.into_iter().map(|o| o.name));
-    }
-    names.retain(|n| n != "kube-root-ca.crt");
-    names.sort();
-    names
-}
-
-async fn status(api: &mut Cache) -> StatusResponse {
-    api.status(StatusRequest::default())
-        .await
-        .expect("Status")
-        .into_inner()
-}
-
-/// Waits until `done` holds of the Status (and returns that Status).
-async fn wait_status(
-    api: &mut Cache,
-    what: &str,
-    done: impl Fn(&StatusResponse) -> bool,
-) -> StatusResponse {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        let s = status(api).await;
-        if done(&s) {
-            return s;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never {what}: {s:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-}
-
-/// Waits until Status says cluster `name` is `reachable` (and returns that Status).
-async fn wait_reachable(api: &mut Cache, name: &str, reachable: bool) -> StatusResponse {
-    let what = format!("cluster {name} reachable={reachable}");
-    wait_status(api, &what, |s| {
-        s.clusters
-            .iter()
-            .any(|c| c.name == name && c.reachable == reachable)
-    })
-    .await
-}
-
 /// informerd with the configmaps of `namespace` in its own cluster and in the remote `cluster`
 /// (reached through `kubeconfig`), metrics on `port`; and a client of it.
 async fn serve(
@@ -193,27 +92,13 @@ fn configmaps(namespace: &str, cluster: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_cluster_is_read_and_watched_by_name_and_a_lost_one_recovers() {
-    let first = ControlPlane::get();
-    let first_client = first.client().await.expect("client of the shared cluster");
-    let second = PrivateControlPlane::start().expect("a second control plane");
-    let second_client = second.control_plane().client().await.expect("its client");
-    let ns = unique_namespace(&first_client, "clusters")
-        .await
-        .expect("ns");
-    let namespace = Namespace {
-        metadata: ObjectMeta {
-            name: Some(ns.clone()),
-            ..ObjectMeta::default()
-        },
-        ..Namespace::default()
-    };
-    Api::<Namespace>::all(second_client.clone())
-        .create(&PostParams::default(), &namespace)
-        .await
-        .expect("the same namespace in the second cluster");
-    create_configmap(&first_client, &ns, "settings", "first").await;
-    create_configmap(&second_client, &ns, "settings", "second").await;
-    create_configmap(&second_client, &ns, "only-second", "second").await;
+    let TwoClusters {
+        first,
+        first_client,
+        second,
+        second_client,
+        ns,
+    } = TwoClusters::start("clusters").await;
 
     let port = free_port();
     let (sidecar, mut api) = serve(
@@ -226,14 +111,24 @@ async fn each_cluster_is_read_and_watched_by_name_and_a_lost_one_recovers() {
     .await;
 
     // Same resource name, one per cluster, different objects.
-    assert_eq!(cached_value(&mut api, "", &ns, "settings").await, "first");
     assert_eq!(
-        cached_value(&mut api, "second", &ns, "settings").await,
+        cached_value(&mut api, ("", "configmaps"), &ns, "settings").await,
+        "first"
+    );
+    assert_eq!(
+        cached_value(&mut api, ("second", "configmaps"), &ns, "settings").await,
         "second"
     );
-    assert_eq!(list_names(&mut api, "default", &ns).await, ["settings"]);
     assert_eq!(
-        list_names(&mut api, "second", &ns).await,
+        list_names(&mut api, ("default", "configmaps"), &ns)
+            .await
+            .expect("List"),
+        ["settings"]
+    );
+    assert_eq!(
+        list_names(&mut api, ("second", "configmaps"), &ns)
+            .await
+            .expect("List"),
         ["only-second", "settings"]
     );
 
@@ -323,9 +218,14 @@ async fn each_cluster_is_read_and_watched_by_name_and_a_lost_one_recovers() {
                 1.0
             );
             create_configmap(&first_client, &ns, "while-down", "first").await;
-            assert_eq!(cached_value(&mut api, "", &ns, "while-down").await, "first");
             assert_eq!(
-                list_names(&mut api, "second", &ns).await,
+                cached_value(&mut api, ("", "configmaps"), &ns, "while-down").await,
+                "first"
+            );
+            assert_eq!(
+                list_names(&mut api, ("second", "configmaps"), &ns)
+                    .await
+                    .expect("List"),
                 ["added-second", "only-second", "settings"]
             );
             Ok(())
@@ -345,7 +245,7 @@ async fn each_cluster_is_read_and_watched_by_name_and_a_lost_one_recovers() {
     assert_eq!(event.r#type(), EventType::Added);
     assert_eq!(event.object.expect("object").name, "after-restart");
     assert_eq!(
-        cached_value(&mut api, "second", &ns, "after-restart").await,
+        cached_value(&mut api, ("second", "configmaps"), &ns, "after-restart").await,
         "second"
     );
 
@@ -367,7 +267,10 @@ async fn a_remote_cluster_down_at_start_up_is_picked_up_when_it_answers() {
     let port = free_port();
     let (sidecar, mut api) =
         serve(first, port, &ns, "late", proxy.control_plane().kubeconfig()).await;
-    assert_eq!(cached_value(&mut api, "", &ns, "settings").await, "first");
+    assert_eq!(
+        cached_value(&mut api, ("", "configmaps"), &ns, "settings").await,
+        "first"
+    );
     let s = wait_reachable(&mut api, "late", false).await;
     let late = s
         .resources
@@ -387,7 +290,7 @@ async fn a_remote_cluster_down_at_start_up_is_picked_up_when_it_answers() {
         |s: &StatusResponse| s.resources.iter().any(|r| r.cluster == "late" && r.synced);
     wait_status(&mut api, "late synced", late_synced).await;
     assert_eq!(
-        cached_value(&mut api, "late", &ns, "settings").await,
+        cached_value(&mut api, ("late", "configmaps"), &ns, "settings").await,
         "first"
     );
     drop(sidecar);

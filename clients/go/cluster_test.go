@@ -68,4 +68,15 @@ resources:
 	checkErr(t, "Get remote from the default cluster", err, codes.NotFound, "NotFound")
 	_, err = c.Get(ctx, "pods", ns, "own", informerd.WithCluster("nowhere"))
 	checkErr(t, "Get from an unknown cluster", err, codes.NotFound, "NotFound")
+
+	// Status takes the cluster as the other calls do.
+	st, err := c.Status(ctx, "", informerd.WithCluster("mirror"))
+	if err != nil {
+		t.Fatalf("Status of mirror: %v", err)
+	}
+	if len(st.GetClusters()) != 1 || st.GetClusters()[0].GetName() != "mirror" || len(st.GetResources()) != 1 || st.GetResources()[0].GetCluster() != "mirror" {
+		t.Errorf("Status of mirror = clusters %v, resources %v; want mirror's only", st.GetClusters(), st.GetResources())
+	}
+	_, err = c.Status(ctx, "", informerd.WithCluster("nowhere"))
+	checkErr(t, "Status of an unknown cluster", err, codes.NotFound, "NotFound")
 }

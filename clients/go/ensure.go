@@ -16,13 +16,22 @@ import (
 // is NotCaughtUp (the cache keeps syncing: call again). Refusals are PERMISSION_DENIED with the
 // reason Forbidden, naming the bound (onDemand.allow, onDemand.namespaces, onDemand.maxCaches)
 // or the RBAC rule. The sidecar stops the cache after onDemand.idleTimeout without a client
-// (no Watch open, no call naming it).
+// (no Watch open, no call naming it). For a remote cluster, use EnsureWith.
 func (c *Client) Ensure(ctx context.Context, apiVersion, kind string, namespaces ...string) (string, error) {
+	return c.EnsureWith(ctx, apiVersion, kind, namespaces)
+}
+
+// EnsureWith is Ensure with options: WithCluster("east") caches from the sidecar's remote
+// cluster east (read it with the same option); other options are ignored. A remote cluster
+// that does not answer is UNAVAILABLE (reason NotSynced) naming it: retry with backoff.
+func (c *Client) EnsureWith(ctx context.Context, apiVersion, kind string, namespaces []string, opts ...Option) (string, error) {
+	o := collect(opts)
 	var header, trailer metadata.MD
 	resp, err := c.cache.Ensure(ctx, &informerdv1.EnsureRequest{
 		ApiVersion: apiVersion,
 		Kind:       kind,
 		Namespaces: namespaces,
+		Cluster:    o.cluster,
 	}, grpc.Header(&header), grpc.Trailer(&trailer))
 	if err != nil {
 		return "", wrapError(err, trailer, header)

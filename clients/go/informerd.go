@@ -346,9 +346,13 @@ func (c *Client) ListObjects(ctx context.Context, resource string, fn func(*info
 }
 
 // Status returns what the sidecar caches and how it is doing; resource "" means all resources.
-func (c *Client) Status(ctx context.Context, resource string) (*informerdv1.StatusResponse, error) {
+// WithCluster limits it to that cluster's resources (and its entry of Clusters); an unknown
+// cluster is NOT_FOUND. Other options are ignored.
+func (c *Client) Status(ctx context.Context, resource string, opts ...Option) (*informerdv1.StatusResponse, error) {
+	o := collect(opts)
+	req := &informerdv1.StatusRequest{Resource: resource, Cluster: o.cluster}
 	var header, trailer metadata.MD
-	resp, err := c.cache.Status(ctx, &informerdv1.StatusRequest{Resource: resource}, grpc.Header(&header), grpc.Trailer(&trailer))
+	resp, err := c.cache.Status(ctx, req, grpc.Header(&header), grpc.Trailer(&trailer))
 	if err != nil {
 		return nil, wrapError(err, trailer, header)
 	}

@@ -41,17 +41,19 @@ impl Api {
             .iter()
             .any(|c| c.name == cluster)
         {
-            return Err(Reason::NotFound.status(format!(
-                "no cluster named {cluster:?} in the configuration; this sidecar serves the \
-                 clusters: {} (empty: the default cluster)",
-                self.cluster_names()
-            )));
+            return Err(self.unknown_cluster(cluster));
         }
         self.inner.resources.lookup(cluster, name).ok_or_else(|| {
             let place = match cluster {
                 "" => String::new(),
                 remote => format!(" in cluster {remote}"),
             };
+            if let Some(why) = self.inner.resources.stopped_because(cluster, name) {
+                return Reason::NotFound.status(super::ensure::stopped_message(
+                    &crate::fleet::qualified(cluster, name),
+                    why,
+                ));
+            }
             Reason::NotFound.status(format!(
                 "no resource named {name:?}{place} in the configuration; this sidecar \
                      serves: {}",
@@ -106,6 +108,60 @@ impl Api {
             .collect())
     }
 
+    /// The cluster an `Ensure` names (canonical: `""` for the default one) and its client:
+    /// NOT_FOUND when unknown, PERMISSION_DENIED when remote and `authorized` (the caller's
+    /// authorization is checked, see the decision above), UNAVAILABLE (`NotSynced`) naming it
+    /// when its last probe was not answered, so that the call fails at once rather than at
+    /// its deadline.
+    pub(super) fn ensure_cluster<'a>(
+        &self,
+        cluster: &'a str,
+        authorized: bool,
+    ) -> Result<(&'a str, kube::Client), Status> {
+        let cluster = ClusterConfig::canonical(cluster);
+        let Some((client, state)) = self.inner.fleet.cluster(cluster) else {
+            return Err(self.unknown_cluster(cluster));
+        };
+        if authorized {
+            refuse_remote(cluster, "an on-demand cache")?;
+        }
+        if !state.reachable {
+            return Err(Reason::NotSynced.status(format!(
+                "cluster {cluster} is unreachable ({}); its on-demand caches start once it \
+                 answers: retry with backoff",
+                state.message
+            )));
+        }
+        Ok((cluster, client))
+    }
+
+    /// NOT_FOUND for a cluster the configuration does not name, listing those it does.
+    fn unknown_cluster(&self, cluster: &str) -> Status {
+        Reason::NotFound.status(format!(
+            "no cluster named {cluster:?} in the configuration; this sidecar serves the \
+             clusters: {} (empty: the default cluster)",
+            self.cluster_names()
+        ))
+    }
+
+    /// `StatusResponse.synced`: whether the resources `req` asks for have synced.
+    ///
+    /// Decision: asked for no cluster and no resource, it is readiness's answer (`/readyz`,
+    /// gRPC health): the configuration's resources of the default cluster, so that a remote
+    /// cluster down (or an on-demand cache syncing) does not make clients that wait for
+    /// `synced` (Go's `WaitForSynced`, Python's `wait_for_sync`) wait for what they did not
+    /// ask for. Asked for a cluster or a resource, it is theirs: every one listed has synced.
+    pub(super) fn status_synced(
+        &self,
+        req: &proto::StatusRequest,
+        listed: &[proto::ResourceStatus],
+    ) -> bool {
+        if req.cluster.is_empty() && req.resource.is_empty() {
+            return self.inner.fleet.is_synced();
+        }
+        listed.iter().all(|r| r.synced)
+    }
+
     /// The clusters' part of the Status RPC: every cluster, or the one named.
     pub(super) fn cluster_statuses(&self, cluster: &str) -> Vec<proto::ClusterStatus> {
         let known = ClusterConfig::canonical(cluster);
@@ -122,15 +178,19 @@ impl Api {
 /// Refuses a remote cluster's resource to a caller whose authorization is checked (see the
 /// decision above).
 pub(super) fn refuse_remote_under_authorization(resource: &Resource) -> Result<(), Status> {
-    if resource.cluster().is_empty() {
+    refuse_remote(resource.cluster(), resource.name())
+}
+
+/// Refuses `what` (a resource's name, or the kind an `Ensure` asks for) of `cluster` to a
+/// caller whose authorization is checked, unless `cluster` is the default one.
+fn refuse_remote(cluster: &str, what: &str) -> Result<(), Status> {
+    if cluster.is_empty() {
         return Ok(());
     }
     Err(Reason::Forbidden.status(format!(
-        "{} is cached from cluster {}, and server.authorization is on: the default cluster's \
-         RBAC cannot grant reads of another cluster, so informerd serves remote clusters only \
-         with authorization off (ask the sidecar's operator)",
-        resource.name(),
-        resource.cluster()
+        "{what} is cached from cluster {cluster}, and server.authorization is on: the default \
+         cluster's RBAC cannot grant reads of another cluster, so informerd serves remote \
+         clusters only with authorization off (ask the sidecar's operator)"
     )))
 }
 

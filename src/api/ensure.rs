@@ -10,8 +10,15 @@
 //! can change. A sync that outlasts the call's deadline is `DEADLINE_EXCEEDED`/`NotCaughtUp`:
 //! the cache keeps syncing, and the next call joins it.
 //!
-//! Decision: one cache per (resource, set of namespaces): clients asking for the same kind in
-//! the same namespaces share it; the name says which namespaces it holds.
+//! Decision: one cache per (cluster, resource, set of namespaces): clients asking for the same
+//! kind in the same cluster and namespaces share it; the name says which namespaces it holds,
+//! the request's `cluster` which cluster (as for every other call).
+//!
+//! Decision: the bounds of `onDemand` apply to every cluster alike (an `allow` entry does not
+//! name clusters): what informerd may read in a remote cluster is bounded there, by the RBAC
+//! of the kubeconfig's user, which that cluster's operator controls. An unreachable cluster is
+//! refused at once (`UNAVAILABLE`/`NotSynced`, naming it) from its probe's last answer, and a
+//! discovery that does not answer is bounded by the call's deadline.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +32,7 @@ use super::reason::{self, invalid, Reason};
 use super::registry::{Entry, Inserted, OnDemandReport, Registry};
 use super::service::DEFAULT_WAIT;
 use super::{Api, Resource};
-use crate::config::{Config, OnDemandConfig};
+use crate::config::{ClusterConfig, Config, OnDemandConfig};
 use crate::fleet::{OnDemand, OnDemandError, Resolved, Target};
 use crate::proto;
 use crate::vocab::names::dns1123_label;
@@ -35,8 +42,8 @@ impl Api {
     /// starting caches with `client`, and starts the reaper of idle caches (call from within
     /// a Tokio runtime, before serving). Without that section, `Ensure` is refused.
     #[must_use]
-    pub fn with_on_demand(mut self, client: kube::Client, config: &Config) -> Api {
-        let Some(on_demand) = OnDemand::new(client, config) else {
+    pub fn with_on_demand(mut self, config: &Config) -> Api {
+        let Some(on_demand) = OnDemand::new(config) else {
             return self;
         };
         spawn_reaper(
@@ -70,16 +77,29 @@ pub(super) async fn ensure(
         ));
     };
     let (target, namespaces) = request_target(&req)?;
-    let resolved = on_demand
-        .discover(&req.api_version, target)
+    let (cluster, client) = api.ensure_cluster(&req.cluster, caller.is_some())?;
+    let discovered = tokio::time::timeout_at(
+        until,
+        on_demand.discover((cluster, &client), &req.api_version, target),
+    );
+    let resolved = discovered
         .await
+        .map_err(|_| {
+            Reason::NotSynced.status(format!(
+                "cluster {} did not answer the discovery of {} before the call's deadline; \
+                 retry with backoff (Status shows the cluster's reachability)",
+                ClusterConfig::display(cluster),
+                req.api_version
+            ))
+        })?
         .map_err(|e| match e {
             OnDemandError::ApiVersion(_) => invalid("api_version", e),
             OnDemandError::NotServed { .. } => Reason::NotFound.status(e.to_string()),
+            OnDemandError::Unreachable { .. } => Reason::NotSynced.status(e.to_string()),
         })?;
     check_bounds(on_demand.bounds(), &resolved, &namespaces)?;
     let name = cache_name(&resolved, &namespaces);
-    if api.inner.resources.is_configured(&name) {
+    if api.inner.resources.is_configured(cluster, &name) {
         return Err(invalid(
             "kind",
             format!("{name} is a resource of the configuration: use it without Ensure"),
@@ -89,12 +109,20 @@ pub(super) async fn ensure(
         caller: caller.as_ref(),
         namespaces: &namespaces,
     };
-    let (resource, started) = match api.inner.resources.lookup("", &name) {
+    let (resource, started) = match api.inner.resources.lookup(cluster, &name) {
         Some(resource) => {
             asked.authorize(api, &resource).await?;
             (resource, false)
         }
-        None => start(api, &on_demand, &name, &resolved, asked).await?,
+        None => {
+            let wanted = Wanted {
+                client: &client,
+                cluster,
+                name: &name,
+                resolved: &resolved,
+            };
+            start(api, &on_demand, wanted, asked).await?
+        }
     };
     // Decision: a call waiting for the sync is a client of the cache (in Status's `clients`),
     // so that a sync longer than idleTimeout does not stop it under the call.
@@ -112,6 +140,17 @@ pub(super) async fn ensure(
     }))
 }
 
+/// What a call naming the on-demand cache `shown`, stopped for `why`, is told.
+pub(super) fn stopped_message(shown: &str, why: &str) -> String {
+    let what = if why == super::registry::STOPPED_MAX_OBJECTS {
+        "it held more objects than onDemand.maxObjects allows; Ensure fewer namespaces, or \
+         ask the operator to raise onDemand.maxObjects"
+    } else {
+        "no client used it for onDemand.idleTimeout; call Ensure again"
+    };
+    format!("{shown} was an on-demand cache, stopped ({why}): {what}")
+}
+
 /// The scopes of `resource` and their states, e.g. `team-a: Listing`.
 fn pending(resource: &Resource) -> String {
     let scopes = resource.status().scopes;
@@ -124,12 +163,6 @@ fn pending(resource: &Resource) -> String {
 
 /// What the request names (a kind or a resource), and its namespaces, sorted.
 fn request_target(req: &proto::EnsureRequest) -> Result<(Target<'_>, Vec<String>), Status> {
-    if !req.cluster.is_empty() {
-        return Err(invalid(
-            "cluster",
-            "remote clusters are not served yet: leave it empty (the cluster informerd runs in)",
-        ));
-    }
     if req.api_version.is_empty() {
         return Err(invalid(
             "api_version",
@@ -225,20 +258,34 @@ impl Asked<'_> {
     }
 }
 
-/// Starts the cache `name` (or joins it, when another call started it meanwhile); whether this
-/// call started it.
+/// The cache a call wants started: its cluster (and that cluster's client), name and kind.
+struct Wanted<'a> {
+    client: &'a kube::Client,
+    cluster: &'a str,
+    name: &'a str,
+    resolved: &'a Resolved,
+}
+
+/// Starts the cache `wanted` (or joins it, when another call started it meanwhile); whether
+/// this call started it.
 async fn start(
     api: &Api,
     on_demand: &OnDemand,
-    name: &str,
-    resolved: &Resolved,
+    wanted: Wanted<'_>,
     asked: Asked<'_>,
 ) -> Result<(Arc<Resource>, bool), Status> {
+    let Wanted {
+        client,
+        cluster,
+        name,
+        resolved,
+    } = wanted;
     let max = on_demand.bounds().max_caches;
     let registry = &api.inner.resources;
+    let shown = crate::fleet::qualified(cluster, name);
     let full = |running: usize| {
         Reason::Forbidden.status(format!(
-            "{name}: {running} on-demand caches run, the most onDemand.maxCaches ({max}) allows; \
+            "{shown}: {running} on-demand caches run, the most onDemand.maxCaches ({max}) allows; \
              retry once one has stopped (after onDemand.idleTimeout without a client), or ask \
              the operator to raise it"
         ))
@@ -246,8 +293,8 @@ async fn start(
     if registry.on_demand_count() >= max {
         return Err(full(registry.on_demand_count()));
     }
-    let rc = on_demand.resource_config(name, resolved, asked.namespaces);
-    let prepared = on_demand.prepare(rc, resolved);
+    let rc = on_demand.resource_config((cluster, name), resolved, asked.namespaces);
+    let prepared = on_demand.prepare(client, rc, resolved);
     let (stop, stopped) = signal::channel(false);
     let resource = Arc::new(Resource::start(prepared.cache.clone(), Vec::new(), stopped));
     // Authorized before any stream starts: a refused caller costs the apiserver nothing.
@@ -256,7 +303,7 @@ async fn start(
         return Err(refused);
     }
     let entry = Entry::new(resource, asked.namespaces.to_vec(), stop, prepared.run());
-    match registry.insert(name, entry, max) {
+    match registry.insert((cluster, name), entry, max) {
         Inserted::Started(resource) => Ok((resource, true)),
         Inserted::Joined(resource) => Ok((resource, false)),
         Inserted::Full(running) => Err(full(running)),
@@ -329,7 +376,7 @@ mod tests {
     }
 
     #[test]
-    fn requests_name_one_target_and_no_cluster_yet() {
+    fn requests_name_one_target() {
         let request = |kind: &str, resource: &str, cluster: &str| proto::EnsureRequest {
             api_version: "apps/v1".into(),
             kind: kind.into(),
@@ -337,14 +384,13 @@ mod tests {
             namespaces: vec!["b".into(), "a".into(), "b".into()],
             cluster: cluster.into(),
         };
-        let ok = request("Deployment", "", "");
+        let ok = request("Deployment", "", "east");
         let (target, namespaces) = request_target(&ok).expect("valid");
         assert!(matches!(target, Target::Kind("Deployment")));
         assert_eq!(namespaces, ["a", "b"]);
         for (bad, field) in [
             (request("Deployment", "deployments", ""), "resource"),
             (request("", "", ""), "kind"),
-            (request("Deployment", "", "east"), "cluster"),
         ] {
             let refused = request_target(&bad).expect_err("refused");
             assert_eq!(refused.code(), tonic::Code::InvalidArgument);

@@ -8,6 +8,10 @@
 //! Decision: a name of the configuration shadows an on-demand one (they cannot meet in
 //! practice: configured names are DNS labels, on-demand names of named groups have a dot;
 //! `ensure` refuses a core-group cache whose name a configured resource has).
+//!
+//! Decision: on-demand caches are kept by (cluster, name): the same kind ensured in two
+//! clusters is two caches, each with its own store, idle time and stop; `onDemand.maxCaches`
+//! counts them all, whatever their cluster.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,10 +33,17 @@ pub const STOPPED_MAX_OBJECTS: &str = "MaxObjects";
 /// Every served resource.
 pub(super) struct Registry {
     fixed: Vec<Arc<Resource>>,
-    on_demand: Mutex<BTreeMap<String, Entry>>,
+    /// By (cluster, name); the default cluster is `""`.
+    on_demand: Mutex<BTreeMap<(String, String), Entry>>,
     starts: AtomicU64,
     stops: Mutex<BTreeMap<&'static str, u64>>,
+    /// The last [`REMEMBERED_STOPS`] caches stopped, and why: a call naming one is told why it
+    /// is gone, not only that it is.
+    stopped: Mutex<std::collections::VecDeque<((String, String), &'static str)>>,
 }
+
+/// How many stopped caches the registry remembers (a few hundred bytes each).
+const REMEMBERED_STOPS: usize = 64;
 
 /// One on-demand cache: what serves it, what fills it, and when a client last used it.
 pub(super) struct Entry {
@@ -111,6 +122,7 @@ impl Registry {
             on_demand: Mutex::default(),
             starts: AtomicU64::new(0),
             stops: Mutex::default(),
+            stopped: Mutex::default(),
         }
     }
 
@@ -124,23 +136,21 @@ impl Registry {
         {
             return Some(r.clone());
         }
-        // Decision: on-demand caches are of the default cluster only (Ensure's `cluster` must
-        // be empty), until on-demand caches of remote clusters are built.
-        if !cluster.is_empty() {
-            return None;
-        }
         let map = self.on_demand.lock().expect("registry poisoned");
-        let entry = map.get(name)?;
+        let entry = map.get(&(cluster.to_string(), name.to_string()))?;
         entry.touch();
         Some(entry.resource.clone())
     }
 
-    /// Whether `name` is a resource of the configuration.
-    pub(super) fn is_configured(&self, name: &str) -> bool {
-        self.fixed.iter().any(|r| r.name() == name)
+    /// Whether `name` is a resource of the configuration in `cluster`.
+    pub(super) fn is_configured(&self, cluster: &str, name: &str) -> bool {
+        self.fixed
+            .iter()
+            .any(|r| r.name() == name && r.cluster() == cluster)
     }
 
-    /// Every resource: the configuration's in its order, then the on-demand ones by name.
+    /// Every resource: the configuration's in its order, then the on-demand ones by cluster
+    /// and name.
     pub(super) fn all(&self) -> Vec<Arc<Resource>> {
         let map = self.on_demand.lock().expect("registry poisoned");
         self.fixed
@@ -150,15 +160,22 @@ impl Registry {
             .collect()
     }
 
-    /// How many on-demand caches run.
+    /// How many on-demand caches run, in every cluster.
     pub(super) fn on_demand_count(&self) -> usize {
         self.on_demand.lock().expect("registry poisoned").len()
     }
 
-    /// Adds `entry` as `name`, unless one is there already (joined) or `max` run (full).
-    pub(super) fn insert(&self, name: &str, entry: Entry, max: usize) -> Inserted {
+    /// Adds `entry` as `name` of `cluster`, unless one is there already (joined) or `max` run
+    /// (full).
+    pub(super) fn insert(
+        &self,
+        (cluster, name): (&str, &str),
+        entry: Entry,
+        max: usize,
+    ) -> Inserted {
         let mut map = self.on_demand.lock().expect("registry poisoned");
-        if let Some(existing) = map.get(name) {
+        let key = (cluster.to_string(), name.to_string());
+        if let Some(existing) = map.get(&key) {
             existing.touch();
             return Inserted::Joined(existing.resource.clone());
         }
@@ -166,14 +183,18 @@ impl Registry {
             return Inserted::Full(map.len());
         }
         let resource = entry.resource.clone();
-        map.insert(name.to_string(), entry);
+        self.stopped
+            .lock()
+            .expect("stopped poisoned")
+            .retain(|(k, _)| *k != key);
+        map.insert(key, entry);
         self.starts.fetch_add(1, Ordering::Relaxed);
         Inserted::Started(resource)
     }
 
     /// Stops the on-demand caches with no client for `idle_timeout` and those holding more
-    /// than `max_objects`; returns their names and why. A cache with a Watch open counts as
-    /// used now.
+    /// than `max_objects`; returns their names (`cluster/name` for a remote cluster's) and why.
+    /// A cache with a Watch open counts as used now.
     pub(super) fn reap(
         &self,
         idle_timeout: Duration,
@@ -184,7 +205,7 @@ impl Registry {
         self.on_demand
             .lock()
             .expect("registry poisoned")
-            .retain(|name, entry| {
+            .retain(|(cluster, name), entry| {
                 if entry.clients() > 0 {
                     entry.touch();
                 }
@@ -195,14 +216,33 @@ impl Registry {
                 } else {
                     return true;
                 };
-                removed.push((name.clone(), why));
+                removed.push(((cluster.clone(), name.clone()), why));
                 false
             });
         let mut stops = self.stops.lock().expect("stops poisoned");
-        for (_, why) in &removed {
+        let mut stopped = self.stopped.lock().expect("stopped poisoned");
+        for (key, why) in &removed {
             *stops.entry(why).or_default() += 1;
+            stopped.push_back((key.clone(), why));
+            if stopped.len() > REMEMBERED_STOPS {
+                stopped.pop_front();
+            }
         }
         removed
+            .into_iter()
+            .map(|((cluster, name), why)| (crate::fleet::qualified(&cluster, &name), why))
+            .collect()
+    }
+
+    /// Why the on-demand cache `name` of `cluster` was stopped, if it was lately (and has not
+    /// been started again).
+    pub(super) fn stopped_because(&self, cluster: &str, name: &str) -> Option<&'static str> {
+        let stopped = self.stopped.lock().expect("stopped poisoned");
+        stopped
+            .iter()
+            .rev()
+            .find(|((c, n), _)| c == cluster && n == name)
+            .map(|(_, why)| *why)
     }
 
     /// Stops every on-demand cache (the API stops).
@@ -216,7 +256,7 @@ impl Registry {
         let map = self.on_demand.lock().expect("registry poisoned");
         let caches = map
             .iter()
-            .map(|(name, entry)| {
+            .map(|((cluster, name), entry)| {
                 let status = entry.resource.status();
                 let clients = entry.clients();
                 proto::OnDemandStatus {
@@ -232,6 +272,7 @@ impl Registry {
                     },
                     objects: status.objects,
                     synced: status.synced,
+                    cluster: crate::config::ClusterConfig::display(cluster).to_string(),
                 }
             })
             .collect();

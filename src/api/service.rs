@@ -155,7 +155,7 @@ impl Cache for Api {
         let on_demand = self.on_demand_report();
         Ok(Response::new(proto::StatusResponse {
             version: env!("CARGO_PKG_VERSION").to_string(),
-            synced: resources.iter().all(|r| r.synced),
+            synced: self.status_synced(&req, &resources),
             resources,
             allocated_bytes,
             resident_bytes,

@@ -29,6 +29,8 @@ pub struct EnsureArgs {
     /// How long to wait for the sync (the cache keeps syncing after it).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     timeout: Option<Duration>,
+    #[command(flatten)]
+    cluster: super::args::ClusterArg,
 }
 
 impl Call for EnsureArgs {
@@ -43,7 +45,7 @@ impl Call for EnsureArgs {
             kind,
             resource,
             namespaces: self.namespaces,
-            ..Default::default()
+            cluster: self.cluster.cluster,
         };
         let response = cache
             .ensure(with_timeout(request, self.timeout))

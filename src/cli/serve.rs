@@ -101,7 +101,7 @@ async fn run(cfg: config::Config, kubeconfig: Option<PathBuf>) -> Result<(), Ser
         .map(|s| Arc::new(Snapshotter::new(s, cluster, &cfg, &fleet)));
     let periodic = snapshots.as_ref().map(Snapshotter::spawn_periodic);
     let api = Api::new(fleet.clone(), &cfg)
-        .with_on_demand(client.clone(), &cfg)
+        .with_on_demand(&cfg)
         .with_authorization(client, &cfg.server.authorization);
     tokio::spawn(announce_sync(fleet.clone()));
     let probes = metrics_port.map(|listener| {

@@ -256,6 +256,12 @@ impl Fleet {
         self.clusters.iter().map(|c| c.state()).collect()
     }
 
+    /// The client of cluster `name` (empty: the default cluster) and its reachability now.
+    pub fn cluster(&self, name: &str) -> Option<(Client, ClusterState)> {
+        let c = self.clusters.iter().find(|c| c.name == name)?;
+        Some((c.client.clone(), c.state()))
+    }
+
     /// Every cache, in config order.
     pub fn caches(&self) -> &[Arc<ResourceCache>] {
         &self.caches

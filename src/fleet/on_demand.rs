@@ -83,6 +83,22 @@ pub enum OnDemandError {
     /// The apiVersion is not `v1` or `group/version`.
     #[error("apiVersion {0:?} is not an apiVersion; write v1 or group/version, e.g. apps/v1")]
     ApiVersion(String),
+    /// The cluster did not answer discovery (down, or unreachable from here).
+    #[error(
+        "cluster {cluster} did not answer discovery of {api_version} {target} ({why}); its \
+         caches start once it answers: retry with backoff (Status shows the cluster's \
+         reachability)"
+    )]
+    Unreachable {
+        /// The cluster, as Status shows it.
+        cluster: String,
+        /// As asked.
+        api_version: String,
+        /// The kind or resource asked for.
+        target: String,
+        /// What the client said.
+        why: String,
+    },
     /// Discovery does not know the kind or resource.
     #[error(
         "{api_version} {target} is not served by the cluster ({why}); check apiVersion and kind \
@@ -114,9 +130,9 @@ impl Resolved {
     }
 }
 
-/// Starts caches on demand, with the client, limits and bounds of the configuration.
+/// Starts caches on demand, in any cluster (each with its own client), with the limits and
+/// bounds of the configuration.
 pub struct OnDemand {
-    client: Client,
     limits: LimitsConfig,
     change_log: crate::config::ChangeLogConfig,
     bounds: OnDemandConfig,
@@ -125,9 +141,8 @@ pub struct OnDemand {
 
 impl OnDemand {
     /// On-demand caches for `config`; `None` when its `onDemand` section is absent.
-    pub fn new(client: Client, config: &Config) -> Option<OnDemand> {
+    pub fn new(config: &Config) -> Option<OnDemand> {
         Some(OnDemand {
-            client,
             limits: config.limits,
             change_log: config.change_log,
             bounds: config.on_demand.clone()?,
@@ -140,9 +155,11 @@ impl OnDemand {
         &self.bounds
     }
 
-    /// Resolves `target` of `api_version` through discovery.
+    /// Resolves `target` of `api_version` through the discovery of `client`, the client of
+    /// `cluster` (empty: the default cluster).
     pub async fn discover(
         &self,
+        (cluster, client): (&str, &Client),
         api_version: &str,
         target: Target<'_>,
     ) -> Result<Resolved, OnDemandError> {
@@ -151,28 +168,42 @@ impl OnDemand {
             None if !api_version.is_empty() => ("", api_version),
             _ => return Err(OnDemandError::ApiVersion(api_version.to_string())),
         };
-        let not_served = |what: &str, why: String| OnDemandError::NotServed {
-            api_version: api_version.to_string(),
-            target: what.to_string(),
-            why,
+        // Decision: an answer of the apiserver (an error status, or a group without the kind)
+        // is about the kind; anything else (connection refused, a timeout) is about the cluster.
+        let not_served = |what: &str, e: kube::Error| match e {
+            kube::Error::Api(_) | kube::Error::Discovery(_) => OnDemandError::NotServed {
+                api_version: api_version.to_string(),
+                target: what.to_string(),
+                why: e.to_string(),
+            },
+            other => OnDemandError::Unreachable {
+                cluster: crate::config::ClusterConfig::display(cluster).to_string(),
+                api_version: api_version.to_string(),
+                target: what.to_string(),
+                why: other.to_string(),
+            },
         };
         let (api_resource, capabilities) = match target {
             Target::Kind(kind) => {
                 let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
-                kube::discovery::pinned_kind(&self.client, &gvk)
+                kube::discovery::pinned_kind(client, &gvk)
                     .await
-                    .map_err(|e| not_served(kind, e.to_string()))?
+                    .map_err(|e| not_served(kind, e))?
             }
             Target::Plural(plural) => {
                 let gv = kube::core::GroupVersion::gv(group, version);
-                let found = kube::discovery::pinned_group(&self.client, &gv)
+                let found = kube::discovery::pinned_group(client, &gv)
                     .await
-                    .map_err(|e| not_served(plural, e.to_string()))?;
+                    .map_err(|e| not_served(plural, e))?;
                 found
                     .versioned_resources(version)
                     .into_iter()
                     .find(|(ar, _)| ar.plural == plural)
-                    .ok_or_else(|| not_served(plural, "no such resource".into()))?
+                    .ok_or_else(|| OnDemandError::NotServed {
+                        api_version: api_version.to_string(),
+                        target: plural.to_string(),
+                        why: "no such resource".into(),
+                    })?
             }
         };
         Ok(Resolved {
@@ -181,18 +212,18 @@ impl OnDemand {
         })
     }
 
-    /// The configuration of the on-demand cache `name` of `resolved` in `namespaces` (empty:
-    /// every namespace, or a cluster-scoped kind): the filter and transform of `onDemand`, no
-    /// selectors, no indexes.
+    /// The configuration of the on-demand cache `name` of `resolved` in `cluster` (empty: the
+    /// default cluster) and `namespaces` (empty: every namespace, or a cluster-scoped kind):
+    /// the filter and transform of `onDemand`, no selectors, no indexes.
     pub fn resource_config(
         &self,
-        name: &str,
+        (cluster, name): (&str, &str),
         resolved: &Resolved,
         namespaces: &[String],
     ) -> ResourceConfig {
         let ar = &resolved.api_resource;
         ResourceConfig {
-            cluster: String::new(),
+            cluster: cluster.to_string(),
             name: name.to_string(),
             api_version: ar.api_version.clone(),
             group: ar.group.clone(),
@@ -212,10 +243,11 @@ impl OnDemand {
         }
     }
 
-    /// The cache of `rc`, empty, its streams not started: the API may decide not to run it.
-    pub fn prepare(&self, rc: ResourceConfig, resolved: &Resolved) -> Prepared {
+    /// The cache of `rc`, empty, its streams (with `client`, of `rc`'s cluster) not started:
+    /// the API may decide not to run it.
+    pub fn prepare(&self, client: &Client, rc: ResourceConfig, resolved: &Resolved) -> Prepared {
         let streams = Streams {
-            client: &self.client,
+            client,
             limits: &self.limits,
             initial_lists: &self.initial_lists,
         };
@@ -243,7 +275,8 @@ impl Prepared {
     /// Starts its streams.
     pub fn run(self) -> Running {
         let tasks = super::start::spawn_streams(self.spec, &self.rc.scope);
-        tracing::info!(resource = %self.rc.name, kind = %self.rc.kind, "on-demand cache started");
+        tracing::info!(cluster = crate::config::ClusterConfig::display(&self.rc.cluster),
+            resource = %self.rc.name, kind = %self.rc.kind, "on-demand cache started");
         Running {
             cache: self.cache,
             tasks,
@@ -264,6 +297,7 @@ impl Drop for Running {
         for t in &self.tasks {
             t.abort();
         }
-        tracing::info!(resource = %self.cache.name, "on-demand cache stopped");
+        tracing::info!(cluster = crate::config::ClusterConfig::display(&self.cache.cluster),
+            resource = %self.cache.name, "on-demand cache stopped");
     }
 }

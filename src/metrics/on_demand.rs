@@ -1,8 +1,10 @@
 //! The on-demand caches (`onDemand`, the `Ensure` RPC), read from the API at each scrape: how
 //! many run, their clients and idle time, and how many started and stopped, by why.
 //!
-//! Decision: the `resource` label of the per-cache families is the on-demand cache's name;
-//! it stays bounded, as `onDemand.maxCaches` bounds the caches that run at once.
+//! Decision: the per-cache families are labelled by `cluster` (`default`, or a name of
+//! `clusters`) and `resource` (the on-demand cache's name, as clients use it with that
+//! cluster); they stay bounded, as `onDemand.maxCaches` bounds the caches that run at once in
+//! all clusters together.
 
 use std::fmt;
 
@@ -15,11 +17,12 @@ use crate::api::{Api, STOPPED_IDLE, STOPPED_MAX_OBJECTS};
 const CACHES: Descriptor = family("on_demand_caches", "On-demand caches running now");
 const CLIENTS: Descriptor = family(
     "on_demand_clients",
-    "Watch calls open on an on-demand cache now, by resource",
+    "Watch calls open on an on-demand cache now, by cluster and resource",
 );
 const IDLE: Descriptor = in_seconds(
     "on_demand_idle",
-    "Time since a call last used an on-demand cache (0 while a Watch is open), by resource; \
+    "Time since a call last used an on-demand cache (0 while a Watch is open), by cluster and \
+     resource; \
      it is stopped at onDemand.idleTimeout",
 );
 const STARTS: Descriptor = family("on_demand_starts", "On-demand caches started by Ensure");
@@ -51,15 +54,9 @@ impl Collector for OnDemandCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
         let report = self.api.on_demand_report();
         gauge(&mut encoder, &CACHES, report.caches.len() as i64)?;
-        let clients = report
-            .caches
-            .iter()
-            .map(|c| ([("resource", c.resource.as_str())], c.clients as i64));
+        let clients = report.caches.iter().map(|c| (labels(c), c.clients as i64));
         gauges(&mut encoder, &CLIENTS, clients)?;
-        let idle = report
-            .caches
-            .iter()
-            .map(|c| ([("resource", c.resource.as_str())], c.idle_seconds));
+        let idle = report.caches.iter().map(|c| (labels(c), c.idle_seconds));
         gauges(&mut encoder, &IDLE, idle)?;
         counters(
             &mut encoder,
@@ -73,4 +70,12 @@ impl Collector for OnDemandCollector {
         });
         counters(&mut encoder, &STOPS, stops)
     }
+}
+
+/// The labels of one on-demand cache's series.
+fn labels(c: &crate::proto::OnDemandStatus) -> [(&'static str, &str); 2] {
+    [
+        ("cluster", c.cluster.as_str()),
+        ("resource", c.resource.as_str()),
+    ]
 }

@@ -1,5 +1,5 @@
 //! The least-privilege RBAC a configuration needs (`informerd rbac`): `list` and `watch` on
-//! exactly the configured resources, a Role and RoleBinding in each listed namespace, a
+//! exactly the configured resources (and what `onDemand.allow` allows), a Role and RoleBinding in each listed namespace, a
 //! ClusterRole and ClusterRoleBinding for cluster-wide streams and `namespaceSelector` (which
 //! also watches Namespaces), all bound to one ServiceAccount.
 //!
@@ -18,6 +18,7 @@
 //! with a guessed rule.
 
 pub mod builtin;
+mod on_demand;
 mod reviews;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -96,12 +97,6 @@ pub fn generate(config: &Config, grantee: &Grantee, kinds: &Kinds) -> Result<Rba
     let mut namespaced: BTreeMap<String, Rules> = BTreeMap::new();
     for (i, rc) in config.resources.iter().enumerate() {
         let kind = resolve(config, kinds, i, rc)?;
-        let grant = |rules: &mut Rules, group: &str, plural: &str| {
-            rules
-                .entry(group.to_string())
-                .or_default()
-                .insert(plural.to_string());
-        };
         match &rc.scope {
             Scope::AllNamespaces => grant(&mut cluster, &kind.group, &kind.plural),
             Scope::Selector(_) => {
@@ -120,6 +115,7 @@ pub fn generate(config: &Config, grantee: &Grantee, kinds: &Kinds) -> Result<Rba
             }
         }
     }
+    on_demand::rules(config, &mut cluster, &mut namespaced)?;
     let reviews = reviews::rules(config);
     Ok(Rbac {
         cluster: (!cluster.is_empty() || !reviews.is_empty()).then(|| {
@@ -132,6 +128,14 @@ pub fn generate(config: &Config, grantee: &Grantee, kinds: &Kinds) -> Result<Rba
             .map(|(ns, rules)| namespace_objects(grantee, ns, rules))
             .collect(),
     })
+}
+
+/// Grants list and watch on `plural` of `group` in `rules`.
+fn grant(rules: &mut Rules, group: &str, plural: &str) {
+    rules
+        .entry(group.to_string())
+        .or_default()
+        .insert(plural.to_string());
 }
 
 /// The plural and scope of a resource's kind; an error at its `kind` (or at its namespaces)

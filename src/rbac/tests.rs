@@ -196,3 +196,54 @@ fn yaml_is_a_stream_of_the_objects_with_the_header_as_comments() {
     );
     assert!(!text.contains("get"), "no verb but list and watch: {text}");
 }
+
+fn rbac_on_demand(on_demand: &str) -> Result<Rbac, RbacError> {
+    let text = format!(
+        "apiVersion: informerd.io/v1alpha1\nkind: Config\nresources: []\nonDemand:\n{on_demand}"
+    );
+    let cfg = config::parse("informerd.yaml", &text).expect("a valid configuration");
+    generate(&cfg, &grantee(), &Kinds::Builtin)
+}
+
+#[test]
+fn on_demand_allow_is_granted_list_and_watch() {
+    // Every namespace: one ClusterRole with each allowed kind, and `*` for a whole group.
+    let rbac = rbac_on_demand(
+        "  allow:\n  - {group: apps, kinds: [Deployment, StatefulSet]}\n  \
+         - {group: kustomize.toolkit.fluxcd.io}\n",
+    )
+    .unwrap();
+    let (role, _) = rbac.cluster.expect("a ClusterRole");
+    assert_eq!(
+        role.rules.unwrap(),
+        [
+            rule("apps", &["deployments", "statefulsets"]),
+            rule("kustomize.toolkit.fluxcd.io", &["*"]),
+        ]
+    );
+    assert!(rbac.namespaces.is_empty());
+
+    // onDemand.namespaces: a Role in each; a cluster-scoped kind stays cluster-wide.
+    let rbac = rbac_on_demand(
+        "  allow:\n  - {group: \"\", kinds: [ConfigMap, Node]}\n  namespaces: [b, a]\n",
+    )
+    .unwrap();
+    let (role, _) = rbac.cluster.expect("a ClusterRole for nodes");
+    assert_eq!(role.rules.unwrap(), [rule("", &["nodes"])]);
+    let names: Vec<_> = rbac
+        .namespaces
+        .iter()
+        .map(|(role, _)| role.metadata.namespace.clone().unwrap())
+        .collect();
+    assert_eq!(names, ["a", "b"]);
+    for (role, _) in &rbac.namespaces {
+        assert_eq!(role.rules.clone().unwrap(), [rule("", &["configmaps"])]);
+    }
+
+    // A kind that is not built in: an error at its place, no guessed rule.
+    let err = rbac_on_demand("  allow:\n  - {group: example.com, kinds: [Widget]}\n").unwrap_err();
+    assert!(
+        err.to_string().contains("onDemand.allow[0].kinds[0]"),
+        "{err}"
+    );
+}

@@ -1692,7 +1692,10 @@ func (x *ClusterStatus) GetSinceSeconds() int64 {
 type StatusResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Version string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
-	// Every scope of every resource has synced.
+	// Asked for no cluster and no resource: the sidecar is ready (every scope of the
+	// configuration's resources of the default cluster has synced, as /readyz says; remote
+	// clusters and on-demand caches do not count). Asked for a cluster or a resource: every
+	// scope of each resource listed has synced.
 	Synced    bool              `protobuf:"varint,2,opt,name=synced,proto3" json:"synced,omitempty"`
 	Resources []*ResourceStatus `protobuf:"bytes,3,rep,name=resources,proto3" json:"resources,omitempty"`
 	// Bytes the sidecar has allocated (jemalloc's count) and its resident set.
@@ -1805,7 +1808,10 @@ type EnsureRequest struct {
 	// The resource, its plural (e.g. widgets), when `kind` is empty.
 	Resource   string   `protobuf:"bytes,3,opt,name=resource,proto3" json:"resource,omitempty"`
 	Namespaces []string `protobuf:"bytes,4,rep,name=namespaces,proto3" json:"namespaces,omitempty"`
-	// Reserved for remote clusters; must be empty (the cluster informerd runs in).
+	// The cluster to cache from: a name of the configuration's `clusters`, or empty (or
+	// `default`) for the cluster informerd runs in. The onDemand bounds apply to every cluster;
+	// onDemand.maxCaches counts the caches of all clusters. An unreachable cluster is
+	// UNAVAILABLE (NotSynced) naming it; an unknown one NOT_FOUND.
 	Cluster       string `protobuf:"bytes,5,opt,name=cluster,proto3" json:"cluster,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1942,9 +1948,11 @@ type OnDemandStatus struct {
 	Clients uint64 `protobuf:"varint,5,opt,name=clients,proto3" json:"clients,omitempty"`
 	// Seconds since a call last named it (0 while a Watch is open); it is stopped when this
 	// reaches onDemand.idleTimeout.
-	IdleSeconds   float64 `protobuf:"fixed64,6,opt,name=idle_seconds,json=idleSeconds,proto3" json:"idle_seconds,omitempty"`
-	Objects       uint64  `protobuf:"varint,7,opt,name=objects,proto3" json:"objects,omitempty"`
-	Synced        bool    `protobuf:"varint,8,opt,name=synced,proto3" json:"synced,omitempty"`
+	IdleSeconds float64 `protobuf:"fixed64,6,opt,name=idle_seconds,json=idleSeconds,proto3" json:"idle_seconds,omitempty"`
+	Objects     uint64  `protobuf:"varint,7,opt,name=objects,proto3" json:"objects,omitempty"`
+	Synced      bool    `protobuf:"varint,8,opt,name=synced,proto3" json:"synced,omitempty"`
+	// Its cluster: `default` (informerd's own) or a name of `clusters`.
+	Cluster       string `protobuf:"bytes,9,opt,name=cluster,proto3" json:"cluster,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2033,6 +2041,13 @@ func (x *OnDemandStatus) GetSynced() bool {
 		return x.Synced
 	}
 	return false
+}
+
+func (x *OnDemandStatus) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
 }
 
 // WatchKeys: a level-triggered work queue of keys ("this object changed, look at it"), as a
@@ -2771,7 +2786,7 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\acluster\x18\x05 \x01(\tR\acluster\"F\n" +
 	"\x0eEnsureResponse\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x18\n" +
-	"\astarted\x18\x02 \x01(\bR\astarted\"\xf0\x01\n" +
+	"\astarted\x18\x02 \x01(\bR\astarted\"\x8a\x02\n" +
 	"\x0eOnDemandStatus\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x1f\n" +
 	"\vapi_version\x18\x02 \x01(\tR\n" +
@@ -2783,7 +2798,8 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\aclients\x18\x05 \x01(\x04R\aclients\x12!\n" +
 	"\fidle_seconds\x18\x06 \x01(\x01R\vidleSeconds\x12\x18\n" +
 	"\aobjects\x18\a \x01(\x04R\aobjects\x12\x16\n" +
-	"\x06synced\x18\b \x01(\bR\x06synced\"\x88\x01\n" +
+	"\x06synced\x18\b \x01(\bR\x06synced\x12\x18\n" +
+	"\acluster\x18\t \x01(\tR\acluster\"\x88\x01\n" +
 	"\x10WatchKeysRequest\x12>\n" +
 	"\tsubscribe\x18\x01 \x01(\v2\x1e.informerd.v1.KeysSubscriptionH\x00R\tsubscribe\x12)\n" +
 	"\x03ack\x18\x02 \x01(\v2\x15.informerd.v1.KeyAcksH\x00R\x03ackB\t\n" +

@@ -462,6 +462,7 @@ class Client:
         kind: str,
         namespaces: Sequence[str] = (),
         *,
+        cluster: str = "",
         timeout: float | None = None,
     ) -> str:
         """Asks the sidecar for a cache of `kind` (of `api_version`) in `namespaces` (none: every
@@ -470,8 +471,10 @@ class Client:
         Refusals are InformerdError PERMISSION_DENIED with reason Forbidden naming the bound
         (onDemand.allow, onDemand.namespaces, onDemand.maxCaches); NotCaughtUp when `timeout`
         passes before the sync (the cache keeps syncing: call again). The sidecar stops the
-        cache after onDemand.idleTimeout without a client."""
-        req = pb.EnsureRequest(api_version=api_version, kind=kind, namespaces=list(namespaces))
+        cache after onDemand.idleTimeout without a client. `cluster`: the sidecar's remote
+        cluster to cache from (read it with the same `cluster`); one that does not answer is
+        UNAVAILABLE with reason NotSynced, naming it."""
+        req = pb.EnsureRequest(api_version=api_version, kind=kind, namespaces=list(namespaces), cluster=cluster)
         try:
             return self._stub.Ensure(req, timeout=self._timeout(timeout)).resource
         except grpc.RpcError as err:

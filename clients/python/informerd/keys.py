@@ -142,6 +142,7 @@ def watch_keys(
     resource: str,
     *,
     namespace: str = "",
+    cluster: str = "",
     label_selector: str = "",
     field_selector: str = "",
     index: pb.IndexLookup | tuple[str, str] | None = None,
@@ -160,9 +161,11 @@ def watch_keys(
     comes once quiet for `debounce`, at the latest `max_delay` after its first change; 0: ten
     debounces). `owner_kind` sends the key of each object's controller owner of that kind
     instead of (with `owner_and_self`, as well as) its own. Without `since`, or with a token the
-    sidecar cannot resume from, the stream starts with a resync of every key."""
+    sidecar cannot resume from, the stream starts with a resync of every key. `cluster`: the
+    sidecar's remote cluster (`clusters[].name`); empty: the cluster it runs in."""
     sub = pb.KeysSubscription(
         resource=resource,
+        cluster=cluster,
         namespace=namespace,
         label_selector=label_selector,
         field_selector=field_selector,

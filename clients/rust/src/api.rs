@@ -145,6 +145,24 @@ where
         }
     }
 
+    /// WatchKeys on this handle's resource, namespace and cluster, with its token:
+    /// `subscription`'s `resource`, `namespace` and `cluster` are set from the handle (see
+    /// [`crate::keys::watch_keys`] for the stream and its acker).
+    pub async fn watch_keys(
+        &self,
+        subscription: crate::proto::KeysSubscription,
+    ) -> Result<(tonic::Streaming<crate::proto::KeyEvent>, crate::keys::Acker), Error> {
+        let subscription = crate::proto::KeysSubscription {
+            resource: self.resource.clone(),
+            namespace: self.namespace.clone(),
+            cluster: self.cluster.clone(),
+            ..subscription
+        };
+        crate::keys::subscribe(&mut self.cache.clone(), subscription, self.token.as_ref())
+            .await
+            .map_err(|s| self.status("WatchKeys", s))
+    }
+
     /// The resource's name in the sidecar's configuration.
     pub fn resource(&self) -> &str {
         &self.resource

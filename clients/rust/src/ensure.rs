@@ -27,23 +27,52 @@ pub async fn ensure<K>(
 where
     K: Resource<DynamicType = ()> + serde::de::DeserializeOwned,
 {
-    let name = ensure_resource(
+    ensure_in(cache, "", namespaces, namespace, timeout).await
+}
+
+/// Like [`ensure`], in the sidecar's remote cluster `cluster` (its `clusters[].name`; empty:
+/// the cluster it runs in); the [`Api`] returned reads that cluster. A cluster that does not
+/// answer is `NotSynced` (UNAVAILABLE) naming it: retry with backoff.
+pub async fn ensure_in<K>(
+    cache: CacheClient<Channel>,
+    cluster: &str,
+    namespaces: &[&str],
+    namespace: &str,
+    timeout: Duration,
+) -> Result<Api<K>, Error>
+where
+    K: Resource<DynamicType = ()> + serde::de::DeserializeOwned,
+{
+    let kind = (K::api_version(&()), K::kind(&()));
+    let name = ensure_resource_in(
         cache.clone(),
-        &K::api_version(&()),
-        &K::kind(&()),
+        cluster,
+        (&kind.0, &kind.1),
         namespaces,
         timeout,
     )
     .await?;
-    Ok(Api::namespaced(cache, &name, namespace))
+    Ok(Api::namespaced(cache, &name, namespace).cluster(cluster))
 }
 
 /// Like [`ensure`], by apiVersion and kind (for kinds without a Rust type); returns the
 /// resource name to use with Get, List and Watch.
 pub async fn ensure_resource(
-    mut cache: CacheClient<Channel>,
+    cache: CacheClient<Channel>,
     api_version: &str,
     kind: &str,
+    namespaces: &[&str],
+    timeout: Duration,
+) -> Result<String, Error> {
+    ensure_resource_in(cache, "", (api_version, kind), namespaces, timeout).await
+}
+
+/// Like [`ensure_resource`], in the sidecar's remote cluster `cluster` (empty: its own), for
+/// `(apiVersion, kind)`.
+pub async fn ensure_resource_in(
+    mut cache: CacheClient<Channel>,
+    cluster: &str,
+    (api_version, kind): (&str, &str),
     namespaces: &[&str],
     timeout: Duration,
 ) -> Result<String, Error> {
@@ -51,6 +80,7 @@ pub async fn ensure_resource(
         api_version: api_version.to_string(),
         kind: kind.to_string(),
         namespaces: namespaces.iter().map(|s| s.to_string()).collect(),
+        cluster: cluster.to_string(),
         ..Default::default()
     });
     request.set_timeout(timeout);

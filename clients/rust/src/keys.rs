@@ -74,16 +74,31 @@ impl Acker {
 }
 
 /// Subscribes: the events of the stream, and the acker of its keys. A refused subscription
-/// (`INVALID_ARGUMENT` naming the field, `NOT_FOUND` resource) is the error.
+/// (`INVALID_ARGUMENT` naming the field, `NOT_FOUND` resource or cluster) is the error. The
+/// subscription names the resource, and its `cluster` (empty: the sidecar's own); or use
+/// [`crate::Api::watch_keys`], which takes them (and the token) from an `Api` handle.
 pub async fn watch_keys(
     cache: &mut CacheClient<Channel>,
     subscription: KeysSubscription,
+) -> Result<(Streaming<KeyEvent>, Acker), Status> {
+    subscribe(cache, subscription, None).await
+}
+
+/// [`watch_keys`], with `token` (if any) on the request.
+pub(crate) async fn subscribe(
+    cache: &mut CacheClient<Channel>,
+    subscription: KeysSubscription,
+    token: Option<&crate::Token>,
 ) -> Result<(Streaming<KeyEvent>, Acker), Status> {
     let (tx, rx) = mpsc::unbounded();
     let first = WatchKeysRequest {
         request: Some(watch_keys_request::Request::Subscribe(subscription)),
     };
-    let requests = futures::stream::once(async move { first }).chain(rx);
-    let events = cache.watch_keys(requests).await?.into_inner();
+    let requests = futures::stream::iter([first]).chain(rx);
+    let mut request = tonic::Request::new(requests);
+    if let Some(token) = token {
+        request = token.authorize(request)?;
+    }
+    let events = cache.watch_keys(request).await?.into_inner();
     Ok((events, Acker { tx }))
 }

@@ -25,7 +25,7 @@ pub mod watcher;
 
 pub use api::{Api, Change, Start, CONTINUE_NOT_SUPPORTED};
 pub use connect::*;
-pub use ensure::{ensure, ensure_resource};
+pub use ensure::{ensure, ensure_in, ensure_resource, ensure_resource_in};
 pub use error::Error;
 pub use token::{connect_with_token, AuthorizedCache, Token};
 pub use watcher::watcher;

@@ -373,7 +373,7 @@ class EnsureResponse(_message.Message):
     def __init__(self, resource: _Optional[str] = ..., started: bool = ...) -> None: ...
 
 class OnDemandStatus(_message.Message):
-    __slots__ = ("resource", "api_version", "kind", "namespaces", "clients", "idle_seconds", "objects", "synced")
+    __slots__ = ("resource", "api_version", "kind", "namespaces", "clients", "idle_seconds", "objects", "synced", "cluster")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     API_VERSION_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -382,6 +382,7 @@ class OnDemandStatus(_message.Message):
     IDLE_SECONDS_FIELD_NUMBER: _ClassVar[int]
     OBJECTS_FIELD_NUMBER: _ClassVar[int]
     SYNCED_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_FIELD_NUMBER: _ClassVar[int]
     resource: str
     api_version: str
     kind: str
@@ -390,7 +391,8 @@ class OnDemandStatus(_message.Message):
     idle_seconds: float
     objects: int
     synced: bool
-    def __init__(self, resource: _Optional[str] = ..., api_version: _Optional[str] = ..., kind: _Optional[str] = ..., namespaces: _Optional[_Iterable[str]] = ..., clients: _Optional[int] = ..., idle_seconds: _Optional[float] = ..., objects: _Optional[int] = ..., synced: bool = ...) -> None: ...
+    cluster: str
+    def __init__(self, resource: _Optional[str] = ..., api_version: _Optional[str] = ..., kind: _Optional[str] = ..., namespaces: _Optional[_Iterable[str]] = ..., clients: _Optional[int] = ..., idle_seconds: _Optional[float] = ..., objects: _Optional[int] = ..., synced: bool = ..., cluster: _Optional[str] = ...) -> None: ...
 
 class WatchKeysRequest(_message.Message):
     __slots__ = ("subscribe", "ack")
