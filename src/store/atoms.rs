@@ -18,6 +18,8 @@
 use ahash::RandomState;
 use hashbrown::HashTable;
 
+use super::paged::Paged;
+
 pub(crate) type AtomId = u32;
 
 /// A UTF-8 string.
@@ -135,7 +137,7 @@ impl Arena {
 }
 
 pub(crate) struct Atoms {
-    entries: Vec<Entry>,
+    entries: Paged<Entry>,
     free: Vec<AtomId>,
     table: HashTable<AtomId>,
     hasher: RandomState,
@@ -155,7 +157,7 @@ fn hash_entry(hasher: &RandomState, bytes: &[u8]) -> u64 {
 impl Atoms {
     pub(crate) fn new() -> Self {
         Self {
-            entries: Vec::new(),
+            entries: Paged::new(),
             free: Vec::new(),
             table: HashTable::new(),
             hasher: RandomState::new(),
@@ -261,7 +263,7 @@ impl Atoms {
         self.live -= 1;
         self.live_bytes -= e.len as usize;
         if self.live == 0 {
-            self.entries = Vec::new();
+            self.entries = Paged::new();
             self.free = Vec::new();
             self.table = HashTable::new();
             self.arena = Arena::default();
@@ -343,7 +345,7 @@ impl Atoms {
     /// What the atoms' bookkeeping holds besides their bytes: entries, the table, and the
     /// arena's chunks beyond the live bytes (freed atoms and room not yet used).
     pub(crate) fn structure_bytes(&self) -> usize {
-        self.entries.capacity() * size_of::<Entry>()
+        self.entries.allocated_bytes()
             + self.free.capacity() * size_of::<AtomId>()
             + self.table.allocation_size()
             + self.arena.chunks.capacity() * size_of::<Chunk>()
