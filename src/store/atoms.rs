@@ -154,6 +154,15 @@ fn hash_entry(hasher: &RandomState, bytes: &[u8]) -> u64 {
     hash_of(hasher, bytes[0], &bytes[1..])
 }
 
+/// The hash of an atom by id, for the table to move its ids when it grows or shrinks.
+fn rehasher<'a>(
+    hasher: &'a RandomState,
+    arena: &'a Arena,
+    entries: &'a Paged<Entry>,
+) -> impl Fn(&AtomId) -> u64 + 'a {
+    move |&id| hash_entry(hasher, arena.get(entries[id as usize]))
+}
+
 impl Atoms {
     pub(crate) fn new() -> Self {
         Self {
@@ -195,16 +204,8 @@ impl Atoms {
                 id
             }
         };
-        let Self {
-            entries,
-            table,
-            hasher,
-            arena,
-            ..
-        } = self;
-        table.insert_unique(hash, id, |&id| {
-            hash_entry(hasher, arena.get(entries[id as usize]))
-        });
+        let rehash = rehasher(&self.hasher, &self.arena, &self.entries);
+        self.table.insert_unique(hash, id, rehash);
         self.live += 1;
         self.live_bytes += payload.len() + 1;
         (id, true)
@@ -272,17 +273,9 @@ impl Atoms {
         self.free.push(id);
         let cap = self.table.capacity();
         if cap > 64 && self.table.len() * 4 < cap {
-            let Self {
-                entries,
-                table,
-                hasher,
-                arena,
-                ..
-            } = self;
-            let len = table.len();
-            table.shrink_to(len * 2, |&id| {
-                hash_entry(hasher, arena.get(entries[id as usize]))
-            });
+            let rehash = rehasher(&self.hasher, &self.arena, &self.entries);
+            let len = self.table.len();
+            self.table.shrink_to(len * 2, rehash);
         }
         if self.arena.dead > self.live_bytes / 2 {
             self.compact();
