@@ -36,13 +36,19 @@ pub struct AtomBreakdown {
     pub array_templates: AtomKindStats,
     /// Up to [`SAMPLE`] strings referenced once, in atom order.
     pub strings_referenced_once: Vec<String>,
+    /// The atom table's own bytes besides the atoms': entries, hash table, and room in the
+    /// arena's chunks not holding a live atom (freed, or not used yet).
+    pub table_bytes: usize,
 }
 
 /// How many strings referenced once the breakdown shows.
 pub const SAMPLE: usize = 20;
 
 pub(super) fn breakdown(atoms: &Atoms) -> AtomBreakdown {
-    let mut b = AtomBreakdown::default();
+    let mut b = AtomBreakdown {
+        table_bytes: atoms.structure_bytes(),
+        ..AtomBreakdown::default()
+    };
     for (id, kind, bytes, refs) in atoms.iter() {
         let stats = match kind {
             KIND_STR => &mut b.strings,

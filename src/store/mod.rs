@@ -26,6 +26,7 @@ mod codec;
 mod index;
 mod log;
 mod object;
+mod paged;
 mod reader;
 mod retired;
 mod scalar;

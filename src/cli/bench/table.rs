@@ -83,6 +83,13 @@ fn atoms(s: &mut String, r: &ResourceReport) {
             thousands(k.referenced_once_bytes)
         );
     }
+    let _ = writeln!(
+        s,
+        "  {:<38} {:>10}   {:>10}   entries, hash table, unused room in the arena",
+        "the atom table itself",
+        "",
+        thousands(a.table_bytes)
+    );
     if !a.strings_referenced_once.is_empty() {
         let _ = writeln!(
             s,

@@ -137,11 +137,11 @@ fn object_hole_refs(atoms: &Atoms, tid: AtomId, s: &[u8], p: &mut usize, ids: &m
 /// Drops one reference on each atom, freeing (recursively) those that are no longer used.
 pub(super) fn release_all(atoms: &mut Atoms, mut ids: Vec<AtomId>) {
     while let Some(id) = ids.pop() {
-        if let Some(bytes) = atoms.release(id) {
-            if bytes[0] != KIND_STR {
-                atom_children(bytes[0], &bytes[1..], &mut ids);
+        atoms.release(id, |kind, payload| {
+            if kind != KIND_STR {
+                atom_children(kind, payload, &mut ids);
             }
-        }
+        });
     }
 }
 

@@ -1,6 +1,7 @@
 //! Tests of the store, through its public face (`Writer`, `Store`), grouped by the part they
 //! exercise most; the fixtures and helpers they share are here.
 
+mod atoms;
 mod codec;
 mod index;
 mod log;
