@@ -79,14 +79,10 @@ impl Lister {
                 break;
             }
             tokio::task::consume_budget().await;
-            if !self.query.labels_match(&stored) {
-                continue;
-            }
             // Decoded one at a time and dropped: a list never holds decoded objects.
-            let object = stored.to_json_value();
-            if !self.query.matches(&self.resource, &object) {
+            let Some(object) = self.query.decode_if_matches(&self.resource, &stored) else {
                 continue;
-            }
+            };
             let rendered = self
                 .query
                 .mask()

@@ -150,18 +150,23 @@ impl Query {
         self.labels.matches_object(object) && self.fields.matches(object)
     }
 
-    /// Whether the object's labels satisfy the request's label selector, read without
-    /// decoding the rest of the object: a List rules out the candidates of a namespace this
-    /// way before decoding the few that match (issue 12: a controller's
-    /// `List(InNamespace, MatchingLabelsSelector)` per reconcile). [`Query::matches`] still
-    /// checks everything.
-    pub fn labels_match(&self, stored: &StoredObject) -> bool {
-        if self.labels.requirements().is_empty() {
-            return true;
+    /// The candidate decoded, if it matches: its labels are read first without decoding the
+    /// rest of the object, so the candidates a label selector rules out are never decoded
+    /// whole (issue 12: a controller's `List(InNamespace, MatchingLabelsSelector)` per
+    /// reconcile); [`Query::matches`] then checks everything. For every pass over
+    /// [`Query::candidates`]: List, a Watch's initial state, a WatchKeys resync.
+    pub fn decode_if_matches(&self, resource: &Resource, stored: &StoredObject) -> Option<Value> {
+        if !self.labels.requirements().is_empty() {
+            let labels = stored.decode_at(&["metadata", "labels"]);
+            if !self
+                .labels
+                .matches(&labels.as_ref().and_then(Value::as_object))
+            {
+                return None;
+            }
         }
-        let labels = stored.decode_at(&["metadata", "labels"]);
-        self.labels
-            .matches(&labels.as_ref().and_then(Value::as_object))
+        let object = stored.to_json_value();
+        self.matches(resource, &object).then_some(object)
     }
 
     /// The candidates (a superset of the matches, all at one revision): by index when the

@@ -68,8 +68,8 @@ impl Consumer {
         let mut keys = Vec::with_capacity(candidates.len());
         for stored in candidates {
             tokio::task::consume_budget().await;
-            let object = stored.to_json_value();
-            if self.spec.watch.query.matches(&self.resource, &object) {
+            let query = &self.spec.watch.query;
+            if let Some(object) = query.decode_if_matches(&self.resource, &stored) {
                 for id in self.ids(&object) {
                     keys.push((id, stored.revision()));
                 }

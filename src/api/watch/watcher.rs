@@ -101,10 +101,9 @@ impl Watcher {
         for stored in candidates {
             // Decoding many objects: let the runtime's other tasks run.
             tokio::task::consume_budget().await;
-            let object = stored.to_json_value();
-            if !self.spec.query.matches(&self.resource, &object) {
+            let Some(object) = self.spec.query.decode_if_matches(&self.resource, &stored) else {
                 continue;
-            }
+            };
             let rendered = self
                 .spec
                 .query
