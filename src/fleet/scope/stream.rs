@@ -11,7 +11,7 @@
 //! then the watch, resumed from the last resourceVersion when it ends, and a new list on
 //! 410 Gone. The paginated fallback stays kube-rs's watcher.
 
-use std::time::Duration;
+use std::time::Instant;
 
 use futures::{stream::BoxStream, Stream, StreamExt};
 use kube::{
@@ -20,13 +20,10 @@ use kube::{
     Api, Resource as _,
 };
 
-use super::super::object::Projected;
-
-/// How long a watch resumed from a snapshot's resourceVersion must stay open without an error
-/// to count as resumed when nothing changed meanwhile. An apiserver that no longer reaches
-/// back that far answers at once (410 Gone as the first event); one that does sends what
-/// changed at once too. Decision: a second, well above a loopback or in-cluster round trip.
-const RESUME_QUIET: Duration = Duration::from_secs(1);
+use super::{
+    super::object::Projected,
+    quiet::{QuietWindow, TICK},
+};
 
 /// The annotation of the bookmark that ends a streaming list's initial events.
 const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
@@ -62,7 +59,7 @@ enum State {
         confirm: bool,
     },
     /// A watch resumed from a snapshot's resourceVersion, until its first event (or
-    /// [`RESUME_QUIET`] without one) confirms it.
+    /// the quiet window of `quiet` without one) confirms it.
     Confirming {
         rv: String,
         events: Events,
@@ -177,21 +174,32 @@ async fn initial_events(mut events: Events) -> Next {
     }
 }
 
-/// Waits for the first sign that a watch from a snapshot's resourceVersion was accepted.
+/// Waits for the first sign that a watch from a snapshot's resourceVersion was accepted: its
+/// first event, or a quiet window (see `quiet`).
 async fn confirm(rv: String, mut events: Events) -> Next {
-    match tokio::time::timeout(RESUME_QUIET, events.next()).await {
-        // Quiet: accepted, and nothing changed meanwhile.
-        Err(_) => (Some(Ok(Step::Resumed)), State::Watching { rv, events }),
-        Ok(Some(Ok(WatchEvent::Error(status)))) => {
+    let mut window = QuietWindow::default();
+    let first = loop {
+        let started = Instant::now();
+        match tokio::time::timeout(TICK, events.next()).await {
+            Ok(first) => break first,
+            Err(_) if window.tick(started.elapsed()) => {
+                // Quiet: accepted, and nothing changed meanwhile.
+                return (Some(Ok(Step::Resumed)), State::Watching { rv, events });
+            }
+            Err(_) => {}
+        }
+    };
+    match first {
+        Some(Ok(WatchEvent::Error(status))) => {
             watch_error(status, State::Confirming { rv, events })
         }
-        Ok(Some(Err(e))) => (
+        Some(Err(e)) => (
             Some(Err(watcher::Error::WatchFailed(e))),
             State::Resume { rv, confirm: true },
         ),
-        Ok(None) => (None, State::Resume { rv, confirm: true }),
+        None => (None, State::Resume { rv, confirm: true }),
         // Anything else confirms the watch; the event itself is handled as the watch's.
-        Ok(Some(Ok(event))) => {
+        Some(Ok(event)) => {
             let pending = futures::stream::once(async move { Ok(event) });
             let events = pending.chain(events).boxed();
             (Some(Ok(Step::Resumed)), State::Watching { rv, events })
