@@ -21,8 +21,8 @@ use tonic::Code;
 mod clusters_support;
 
 use clusters_support::{
-    cached_value, create_configmap, list_names, wait_reachable, wait_status, Cache, TwoClusters,
-    PATIENCE,
+    cached_value, cached_value_at, create_configmap, list_names, wait_reachable, wait_status,
+    Cache, TwoClusters, PATIENCE,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_informerd");
@@ -217,9 +217,10 @@ async fn each_cluster_is_read_and_watched_by_name_and_a_lost_one_recovers() {
                 metrics.sum("informerd_cluster_reachable", &[("cluster", "default")]),
                 1.0
             );
-            create_configmap(&first_client, &ns, "while-down", "first").await;
+            let written = create_configmap(&first_client, &ns, "while-down", "first").await;
+            let at = ("", "configmaps");
             assert_eq!(
-                cached_value(&mut api, ("", "configmaps"), &ns, "while-down").await,
+                cached_value_at(&mut api, at, &ns, "while-down", &written).await,
                 "first"
             );
             assert_eq!(

@@ -72,8 +72,8 @@ pub async fn create_namespace(client: &Client, name: &str) {
         .expect("create the namespace");
 }
 
-/// Creates configmap `name` whose `cluster` value is `value`.
-pub async fn create_configmap(client: &Client, namespace: &str, name: &str, value: &str) {
+/// Creates configmap `name` whose `cluster` value is `value`; returns its resourceVersion.
+pub async fn create_configmap(client: &Client, namespace: &str, name: &str, value: &str) -> String {
     let cm = ConfigMap {
         metadata: ObjectMeta {
             name: Some(name.into()),
@@ -85,16 +85,31 @@ pub async fn create_configmap(client: &Client, namespace: &str, name: &str, valu
     Api::<ConfigMap>::namespaced(client.clone(), namespace)
         .create(&PostParams::default(), &cm)
         .await
-        .expect("create the configmap");
+        .expect("create the configmap")
+        .metadata
+        .resource_version
+        .expect("a resourceVersion")
 }
 
 /// The `cluster` value of configmap `name` as the sidecar's cache `resource` of `cluster` has
 /// it (waiting for the sync).
 pub async fn cached_value(
     api: &mut Cache,
+    target: (&str, &str),
+    namespace: &str,
+    name: &str,
+) -> String {
+    cached_value_at(api, target, namespace, name, "").await
+}
+
+/// [`cached_value`] once the cache has reached resourceVersion `min` (a write's own: read
+/// your writes; empty for none).
+pub async fn cached_value_at(
+    api: &mut Cache,
     (cluster, resource): (&str, &str),
     namespace: &str,
     name: &str,
+    min: &str,
 ) -> String {
     let response = api
         .get(GetRequest {
@@ -102,6 +117,7 @@ pub async fn cached_value(
             cluster: cluster.into(),
             namespace: namespace.into(),
             name: name.into(),
+            min_resource_version: min.into(),
             wait_for_sync: true,
             ..GetRequest::default()
         })
