@@ -9,7 +9,7 @@
 //! Most atoms are small and many are referenced once (an owner's template), so an allocation
 //! per atom cost its 16-byte `Box<[u8]>` pointer, the allocator's size-class rounding (about 10
 //! bytes on average) and an entry twice as wide as needed: a fifth of a realistic controller
-//! pod's bytes. An entry is now 16 bytes (chunk, offset, length, references). Freed bytes stay
+//! pod's bytes. An entry is now 12 bytes (chunk and offset packed, length, references). Freed bytes stay
 //! in their chunk until there are more of them than half the live bytes; then the chunks with
 //! at least a quarter of their bytes freed are compacted (their live atoms copied to new
 //! chunks). Ids never move, and the table finds atoms by content, so compaction only rewrites
@@ -32,14 +32,18 @@ pub(crate) const KIND_ARRAY: u8 = b'a';
 pub(crate) const KIND_ARRAY_TEMPLATE: u8 = b'r';
 
 /// The largest chunk atoms are packed into; a larger atom gets a chunk of its own size.
-const MAX_CHUNK: usize = 64 * 1024;
+/// Decision: 64 KiB, so that an offset in a chunk fits the low 16 bits of an entry's location
+/// and the chunk's index the high 16: 65,536 chunks, at least 4 GiB of atoms, far above what a
+/// store interns (a few dozen bytes per object), for 4 bytes less per atom.
+const MAX_CHUNK: usize = 1 << OFFSET_BITS;
+const OFFSET_BITS: u32 = 16;
 /// The first chunk's size: a store of a few objects stays small.
 const MIN_CHUNK: usize = 512;
 
 #[derive(Clone, Copy, Default)]
 struct Entry {
-    chunk: u32,
-    offset: u32,
+    /// The chunk's index (high bits) and the offset in it (low [`OFFSET_BITS`]).
+    at: u32,
     /// kind byte and payload; 0 while the id is free.
     len: u32,
     refs: u32,
@@ -67,16 +71,28 @@ struct Arena {
     capacity: usize,
 }
 
+impl Entry {
+    fn chunk(self) -> u32 {
+        self.at >> OFFSET_BITS
+    }
+
+    fn offset(self) -> usize {
+        (self.at & ((1 << OFFSET_BITS) - 1)) as usize
+    }
+}
+
 impl Arena {
     fn get(&self, e: Entry) -> &[u8] {
-        let start = e.offset as usize;
-        &self.chunks[e.chunk as usize].bytes[start..start + e.len as usize]
+        let start = e.offset();
+        &self.chunks[e.chunk() as usize].bytes[start..start + e.len as usize]
     }
 
     /// Copies `parts` (concatenated) into the arena; returns the entry's location.
     fn store(&mut self, parts: &[&[u8]], live_bytes: usize) -> Entry {
         let len: usize = parts.iter().map(|p| p.len()).sum();
-        let fits = |c: &Chunk| c.bytes.capacity() - c.bytes.len() >= len;
+        // A chunk of one large atom (offset 0) takes no other: offsets stay below MAX_CHUNK.
+        let fits =
+            |c: &Chunk| c.bytes.capacity() - c.bytes.len() >= len && c.bytes.len() < MAX_CHUNK;
         let chunk = match self.tail {
             Some(t) if fits(&self.chunks[t as usize]) => t,
             _ => {
@@ -91,9 +107,13 @@ impl Arena {
         for p in parts {
             bytes.extend_from_slice(p);
         }
+        debug_assert!(offset < MAX_CHUNK);
+        assert!(
+            chunk < 1 << (32 - OFFSET_BITS),
+            "fewer than 65,536 atom chunks"
+        );
         Entry {
-            chunk,
-            offset: u32::try_from(offset).expect("chunks are smaller than 4 GiB"),
+            at: chunk << OFFSET_BITS | offset as u32,
             len: u32::try_from(len).expect("atoms are smaller than 4 GiB"),
             refs: 0,
         }
@@ -119,18 +139,18 @@ impl Arena {
 
     /// Marks the bytes of `e` freed; a chunk left with no live atom is given back at once.
     fn free(&mut self, e: Entry) {
-        let chunk = &mut self.chunks[e.chunk as usize];
+        let chunk = &mut self.chunks[e.chunk() as usize];
         chunk.dead += e.len as usize;
         self.dead += e.len as usize;
         if chunk.dead == chunk.bytes.len() {
             self.dead -= chunk.dead;
-            if self.tail == Some(e.chunk) {
+            if self.tail == Some(e.chunk()) {
                 chunk.bytes.clear();
                 chunk.dead = 0;
             } else {
                 self.capacity -= chunk.bytes.capacity();
                 *chunk = Chunk::default();
-                self.free_chunks.push(e.chunk);
+                self.free_chunks.push(e.chunk());
             }
         }
     }
@@ -298,7 +318,7 @@ impl Atoms {
         self.arena.tail = None;
         for i in 0..self.entries.len() {
             let e = self.entries[i];
-            if e.len == 0 || !sparse[e.chunk as usize] {
+            if e.len == 0 || !sparse[e.chunk() as usize] {
                 continue;
             }
             let bytes = self.arena.get(e).to_vec();

@@ -6,10 +6,10 @@ use serde_json::{Map, Number, Value};
 use super::header::parse_header;
 use super::varint::{get_id, get_varint, unzigzag};
 use super::{
-    utf8, Identity, HOLE, OBJ_HOLE, SMALL_MAX, T_ARR, T_ARR_CONST, T_ARR_EMPTY, T_ATOM_STR, T_F64,
-    T_FALSE, T_GEN_NAME, T_HEX64, T_IPV4, T_IPV4_CIDR, T_KEY_GEN_PREFIX, T_KEY_NAME,
-    T_KEY_NAME_AFFIX, T_KEY_NS, T_KEY_RV, T_NEG, T_NULL, T_OBJ, T_SMALL, T_STR, T_TRUE, T_TS,
-    T_TS_FRAC, T_U64, T_UINT_STR, T_UUID,
+    utf8, Identity, HOLE, OBJ_HOLE, SMALL_MAX, T_ARR, T_ARR_CONST, T_ARR_EMPTY, T_ARR_OBJ1,
+    T_ATOM_STR, T_F64, T_FALSE, T_GEN_NAME, T_HEX64, T_IPV4, T_IPV4_CIDR, T_KEY_GEN_PREFIX,
+    T_KEY_NAME, T_KEY_NAME_AFFIX, T_KEY_NS, T_KEY_RV, T_NEG, T_NULL, T_OBJ, T_SMALL, T_STR, T_TRUE,
+    T_TS, T_TS_FRAC, T_U64, T_UINT_STR, T_UUID,
 };
 use crate::store::atoms::{AtomId, Atoms};
 use crate::store::scalar::{
@@ -155,6 +155,20 @@ impl<'a> Decoder<'a, '_> {
         Value::Object(m)
     }
 
+    /// The constant object of template `tid` (a template without holes).
+    fn const_object(&self, tid: AtomId) -> Value {
+        let atoms = self.atoms;
+        let t = atoms.payload(tid);
+        let mut q = 0;
+        let n = get_varint(t, &mut q);
+        let mut m = Map::new();
+        for _ in 0..n {
+            let key = atoms.str(get_id(t, &mut q)).to_owned();
+            m.insert(key, self.const_value(t, &mut q));
+        }
+        Value::Object(m)
+    }
+
     /// The constant at `buf[*p]` (in a template, an array or the body).
     pub(super) fn const_value(&self, buf: &[u8], p: &mut usize) -> Value {
         let atoms: &'a Atoms = self.atoms;
@@ -199,17 +213,8 @@ impl<'a> Decoder<'a, '_> {
             }
             T_KEY_NS => Value::String(self.id.namespace.unwrap_or_default().to_owned()),
             T_KEY_RV => Value::String(self.id.resource_version.unwrap_or_default().to_owned()),
-            T_OBJ => {
-                let t = atoms.payload(get_id(buf, p));
-                let mut q = 0;
-                let n = get_varint(t, &mut q);
-                let mut m = Map::new();
-                for _ in 0..n {
-                    let key = atoms.str(get_id(t, &mut q)).to_owned();
-                    m.insert(key, self.const_value(t, &mut q));
-                }
-                Value::Object(m)
-            }
+            T_OBJ => self.const_object(get_id(buf, p)),
+            T_ARR_OBJ1 => Value::Array(vec![self.const_object(get_id(buf, p))]),
             T_ARR_CONST => {
                 let a = atoms.payload(get_id(buf, p));
                 let mut q = 0;

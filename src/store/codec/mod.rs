@@ -70,6 +70,8 @@ const T_HEX64: u8 = 22; // varint (0: no prefix, else prefix atom id + 1) + 32 b
                         // Constants relative to the object's name (in templates too, like T_KEY_NAME):
 const T_KEY_NAME_AFFIX: u8 = 23; // a string constant, the name, a string constant
 const T_KEY_GEN_PREFIX: u8 = 24; // the name without its generated 5-character suffix
+                                 // Constant, anywhere:
+const T_ARR_OBJ1: u8 = 25; // template atom id: an array of one constant object (owner references)
 /// Unsigned integers 0..=63 in the tag itself.
 const T_SMALL: u8 = 0x80;
 const SMALL_MAX: u64 = 63;

@@ -5,10 +5,10 @@
 use super::header::{parse_header, Name};
 use super::varint::{get_id, get_varint};
 use super::{
-    HOLE, OBJ_HOLE, SMALL_MAX, T_ARR, T_ARR_CONST, T_ARR_EMPTY, T_ATOM_STR, T_F64, T_FALSE,
-    T_GEN_NAME, T_HEX64, T_IPV4, T_IPV4_CIDR, T_KEY_GEN_PREFIX, T_KEY_NAME, T_KEY_NAME_AFFIX,
-    T_KEY_NS, T_KEY_RV, T_NEG, T_NULL, T_OBJ, T_SMALL, T_STR, T_TRUE, T_TS, T_TS_FRAC, T_U64,
-    T_UINT_STR, T_UUID,
+    HOLE, OBJ_HOLE, SMALL_MAX, T_ARR, T_ARR_CONST, T_ARR_EMPTY, T_ARR_OBJ1, T_ATOM_STR, T_F64,
+    T_FALSE, T_GEN_NAME, T_HEX64, T_IPV4, T_IPV4_CIDR, T_KEY_GEN_PREFIX, T_KEY_NAME,
+    T_KEY_NAME_AFFIX, T_KEY_NS, T_KEY_RV, T_NEG, T_NULL, T_OBJ, T_SMALL, T_STR, T_TRUE, T_TS,
+    T_TS_FRAC, T_U64, T_UINT_STR, T_UUID,
 };
 use crate::store::atoms::{AtomId, Atoms, KIND_STR, KIND_TEMPLATE};
 use crate::store::scalar::PACKED_SUFFIX_LEN;
@@ -33,7 +33,7 @@ fn const_refs(buf: &[u8], p: &mut usize, on_ref: &mut impl FnMut(AtomId)) {
             *p += len;
         }
         T_UUID => *p += 16,
-        T_ATOM_STR | T_OBJ | T_ARR_CONST => on_ref(get_id(buf, p)),
+        T_ATOM_STR | T_OBJ | T_ARR_CONST | T_ARR_OBJ1 => on_ref(get_id(buf, p)),
         t if (T_SMALL..=T_SMALL + SMALL_MAX as u8).contains(&t) => {}
         t => unreachable!("tag {t} is not a constant"),
     }
