@@ -24,6 +24,8 @@ pub(crate) type AtomId = u32;
 
 /// A UTF-8 string.
 pub(crate) const KIND_STR: u8 = b's';
+/// A UTF-8 string, LZ4-compressed (see `packed`).
+pub(crate) const KIND_STR_LZ4: u8 = b'z';
 /// An object template (see `codec`).
 pub(crate) const KIND_TEMPLATE: u8 = b't';
 /// An array whose elements are all constant (see `codec`).
@@ -154,6 +156,11 @@ impl Arena {
             }
         }
     }
+}
+
+/// True for the kinds of atom whose payload names other atoms (templates and arrays).
+pub(crate) fn names_atoms(kind: u8) -> bool {
+    matches!(kind, KIND_TEMPLATE | KIND_ARRAY | KIND_ARRAY_TEMPLATE)
 }
 
 pub(crate) struct Atoms {

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::atoms::{Atoms, KIND_ARRAY, KIND_ARRAY_TEMPLATE, KIND_STR, KIND_TEMPLATE};
+use super::atoms::{Atoms, KIND_ARRAY, KIND_ARRAY_TEMPLATE, KIND_STR, KIND_STR_LZ4, KIND_TEMPLATE};
 use super::reader::Store;
 
 /// Atoms of one kind.
@@ -28,6 +28,8 @@ pub struct AtomKindStats {
 pub struct AtomBreakdown {
     /// Strings: keys, label values, names...
     pub strings: AtomKindStats,
+    /// Large strings kept compressed (bytes: compressed).
+    pub packed_strings: AtomKindStats,
     /// Object templates (keys and constant values of one JSON object shape).
     pub templates: AtomKindStats,
     /// Arrays whose elements are all constants.
@@ -52,6 +54,7 @@ pub(super) fn breakdown(atoms: &Atoms) -> AtomBreakdown {
     for (id, kind, bytes, refs) in atoms.iter() {
         let stats = match kind {
             KIND_STR => &mut b.strings,
+            KIND_STR_LZ4 => &mut b.packed_strings,
             KIND_TEMPLATE => &mut b.templates,
             KIND_ARRAY => &mut b.constant_arrays,
             KIND_ARRAY_TEMPLATE => &mut b.array_templates,

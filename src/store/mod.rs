@@ -26,6 +26,7 @@ mod codec;
 mod index;
 mod log;
 mod object;
+mod packed;
 mod paged;
 mod reader;
 mod retired;

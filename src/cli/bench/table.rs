@@ -70,6 +70,7 @@ fn atoms(s: &mut String, r: &ResourceReport) {
     );
     for (label, k) in [
         ("strings", &a.strings),
+        ("strings kept compressed", &a.packed_strings),
         ("object templates", &a.templates),
         ("constant arrays", &a.constant_arrays),
         ("array templates", &a.array_templates),

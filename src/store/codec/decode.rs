@@ -11,7 +11,8 @@ use super::{
     T_KEY_NAME, T_KEY_NAME_AFFIX, T_KEY_NS, T_KEY_RV, T_NEG, T_NULL, T_OBJ, T_SMALL, T_STR, T_TRUE,
     T_TS, T_TS_FRAC, T_U64, T_UINT_STR, T_UUID,
 };
-use crate::store::atoms::{AtomId, Atoms};
+use crate::store::atoms::{AtomId, Atoms, KIND_STR_LZ4};
+use crate::store::packed;
 use crate::store::scalar::{
     format_hex64, format_ipv4, format_timestamp, format_uuid, unpack_suffix, Timestamp,
     GEN_SUFFIX_LEN, PACKED_SUFFIX_LEN, TS_BASE,
@@ -191,7 +192,13 @@ impl<'a> Decoder<'a, '_> {
                 *p += len;
                 Value::String(utf8(&buf[*p - len..*p]).to_owned())
             }
-            T_ATOM_STR => Value::String(atoms.str(get_id(buf, p)).to_owned()),
+            T_ATOM_STR => {
+                let id = get_id(buf, p);
+                Value::String(match atoms.kind(id) {
+                    KIND_STR_LZ4 => packed::unpack(atoms.payload(id)),
+                    _ => atoms.str(id).to_owned(),
+                })
+            }
             T_UUID => {
                 *p += 16;
                 Value::String(format_uuid(&buf[*p - 16..*p]))

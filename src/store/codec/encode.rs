@@ -12,8 +12,9 @@ use super::{
     T_TS_FRAC, T_U64, T_UINT_STR, T_UUID,
 };
 use crate::store::atoms::{
-    AtomId, Atoms, KIND_ARRAY, KIND_ARRAY_TEMPLATE, KIND_STR, KIND_TEMPLATE,
+    AtomId, Atoms, KIND_ARRAY, KIND_ARRAY_TEMPLATE, KIND_STR, KIND_STR_LZ4, KIND_TEMPLATE,
 };
+use crate::store::packed;
 use crate::store::scalar::{
     pack_suffix, parse_ipv4, parse_timestamp, parse_uint_str, parse_uuid, split_generated_name,
     split_hex64, TS_BASE,
@@ -269,6 +270,11 @@ impl Encoder<'_, '_> {
             c.push(s.len() as u8);
             c.extend(s.as_bytes());
             c
+        } else if let Some(packed) = packed::pack(s) {
+            // Counted in full, as the object is served (`limits.maxObjectSize`).
+            self.referenced += s.len() as u64;
+            let (a, _) = self.atoms.acquire(KIND_STR_LZ4, &packed);
+            Const::tag_id(T_ATOM_STR, a)
         } else {
             let a = self.acquire_str(s);
             Const::tag_id(T_ATOM_STR, a)

@@ -10,7 +10,7 @@ use super::{
     T_KEY_NAME_AFFIX, T_KEY_NS, T_KEY_RV, T_NEG, T_NULL, T_OBJ, T_SMALL, T_STR, T_TRUE, T_TS,
     T_TS_FRAC, T_U64, T_UINT_STR, T_UUID,
 };
-use crate::store::atoms::{AtomId, Atoms, KIND_STR, KIND_TEMPLATE};
+use crate::store::atoms::{names_atoms, AtomId, Atoms, KIND_TEMPLATE};
 use crate::store::scalar::PACKED_SUFFIX_LEN;
 
 /// Skips the constant at `buf[*p]`, passing the atoms it names to `on_ref`.
@@ -138,7 +138,7 @@ fn object_hole_refs(atoms: &Atoms, tid: AtomId, s: &[u8], p: &mut usize, ids: &m
 pub(super) fn release_all(atoms: &mut Atoms, mut ids: Vec<AtomId>) {
     while let Some(id) = ids.pop() {
         atoms.release(id, |kind, payload| {
-            if kind != KIND_STR {
+            if names_atoms(kind) {
                 atom_children(kind, payload, &mut ids);
             }
         });
@@ -187,7 +187,7 @@ pub(crate) fn exclusive_bytes(atoms: &Atoms, blob: &[u8]) -> usize {
             let payload = atoms.payload(id);
             total += payload.len() + ATOM_OVERHEAD;
             let kind = atoms.kind(id);
-            if kind != KIND_STR {
+            if names_atoms(kind) {
                 atom_children(kind, payload, &mut ids);
             }
         }

@@ -6,6 +6,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
 use super::*;
+use crate::store::packed;
 
 #[test]
 fn fixture_pods_round_trip_exactly() {
@@ -229,4 +230,46 @@ fn strings_made_of_the_name_round_trip_and_are_shared_across_names() {
     // The name twice: the first is the name, the rest an ordinary string.
     let twice = "search-nats-0search-nats-0";
     assert_round_trip(&store, &generated("search-nats-0", twice));
+}
+
+/// A large annotation (kubectl's last-applied-configuration) is kept compressed, read back
+/// exactly, through a path too (the label pre-check and indexes read single fields), shared by
+/// the objects that carry it, and freed with the last of them.
+#[test]
+fn large_strings_are_kept_compressed_shared_and_freed() {
+    let applied = serde_json::to_string(&json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"annotations": {}, "labels": {"app.kubernetes.io/name": "web"},
+                     "name": "web", "namespace": "shop"},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app.kubernetes.io/name": "web"}},
+                 "template": {"metadata": {"labels": {"app.kubernetes.io/name": "web"}},
+                              "spec": {"containers": [{"image": "acme/web:1.2.3", "name": "web",
+                                                       "ports": [{"containerPort": 8080}]}]}}}
+    }))
+    .unwrap();
+    assert!(applied.len() >= packed::MIN_LEN);
+    let store = Writer::new(StoreOptions {
+        log_max_events: 0,
+        ..StoreOptions::default()
+    });
+    for (i, name) in ["web-a", "web-b"].into_iter().enumerate() {
+        let mut p = pod("shop", name, "node-1", i as u64 + 1);
+        p["metadata"]["annotations"] =
+            json!({"kubectl.kubernetes.io/last-applied-configuration": applied});
+        assert_round_trip(&store, &p);
+        let got = store.get(&key("shop", name)).unwrap();
+        let path = [
+            "metadata",
+            "annotations",
+            "kubectl.kubernetes.io/last-applied-configuration",
+        ];
+        assert_eq!(got.decode_at(&path), Some(Value::String(applied.clone())));
+    }
+    let packed = store.atom_breakdown().packed_strings;
+    assert_eq!((packed.atoms, packed.referenced_once), (1, 1), "{packed:?}");
+    assert!(packed.bytes < applied.len(), "{packed:?}");
+    store.delete(&key("shop", "web-a"));
+    store.delete(&key("shop", "web-b"));
+    store.reclaim();
+    assert_eq!(store.atom_breakdown().packed_strings.atoms, 0);
 }

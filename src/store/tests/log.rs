@@ -46,9 +46,20 @@ fn changes_since_replays_exactly_and_expires_by_count() {
 
 #[test]
 fn changes_since_expires_by_bytes() {
+    // 2,000 bytes that do not compress (the store keeps large strings compressed, and the
+    // budget is on the memory the log keeps alive).
     let big = |i: u64| {
         let mut p = pod("ns", "a", "n", i);
-        p["spec"]["payload"] = json!(format!("{i}").repeat(2_000));
+        let mut x = i;
+        let noise: String = (0..2_000)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                char::from(b'a' + (x >> 59) as u8 % 26)
+            })
+            .collect();
+        p["spec"]["payload"] = json!(noise);
         p
     };
     let store = Writer::new(StoreOptions {
