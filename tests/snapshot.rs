@@ -10,10 +10,8 @@ mod snapshot_support;
 use std::time::Duration;
 
 use informerd_testkit::PrivateControlPlane;
-use kube::api::ListParams;
 use snapshot_support::{
-    apiserver_changes, change_while_down, create_pod, plain_log, resume, snapshot_file, start,
-    token, wait_log, Setup, PODS,
+    change_while_down, create_pod, plain_log, snapshot_file, start, token, wait_log, Setup, PODS,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -21,8 +19,7 @@ async fn a_restart_after_sigterm_resumes_without_a_list_and_clients_keep_their_t
 ) -> anyhow::Result<()> {
     let mut setup = Setup::new("snap-warm").await?;
     let before = setup.converge().await?;
-    let at = setup.pods().list(&ListParams::default()).await?.metadata;
-    let at = at.resource_version.unwrap_or_default();
+    let at = setup.apiserver_now().await?;
     let token = token(&setup).await?;
     let (_, epoch, revision) = setup.listed().await?;
     assert_eq!((token.epoch, token.revision), (epoch, revision));
@@ -35,26 +32,15 @@ async fn a_restart_after_sigterm_resumes_without_a_list_and_clients_keep_their_t
     let (_, served_epoch, served_revision) = setup.listed().await?;
     assert_eq!(served_epoch, epoch, "the epoch is kept");
     assert!(served_revision >= revision);
-    let scope = setup.wait_synced().await?;
-    assert_eq!(scope.state, "Synced");
-    assert_eq!(scope.listed, 0, "no list after a warm restart: {scope:?}");
-    assert_eq!(scope.relists, 0, "{scope:?}");
+    setup.assert_resumed_without_a_list().await?;
     let log = plain_log(&setup.sidecar);
     assert!(
         log.contains("restored the cache from its snapshot"),
         "{log}"
     );
-    assert!(log.contains("watch resumed from the snapshot"), "{log}");
-
-    let truth = setup.converge().await?;
-    let changes = resume(&setup, token, before.clone(), &truth).await?;
-    // The apiserver's own account: with the deletions' own MODIFIED events, if it sent any.
-    let expected = apiserver_changes(&setup, &at, before, &truth).await?;
-    assert!(made.iter().all(|c| expected.contains(c)), "{expected:?}");
-    assert_eq!(
-        changes, expected,
-        "exactly the changes made while informerd was down"
-    );
+    setup
+        .assert_exact_changes(token, before, &at, &made)
+        .await?;
     setup.cleanup().await;
     Ok(())
 }
@@ -72,28 +58,8 @@ async fn a_410_on_resume_relists_and_emits_deleted_for_what_vanished() -> anyhow
     let mut setup = Setup::on(Some(private), "snap-gone", PODS).await?;
     let before = setup.converge().await?;
     let token = token(&setup).await?;
-    setup.terminate()?;
-    let expected = change_while_down(&setup, 0).await?;
-    let private = setup.private.as_ref().expect("a private control plane");
-    let compact = async || private.control_plane().advance_and_compact_etcd().await;
-    private
-        .kill_and_restart_apiserver(async || compact().await.map(drop))
-        .await?;
-
-    setup.sidecar.restart()?;
-    let scope = setup.wait_synced().await?;
-    let log = plain_log(&setup.sidecar);
-    assert!(
-        scope.relists >= 1,
-        "a relist, after 410 Gone: {scope:?}\n{log}"
-    );
-    let truth = setup.converge().await?;
-    assert_eq!(scope.listed, truth.len() as u64, "{scope:?}");
-    assert!(log.contains("too old resource version"), "{log}");
-    // Kept epoch: the client resumes, and the relist's comparison with the snapshot gives it
-    // DELETED for what vanished, and only the real changes.
-    let changes = resume(&setup, token, before, &truth).await?;
-    assert_eq!(changes, expected);
+    let made = setup.restart_into_a_410(0).await?;
+    setup.assert_relisted(token, before, &made).await?;
     setup.cleanup().await;
     Ok(())
 }

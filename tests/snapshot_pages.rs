@@ -14,11 +14,8 @@ mod snapshot_support;
 
 use informerd_testkit::PrivateControlPlane;
 use k8s_openapi::api::core::v1::Pod;
-use kube::{
-    api::{ListParams, WatchParams},
-    Api,
-};
-use snapshot_support::{apiserver_changes, change_while_down, plain_log, resume, token, Setup};
+use kube::{api::WatchParams, Api};
+use snapshot_support::{change_while_down, plain_log, token, Setup};
 
 /// More than a page (informerd's pages hold 100 objects), so the list follows a `continue`.
 const PODS: usize = 130;
@@ -60,54 +57,22 @@ async fn paginated_scopes_resume_from_the_snapshot_and_relist_in_pages_after_a_4
     assert_eq!(scope.listed, PODS as u64, "{scope:?}");
 
     // SIGTERM, changes while down, restart: resumed from the snapshot, no list.
-    let at = setup.pods().list(&ListParams::default()).await?.metadata;
-    let at = at.resource_version.unwrap_or_default();
+    let at = setup.apiserver_now().await?;
     let client_token = token(&setup).await?;
     setup.terminate()?;
     let made = change_while_down(&setup, 0).await?;
     setup.sidecar.restart()?;
-    let scope = setup.wait_synced().await?;
-    let log = plain_log(&setup.sidecar);
-    assert_eq!(scope.state, "Synced");
-    assert_eq!(
-        scope.listed, 0,
-        "no list after a warm restart: {scope:?}\n{log}"
-    );
-    assert_eq!(scope.relists, 0, "{scope:?}");
-    assert!(log.contains("watch resumed from the snapshot"), "{log}");
-    let truth = setup.converge().await?;
-    let changes = resume(&setup, client_token, before.clone(), &truth).await?;
-    let expected = apiserver_changes(&setup, &at, before, &truth).await?;
-    assert!(made.iter().all(|c| expected.contains(c)), "{expected:?}");
-    assert_eq!(
-        changes, expected,
-        "exactly the changes made while informerd was down"
-    );
-
-    // SIGTERM, changes, etcd compacted past the snapshot and the apiserver restarted (a new
-    // watch cache): the resume gets 410 Gone, and the relist is in pages again.
-    let before = truth;
-    let client_token = token(&setup).await?;
-    setup.terminate()?;
-    let expected = change_while_down(&setup, 1).await?;
-    let private = setup.private.as_ref().expect("a private control plane");
-    let compact = async || private.control_plane().advance_and_compact_etcd().await;
-    private
-        .kill_and_restart_apiserver(async || compact().await.map(drop))
+    setup.assert_resumed_without_a_list().await?;
+    let before = setup
+        .assert_exact_changes(client_token, before, &at, &made)
         .await?;
-    setup.sidecar.restart()?;
-    let scope = setup.wait_synced().await?;
+
+    // A 410 Gone on resume: the relist is in pages again.
+    let client_token = token(&setup).await?;
+    let made = setup.restart_into_a_410(1).await?;
+    setup.assert_relisted(client_token, before, &made).await?;
     let log = plain_log(&setup.sidecar);
-    assert!(log.contains("too old resource version"), "{log}");
     assert_eq!(fallbacks(&setup), 2, "the relist is in pages: {log}");
-    assert!(scope.relists >= 1, "a relist after 410 Gone: {scope:?}");
-    let truth = setup.converge().await?;
-    assert_eq!(scope.listed, truth.len() as u64, "{scope:?}");
-    let changes = resume(&setup, client_token, before, &truth).await?;
-    assert_eq!(
-        changes, expected,
-        "DELETED for what vanished, and the changes"
-    );
     setup.cleanup().await;
     Ok(())
 }

@@ -20,7 +20,8 @@ use informerd::{
     },
 };
 use informerd_testkit::{
-    delete_namespace, unique_namespace, ControlPlane, PrivateControlPlane, Sidecar,
+    delete_namespace, unique_namespace, wait_default_service_account, ControlPlane,
+    PrivateControlPlane, Sidecar,
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::{
@@ -73,6 +74,9 @@ impl Setup {
         let cp = plane(private.as_ref());
         let client = cp.client().await?;
         let ns = unique_namespace(&client, base).await?;
+        // A young (or just restarted) control plane's serviceaccount controller may not have
+        // made it yet, and pods are refused until it has.
+        wait_default_service_account(&client, &ns).await?;
         for i in 0..pods {
             create_pod(&client, &ns, &format!("p{i}")).await?;
         }
@@ -189,6 +193,89 @@ impl Setup {
             "no clean snapshot at SIGTERM: {log}"
         );
         Ok(())
+    }
+
+    /// The apiserver's resourceVersion now: where its own watch of what changes next starts.
+    pub async fn apiserver_now(&self) -> anyhow::Result<String> {
+        let at = self.pods().list(&ListParams::default()).await?.metadata;
+        Ok(at.resource_version.unwrap_or_default())
+    }
+
+    /// Checks that the scope resumed its watch from the snapshot, without a list.
+    pub async fn assert_resumed_without_a_list(&self) -> anyhow::Result<()> {
+        let scope = self.wait_synced().await?;
+        let log = plain_log(&self.sidecar);
+        assert_eq!(scope.state, "Synced");
+        assert_eq!(
+            scope.listed, 0,
+            "no list after a warm restart: {scope:?}\n{log}"
+        );
+        assert_eq!(scope.relists, 0, "{scope:?}");
+        assert!(log.contains("watch resumed from the snapshot"), "{log}");
+        Ok(())
+    }
+
+    /// Once informerd holds what the apiserver does, checks that a client resuming with
+    /// `token` from `before` gets exactly what the apiserver's own watch from `at` reports
+    /// (with the deletions' own MODIFIED events, if it sent any), which includes `made`.
+    pub async fn assert_exact_changes(
+        &self,
+        token: ResumeToken,
+        before: State,
+        at: &str,
+        made: &[String],
+    ) -> anyhow::Result<State> {
+        let truth = self.converge().await?;
+        let changes = resume(self, token, before.clone(), &truth).await?;
+        let expected = apiserver_changes(self, at, before, &truth).await?;
+        assert!(made.iter().all(|c| expected.contains(c)), "{expected:?}");
+        assert_eq!(
+            changes, expected,
+            "exactly the changes made while informerd was down"
+        );
+        Ok(truth)
+    }
+
+    /// SIGTERM; the changes of `round` while informerd is down; then etcd moves on and is
+    /// compacted and the private kube-apiserver restarted (as it runs), so that its new watch
+    /// cache begins after the snapshot's resourceVersion; informerd starts again and its resume
+    /// gets 410 Gone. Returns the changes made.
+    pub async fn restart_into_a_410(&mut self, round: usize) -> anyhow::Result<Vec<String>> {
+        self.terminate()?;
+        let made = change_while_down(self, round).await?;
+        let private = self.private.as_ref().expect("a private control plane");
+        let compact = async || private.control_plane().advance_and_compact_etcd().await;
+        private
+            .kill_and_restart_apiserver(async || compact().await.map(drop))
+            .await?;
+        self.sidecar.restart()?;
+        Ok(made)
+    }
+
+    /// After [`Setup::restart_into_a_410`]: checks that the scope relisted, and that a client
+    /// resuming with `token` from `before` gets exactly `made`, DELETED for what vanished
+    /// included (the relist's comparison with the snapshot). Returns the scope's status.
+    pub async fn assert_relisted(
+        &self,
+        token: ResumeToken,
+        before: State,
+        made: &[String],
+    ) -> anyhow::Result<ScopeStatus> {
+        let scope = self.wait_synced().await?;
+        let log = plain_log(&self.sidecar);
+        assert!(log.contains("too old resource version"), "{log}");
+        assert!(
+            scope.relists >= 1,
+            "a relist after 410 Gone: {scope:?}\n{log}"
+        );
+        let truth = self.converge().await?;
+        assert_eq!(scope.listed, truth.len() as u64, "{scope:?}");
+        let changes = resume(self, token, before, &truth).await?;
+        assert_eq!(
+            changes, made,
+            "the changes, DELETED for what vanished included"
+        );
+        Ok(scope)
     }
 
     pub async fn cleanup(self) {
