@@ -78,8 +78,20 @@ impl PrivateControlPlane {
         &self,
         while_down: impl AsyncFnOnce() -> Result<()>,
     ) -> Result<()> {
+        self.restart_apiserver_with(&[], while_down).await
+    }
+
+    /// [`Self::kill_and_restart_apiserver`], with `extra` appended to its command line (and
+    /// kept by later restarts, which start it as it runs): e.g.
+    /// `--feature-gates=WatchList=false`, an apiserver that refuses streaming lists.
+    pub async fn restart_apiserver_with(
+        &self,
+        extra: &[&str],
+        while_down: impl AsyncFnOnce() -> Result<()>,
+    ) -> Result<()> {
         let pid = self.recorded_pid("kube-apiserver")?;
-        let launch = Launch::of(pid)?;
+        let mut launch = Launch::of(pid)?;
+        launch.args.extend(extra.iter().map(|a| a.to_string()));
         let addr = self.apiserver_addr()?;
         kill(pid)?;
         self.reap(pid);
@@ -292,12 +304,16 @@ impl Launch {
 /// `cluster up --dir DIR`: starts the control plane in `dir` unless it runs; returns the path
 /// of its admin kubeconfig.
 pub(crate) fn cluster_up(repo: &Path, dir: &Path) -> Result<PathBuf> {
+    // Resolved: `cluster` knows its processes by their executable's path, which the kernel
+    // gives resolved, so a `.cache/bin` that is a symbolic link would read as "exited".
+    let bin = repo.join(".cache/bin");
+    let bin = bin.canonicalize().unwrap_or(bin);
     let out = run(Command::new(repo.join(".cache/bin/cluster"))
         .arg("up")
         .arg("--dir")
         .arg(dir)
         .arg("--bin")
-        .arg(repo.join(".cache/bin")))?;
+        .arg(bin))?;
     Ok(PathBuf::from(out.trim()))
 }
 

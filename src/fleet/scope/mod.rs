@@ -2,13 +2,14 @@
 //! `namespaceSelector`, the stream of matching Namespaces that starts and stops them.
 //!
 //! Each file holds one part of a scope's life: `state` decides (a pure state machine), `stream`
-//! is the watch (streaming lists, resumable from a snapshot's resourceVersion, confirmed by
-//! `quiet`; kube-rs's watcher for paginated lists), `run` drives it and carries out the decisions, `status`
+//! is the watch (streaming lists, or `pages` for paginated ones; resumable from a snapshot's
+//! resourceVersion, confirmed by `quiet`), `run` drives it and carries out the decisions, `status`
 //! publishes them, `errors`
 //! explains failures, `progress` logs lists, `selector` follows a namespaceSelector. This file
 //! only names what a stream needs; it must not hold stream logic itself.
 
 mod errors;
+mod pages;
 mod progress;
 mod quiet;
 mod run;

@@ -1,10 +1,10 @@
-//! The task of one scope: drives kube-rs's watcher, hands its events to the ingest and what
-//! came of them to the [`ScopeMachine`], and carries out the machine's answer (the permit, the
-//! status, a restart with paginated lists) and the progress log.
+//! The task of one scope: drives its stream (`stream`), hands its events to the ingest and
+//! what came of them to the [`ScopeMachine`], and carries out the machine's answer (the permit,
+//! the status, a restart with paginated lists) and the progress log.
 
 use std::time::Instant;
 
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use kube::{
     api::WatchParams,
     runtime::{watcher, WatchStreamExt},
@@ -19,15 +19,11 @@ use super::{
     },
     errors::ScopeError,
     progress::ProgressLog,
-    state::{Actions, Input, Lists, ScopeMachine, StatusChange},
+    state::{Actions, Input, ScopeMachine, StatusChange},
     status::ScopeState,
-    stream::{streaming, Step},
+    stream::{scope_stream, Source, Step},
     StreamSpec, ALL_NAMESPACES,
 };
-
-/// Page size when the apiserver does not offer streaming lists: small, so that the start-up
-/// peak stays close to the steady state.
-const PAGE_SIZE: u32 = 100;
 
 /// Starts the stream of one scope: a namespace, or the whole cluster with `None`.
 pub(in crate::fleet) fn spawn(spec: StreamSpec, namespace: Option<String>) -> JoinHandle<()> {
@@ -74,12 +70,17 @@ async fn run_scope(
         resuming: resume.is_some(),
     };
     loop {
-        let stream = match scope.machine.lists() {
-            Lists::Streaming => streaming(api.clone(), scope.watch_params(), resume.take()).boxed(),
-            Lists::Paginated => watcher(api.clone(), scope.watcher_config())
-                .map_ok(Step::Event)
-                .boxed(),
+        // Decision: every scope starts in streaming mode, a resumed one too: the snapshot does
+        // not record the mode (the apiserver may have changed across the restart), and a
+        // resumed scope only watches, which every apiserver serves. When it needs a list (410
+        // Gone), an apiserver that refuses streaming lists makes the machine switch to pages,
+        // as on a cold start (`Lists::Paginated` then lists again, and resumes from that list).
+        let source = Source {
+            api: api.clone(),
+            params: scope.watch_params(),
+            lists: scope.machine.lists(),
         };
+        let stream = scope_stream(source, resume.take()).boxed();
         let stream = with_transform(
             stream.default_backoff().boxed(),
             scope.spec.pipeline.decoding().cloned(),
@@ -120,20 +121,8 @@ struct Scope {
 }
 
 impl Scope {
-    /// kube-rs's watcher with paginated lists, with the resource's selectors.
-    fn watcher_config(&self) -> watcher::Config {
-        let mut wc = watcher::Config::default();
-        if let Some(l) = &self.spec.label_selector {
-            wc = wc.labels(l);
-        }
-        if let Some(f) = &self.spec.field_selector {
-            wc = wc.fields(f);
-        }
-        wc.page_size(PAGE_SIZE)
-    }
-
-    /// The watch of the streaming mode, with the resource's selectors and kube-rs's defaults
-    /// (bookmarks, a 290 s server-side timeout).
+    /// The watch, with the resource's selectors (the pages' too) and kube-rs's watcher's
+    /// defaults (bookmarks, a 290 s server-side timeout).
     fn watch_params(&self) -> WatchParams {
         let mut wp = WatchParams::default().timeout(290);
         if let Some(l) = &self.spec.label_selector {
@@ -166,7 +155,8 @@ impl Scope {
                             .update(&self.label, |s| s.resource_version = None);
                     }
                 }
-                // Only a stream whose position is known goes on from it (not kube-rs's).
+                // A watch event moves the position once it is known (from the list's end or
+                // the snapshot); a list's objects do not, its end does.
                 (Some(event), rv.filter(|_| self.reached.is_some()))
             }
             Step::InitDone(rv) => (Some(watcher::Event::InitDone), Some(rv)),

@@ -99,6 +99,9 @@ pub struct ScopeMachine {
     holds_permit: bool,
     /// Why the next list is a relist: what the last error since the last list said.
     relist_reason: Option<RelistReason>,
+    /// A list has completed in this process (a scope resumed from a snapshot is synced
+    /// without one, so its first list may still find streaming lists refused).
+    listed: bool,
 }
 
 impl Default for ScopeMachine {
@@ -109,6 +112,7 @@ impl Default for ScopeMachine {
             lists: Lists::Streaming,
             holds_permit: true,
             relist_reason: None,
+            listed: false,
         }
     }
 }
@@ -151,6 +155,7 @@ impl ScopeMachine {
             (_, Input::Progress(Progress::Listed)) => out.status = StatusChange::Listed,
             (_, Input::Progress(Progress::Synced)) => {
                 self.phase = Phase::Synced;
+                self.listed = true;
                 out.release_permit = self.release_permit();
                 out.status = StatusChange::Serving;
             }
@@ -160,8 +165,8 @@ impl ScopeMachine {
                 out.status = StatusChange::Serving;
             }
             (_, Input::Progress(Progress::Watched)) => {}
-            (phase, Input::Error(error))
-                if phase != Phase::Synced
+            (_, Input::Error(error))
+                if !self.listed
                     && self.lists == Lists::Streaming
                     && error.refuses_streaming_lists() =>
             {

@@ -1,15 +1,16 @@
-//! A scope's watch stream with streaming lists, which can start from a resourceVersion (a
-//! warm restart from a snapshot) and says which resourceVersion it has reached.
+//! A scope's watch stream, in both list modes, which can start from a resourceVersion (a warm
+//! restart from a snapshot) and says which resourceVersion it has reached.
 //!
-//! Decision: our own stream rather than kube-rs's `watcher` for the streaming-list mode. The
-//! watcher always starts with a list and never tells which resourceVersion it has reached (the
-//! list's, the bookmarks'), and a snapshot needs both: the bookmark resourceVersion is what
-//! lets a quiet namespace resume after a restart instead of relisting (its newest object may be
-//! older than the apiserver's watch cache reaches). The states and their errors are kube-rs's
-//! (same `watcher::Event`s and `watcher::Error`s, so the scope's machine and backoff do not
-//! change): a streaming list (`sendInitialEvents`) up to the initial-events-end bookmark,
-//! then the watch, resumed from the last resourceVersion when it ends, and a new list on
-//! 410 Gone. The paginated fallback stays kube-rs's watcher.
+//! Decision: our own stream rather than kube-rs's `watcher`. The watcher always starts with a
+//! list and never tells which resourceVersion it has reached (the list's, the bookmarks'), and
+//! a snapshot needs both: the bookmark resourceVersion is what lets a quiet namespace resume
+//! after a restart instead of relisting (its newest object may be older than the apiserver's
+//! watch cache reaches). The states and their errors are kube-rs's (same `watcher::Event`s and
+//! `watcher::Error`s, so the scope's machine and backoff do not change): a streaming list
+//! (`sendInitialEvents`) up to the initial-events-end bookmark, or a paginated list
+//! ([`super::pages`]) up to its last page, then the watch from the list's resourceVersion,
+//! resumed from the last resourceVersion reached when it ends, and a new list (in the same
+//! mode) on 410 Gone.
 
 use std::time::Instant;
 
@@ -22,7 +23,9 @@ use kube::{
 
 use super::{
     super::object::Projected,
+    pages::{self, Pages},
     quiet::{QuietWindow, TICK},
+    state::Lists,
 };
 
 /// The annotation of the bookmark that ends a streaming list's initial events.
@@ -47,11 +50,13 @@ pub(super) enum Step {
 
 type Events = BoxStream<'static, kube::Result<WatchEvent<Projected>>>;
 
-enum State {
-    /// Start a streaming list.
+pub(super) enum State {
+    /// Start a list, in the stream's mode.
     Empty,
-    /// Receiving the list's initial events.
+    /// Receiving a streaming list's initial events.
     InitialWatch(Events),
+    /// Receiving a paginated list's pages.
+    Pages(Pages),
     /// Watch from a resourceVersion; `confirm` while it is the snapshot's, or after a watch
     /// that could not start (its error set the scope's state: the confirmation sets it back).
     Resume {
@@ -70,35 +75,47 @@ enum State {
     },
 }
 
-/// The stream of a scope: from `resume` (a snapshot's resourceVersion), or a streaming list.
-pub(super) fn streaming(
-    api: Api<Projected>,
-    params: WatchParams,
+/// What a scope's stream asks the apiserver for: its objects, which, and how it lists them.
+pub(super) struct Source {
+    pub api: Api<Projected>,
+    /// The watch's selectors, timeout and bookmarks (the lists' selectors too).
+    pub params: WatchParams,
+    pub lists: Lists,
+}
+
+/// The stream of a scope: from `resume` (a snapshot's resourceVersion), or a list in the
+/// source's mode.
+pub(super) fn scope_stream(
+    source: Source,
     resume: Option<String>,
 ) -> impl Stream<Item = Result<Step, watcher::Error>> + Send {
     let state = match resume {
         Some(rv) => State::Resume { rv, confirm: true },
         None => State::Empty,
     };
-    futures::stream::unfold(
-        (api, params, state),
-        |(api, params, mut state)| async move {
-            loop {
-                let (item, next) = step(&api, &params, state).await;
-                state = next;
-                if let Some(item) = item {
-                    return Some((item, (api, params, state)));
-                }
+    futures::stream::unfold((source, state), |(source, mut state)| async move {
+        loop {
+            let (item, next) = step(&source, state).await;
+            state = next;
+            if let Some(item) = item {
+                return Some((item, (source, state)));
             }
-        },
-    )
+        }
+    })
 }
 
-type Next = (Option<Result<Step, watcher::Error>>, State);
+/// What one transition yields, if anything, and the state it leaves.
+pub(super) type Next = (Option<Result<Step, watcher::Error>>, State);
 
 /// One transition; `None` when it yields nothing (a bookmark mid-list, a reconnect).
-async fn step(api: &Api<Projected>, params: &WatchParams, state: State) -> Next {
+async fn step(source: &Source, state: State) -> Next {
+    let Source { api, params, lists } = source;
     match state {
+        State::Empty if *lists == Lists::Paginated => (
+            Some(Ok(Step::Event(watcher::Event::Init))),
+            State::Pages(Pages::first()),
+        ),
+        State::Pages(list) => pages::next(api, params, list).await,
         State::Empty => {
             let initial = WatchParams {
                 send_initial_events: true,

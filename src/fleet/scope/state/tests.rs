@@ -151,6 +151,29 @@ fn a_refusal_after_the_sync_is_an_error_not_a_fall_back() {
 }
 
 #[test]
+fn a_resumed_scope_whose_relist_is_refused_streaming_falls_back_to_pages() {
+    // Resumed from a snapshot, then 410 Gone: its first list in this process finds an
+    // apiserver without streaming lists.
+    let mut m = ScopeMachine::resumed();
+    error(&mut m, 410, "too old resource version");
+    assert_eq!(
+        error(&mut m, 422, "sendInitialEvents is forbidden for watch"),
+        Actions {
+            release_permit: false,
+            paginate: true,
+            status: StatusChange::None,
+        }
+    );
+    assert_eq!((m.phase, m.lists()), (Phase::Synced, Lists::Paginated));
+    assert_eq!(
+        progress(&mut m, Progress::ListStarted),
+        status(StatusChange::Listing {
+            relist: Some(RelistReason::Expired)
+        })
+    );
+}
+
+#[test]
 fn a_403_is_forbidden_and_releases_the_permit() {
     let mut m = ScopeMachine::default();
     assert_eq!(
