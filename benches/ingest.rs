@@ -41,6 +41,8 @@
 //! lines and checking that they are UTF-8 (kube-rs's `LinesCodec`). MB is 10^6 bytes of input.
 
 mod common;
+#[path = "ingest/protobuf.rs"]
+mod protobuf;
 
 use std::{
     fmt,
@@ -93,7 +95,8 @@ fn main() -> Result<()> {
 
     let started = Instant::now();
     let recording = recording(wanted)?;
-    let bodies = Bodies::build(&recording)?;
+    let mut bodies = Bodies::build(&recording)?;
+    bodies.pb = protobuf::load(&recording.dir, &bodies)?;
     drop(recording);
     eprintln!(
         "input: {} pods in {} namespaces; list bodies {:.1} MB, watch lines {:.1} MB \
@@ -109,6 +112,7 @@ fn main() -> Result<()> {
 
     let controller = informerd_config(&bodies.namespaces, CONTROLLER_KEEP, CONTROLLER_DROP)?;
     let full = informerd_config(&bodies.namespaces, &[], CONTROLLER_DROP)?;
+    protobuf::verify(&bodies, &controller)?;
     let passes = [
         Pass::Floor,
         Pass::KubeTyped { strip: false },
@@ -121,6 +125,10 @@ fn main() -> Result<()> {
             profile: Profile::FullMinusManagedFields,
             config: &full,
         },
+        Pass::Protobuf(protobuf::PbPass::Floor),
+        Pass::Protobuf(protobuf::PbPass::Informerd {
+            config: &controller,
+        }),
     ];
     let mut rows: Vec<Row> = Vec::new();
     for input in [Input::Watch, Input::List] {
@@ -129,7 +137,10 @@ fn main() -> Result<()> {
                 pass: pass.label(),
                 input,
                 events: 0,
-                bytes: bodies.bytes(input),
+                bytes: match pass {
+                    Pass::Protobuf(_) => bodies.pb.bytes(input),
+                    _ => bodies.bytes(input),
+                },
                 times: Vec::new(),
             });
         }
@@ -171,6 +182,8 @@ fn mb(bytes: usize) -> f64 {
 /// The list body of each namespace, as the apiserver returned it.
 struct Recording {
     lists: Vec<(String, String)>,
+    /// Where it is cached.
+    dir: PathBuf,
 }
 
 fn namespaces() -> Vec<String> {
@@ -231,7 +244,10 @@ fn recording(wanted: usize) -> Result<Recording> {
         }
         Ok::<_, anyhow::Error>(lists)
     })?;
-    let recording = Recording { lists };
+    let recording = Recording {
+        lists,
+        dir: cache_dir(wanted),
+    };
     write_cache(&cache_dir(wanted), &recording)?;
     eprintln!(
         "input: recorded from the control plane into benches/results/tmp/ingest-{wanted}-pods"
@@ -249,7 +265,10 @@ fn read_cache(dir: &Path) -> Result<Option<Recording>> {
         let body = std::fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?;
         lists.push((ns, body));
     }
-    Ok(Some(Recording { lists }))
+    Ok(Some(Recording {
+        lists,
+        dir: dir.to_path_buf(),
+    }))
 }
 
 fn write_cache(dir: &Path, recording: &Recording) -> Result<()> {
@@ -274,6 +293,8 @@ struct Bodies {
     added: Vec<Vec<Box<[u8]>>>,
     modified: Vec<Vec<Box<[u8]>>>,
     pods: usize,
+    /// The same pods in protobuf.
+    pb: protobuf::PbBodies,
 }
 
 #[derive(Deserialize)]
@@ -309,6 +330,7 @@ impl Bodies {
             added: Vec::new(),
             modified: Vec::new(),
             pods: 0,
+            pb: protobuf::PbBodies::default(),
         };
         for ((ns, body), list) in recording.lists.iter().zip(&parsed) {
             ensure!(!list.items.is_empty(), "{ns} has no pods in the recording");
@@ -443,6 +465,7 @@ enum Pass<'a> {
         profile: Profile,
         config: &'a Config,
     },
+    Protobuf(protobuf::PbPass<'a>),
 }
 
 impl Pass<'_> {
@@ -459,6 +482,7 @@ impl Pass<'_> {
                 profile: Profile::FullMinusManagedFields,
                 ..
             } => "informerd, all but managedFields",
+            Pass::Protobuf(pass) => pass.label(),
         }
     }
 
@@ -488,6 +512,7 @@ impl Pass<'_> {
                 drop(pipeline);
                 Ok((events, secs))
             }
+            Pass::Protobuf(pass) => pass.run(bodies, input),
         }
     }
 }
@@ -957,6 +982,7 @@ impl Report {
             "target": "informerd (controller profile, watch) at least 5 times the kube-rs typed reflector's events per second",
             "informerdTimesKubeTyped": round(self.ratios(headline).0, 2),
             "rows": rows,
+            "protobuf": protobuf::json(self),
             "breakdown": {
                 "what": "informerd's path on the watch lines, controller profile, stage by stage with the clock read between stages (best of the iterations per stage); alternatives: the same lines decoded other ways, each in a pass of its own",
                 "events": b.events,
@@ -1017,6 +1043,7 @@ impl fmt::Display for Report {
                 if vs_kube >= 5.0 { "met" } else { "not met" }
             )?;
         }
+        write!(f, "{}", protobuf::conclusion(self))?;
 
         let b = &self.breakdown;
         let sum: f64 = b.stages.iter().map(|s| s.secs).sum();
