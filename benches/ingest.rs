@@ -27,7 +27,11 @@
 //!   `ObjectList<Projected>`: the profile's transform applied while decoding), as the fleet's
 //!   watchers do, and handed to `ScopeIngest` (one
 //!   per namespace, all feeding one store made by `fleet::Pipeline::new`) configured from YAML
-//!   like the sidecar: the "controller" profile, and everything but managedFields.
+//!   like the sidecar: the "controller" profile, and everything but managedFields;
+//! - protobuf (issue 17: client-go reads built-in kinds as `application/vnd.kubernetes.protobuf`):
+//!   the same pods recorded in protobuf, decoded with `k8s-pb`, alone (that format's floor) and
+//!   converted to the controller profile's JSON, then through `ScopeIngest` as above; checked
+//!   once to store exactly what informerd's JSON path stores (`ingest/protobuf.rs`).
 //!
 //! A pass's time covers decoding and applying; building the stores before and dropping them
 //! after are outside it. The table shows the best (shortest) of the iterations, which are

@@ -12,7 +12,8 @@
 //!   with the JSON MODIFIED line's resourceVersion and label. A frame is a 4-byte big-endian
 //!   length, then a `meta.v1.WatchEvent` whose `object.raw` is the object as the apiserver
 //!   embeds it: `k8s\0` + `runtime.Unknown` (kind and apiVersion in `typeMeta`) holding the
-//!   `Pod`. Decision: built rather than recorded, as the JSON lines are, so that both formats
+//!   `Pod` (the apiserver's embedded encoder writes the envelope: kubernetes/kubernetes#108071
+//!   shows such a frame). Decision: built rather than recorded, as the JSON lines are, so that both formats
 //!   carry the same events; the items are re-encoded by prost (same fields, field order may
 //!   differ from Go's).
 //!
@@ -227,7 +228,10 @@ fn decode_event(frame: &[u8], expected: &str) -> Result<Pod> {
         "a {expected} frame decoded as {:?}",
         event.r#type
     );
-    let raw = event.object.and_then(|o| o.raw).context("an event without object")?;
+    let raw = event
+        .object
+        .and_then(|o| o.raw)
+        .context("an event without object")?;
     Ok(Pod::decode(open(&raw)?.as_slice())?)
 }
 
