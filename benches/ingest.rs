@@ -45,6 +45,8 @@
 //! lines and checking that they are UTF-8 (kube-rs's `LinesCodec`). MB is 10^6 bytes of input.
 
 mod common;
+#[path = "ingest/pod_json.rs"]
+mod pod_json;
 #[path = "ingest/protobuf.rs"]
 mod protobuf;
 
@@ -656,26 +658,36 @@ fn informerd_config(namespaces: &[String], keep: &[&str], drop: &[&str]) -> Resu
 /// decoding), then `ScopeIngest` (one per namespace, as the fleet runs them) into one store.
 /// Returns events and changes made.
 fn informerd_pass(bodies: &Bodies, input: Input, pipeline: &Pipeline) -> Result<(usize, u64)> {
-    let mut scopes: Vec<ScopeIngest> = bodies
-        .namespaces
-        .iter()
-        .map(|ns| ScopeIngest::new(pipeline.clone(), Some(ns.clone())))
-        .collect();
+    let mut scopes = scopes(bodies, pipeline);
     // As the fleet's streams decode: the transform applied while decoding (no filter here).
     let _decoding = Decoding::enter(pipeline.decoding());
     let events = feed(bodies, input, |ns, event: watcher::Event<Projected>| {
         black_box(scopes[ns].handle(event));
     })?;
+    Ok((events, changes(&scopes, "informerd")?))
+}
+
+/// A `ScopeIngest` per namespace, all feeding `pipeline`'s store.
+fn scopes(bodies: &Bodies, pipeline: &Pipeline) -> Vec<ScopeIngest> {
+    bodies
+        .namespaces
+        .iter()
+        .map(|ns| ScopeIngest::new(pipeline.clone(), Some(ns.clone())))
+        .collect()
+}
+
+/// The changes the scopes made; an error if one filtered out or refused an object.
+fn changes(scopes: &[ScopeIngest], pass: &str) -> Result<u64> {
     let mut changes = 0;
-    for scope in &scopes {
+    for scope in scopes {
         let c = scope.counters;
         ensure!(
             c.filtered_out == 0 && c.refused == 0,
-            "informerd: {c:?} (nothing may be filtered out or refused)"
+            "{pass}: {c:?} (nothing may be filtered out or refused)"
         );
         changes += c.changes;
     }
-    Ok((events, changes))
+    Ok(changes)
 }
 
 fn check_informerd(
