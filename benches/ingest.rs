@@ -27,7 +27,11 @@
 //!   `ObjectList<Projected>`: the profile's transform applied while decoding), as the fleet's
 //!   watchers do, and handed to `ScopeIngest` (one
 //!   per namespace, all feeding one store made by `fleet::Pipeline::new`) configured from YAML
-//!   like the sidecar: the "controller" profile, and everything but managedFields.
+//!   like the sidecar: the "controller" profile, and everything but managedFields;
+//! - protobuf (issue 17: client-go reads built-in kinds as `application/vnd.kubernetes.protobuf`):
+//!   the same pods recorded in protobuf, decoded with `k8s-pb`, alone (that format's floor) and
+//!   converted to the controller profile's JSON, then through `ScopeIngest` as above; checked
+//!   once to store exactly what informerd's JSON path stores (`ingest/protobuf.rs`).
 //!
 //! A pass's time covers decoding and applying; building the stores before and dropping them
 //! after are outside it. The table shows the best (shortest) of the iterations, which are
@@ -41,6 +45,10 @@
 //! lines and checking that they are UTF-8 (kube-rs's `LinesCodec`). MB is 10^6 bytes of input.
 
 mod common;
+#[path = "ingest/pod_json.rs"]
+mod pod_json;
+#[path = "ingest/protobuf.rs"]
+mod protobuf;
 
 use std::{
     fmt,
@@ -93,7 +101,8 @@ fn main() -> Result<()> {
 
     let started = Instant::now();
     let recording = recording(wanted)?;
-    let bodies = Bodies::build(&recording)?;
+    let mut bodies = Bodies::build(&recording)?;
+    bodies.pb = protobuf::load(&recording.dir, &bodies)?;
     drop(recording);
     eprintln!(
         "input: {} pods in {} namespaces; list bodies {:.1} MB, watch lines {:.1} MB \
@@ -109,6 +118,7 @@ fn main() -> Result<()> {
 
     let controller = informerd_config(&bodies.namespaces, CONTROLLER_KEEP, CONTROLLER_DROP)?;
     let full = informerd_config(&bodies.namespaces, &[], CONTROLLER_DROP)?;
+    protobuf::verify(&bodies, &controller)?;
     let passes = [
         Pass::Floor,
         Pass::KubeTyped { strip: false },
@@ -121,6 +131,10 @@ fn main() -> Result<()> {
             profile: Profile::FullMinusManagedFields,
             config: &full,
         },
+        Pass::Protobuf(protobuf::PbPass::Floor),
+        Pass::Protobuf(protobuf::PbPass::Informerd {
+            config: &controller,
+        }),
     ];
     let mut rows: Vec<Row> = Vec::new();
     for input in [Input::Watch, Input::List] {
@@ -129,7 +143,10 @@ fn main() -> Result<()> {
                 pass: pass.label(),
                 input,
                 events: 0,
-                bytes: bodies.bytes(input),
+                bytes: match pass {
+                    Pass::Protobuf(_) => bodies.pb.bytes(input),
+                    _ => bodies.bytes(input),
+                },
                 times: Vec::new(),
             });
         }
@@ -171,6 +188,8 @@ fn mb(bytes: usize) -> f64 {
 /// The list body of each namespace, as the apiserver returned it.
 struct Recording {
     lists: Vec<(String, String)>,
+    /// Where it is cached.
+    dir: PathBuf,
 }
 
 fn namespaces() -> Vec<String> {
@@ -231,7 +250,10 @@ fn recording(wanted: usize) -> Result<Recording> {
         }
         Ok::<_, anyhow::Error>(lists)
     })?;
-    let recording = Recording { lists };
+    let recording = Recording {
+        lists,
+        dir: cache_dir(wanted),
+    };
     write_cache(&cache_dir(wanted), &recording)?;
     eprintln!(
         "input: recorded from the control plane into benches/results/tmp/ingest-{wanted}-pods"
@@ -249,7 +271,10 @@ fn read_cache(dir: &Path) -> Result<Option<Recording>> {
         let body = std::fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?;
         lists.push((ns, body));
     }
-    Ok(Some(Recording { lists }))
+    Ok(Some(Recording {
+        lists,
+        dir: dir.to_path_buf(),
+    }))
 }
 
 fn write_cache(dir: &Path, recording: &Recording) -> Result<()> {
@@ -274,6 +299,8 @@ struct Bodies {
     added: Vec<Vec<Box<[u8]>>>,
     modified: Vec<Vec<Box<[u8]>>>,
     pods: usize,
+    /// The same pods in protobuf.
+    pb: protobuf::PbBodies,
 }
 
 #[derive(Deserialize)]
@@ -309,6 +336,7 @@ impl Bodies {
             added: Vec::new(),
             modified: Vec::new(),
             pods: 0,
+            pb: protobuf::PbBodies::default(),
         };
         for ((ns, body), list) in recording.lists.iter().zip(&parsed) {
             ensure!(!list.items.is_empty(), "{ns} has no pods in the recording");
@@ -443,6 +471,7 @@ enum Pass<'a> {
         profile: Profile,
         config: &'a Config,
     },
+    Protobuf(protobuf::PbPass<'a>),
 }
 
 impl Pass<'_> {
@@ -459,6 +488,7 @@ impl Pass<'_> {
                 profile: Profile::FullMinusManagedFields,
                 ..
             } => "informerd, all but managedFields",
+            Pass::Protobuf(pass) => pass.label(),
         }
     }
 
@@ -488,6 +518,7 @@ impl Pass<'_> {
                 drop(pipeline);
                 Ok((events, secs))
             }
+            Pass::Protobuf(pass) => pass.run(bodies, input),
         }
     }
 }
@@ -627,26 +658,36 @@ fn informerd_config(namespaces: &[String], keep: &[&str], drop: &[&str]) -> Resu
 /// decoding), then `ScopeIngest` (one per namespace, as the fleet runs them) into one store.
 /// Returns events and changes made.
 fn informerd_pass(bodies: &Bodies, input: Input, pipeline: &Pipeline) -> Result<(usize, u64)> {
-    let mut scopes: Vec<ScopeIngest> = bodies
-        .namespaces
-        .iter()
-        .map(|ns| ScopeIngest::new(pipeline.clone(), Some(ns.clone())))
-        .collect();
+    let mut scopes = scopes(bodies, pipeline);
     // As the fleet's streams decode: the transform applied while decoding (no filter here).
     let _decoding = Decoding::enter(pipeline.decoding());
     let events = feed(bodies, input, |ns, event: watcher::Event<Projected>| {
         black_box(scopes[ns].handle(event));
     })?;
+    Ok((events, changes(&scopes, "informerd")?))
+}
+
+/// A `ScopeIngest` per namespace, all feeding `pipeline`'s store.
+fn scopes(bodies: &Bodies, pipeline: &Pipeline) -> Vec<ScopeIngest> {
+    bodies
+        .namespaces
+        .iter()
+        .map(|ns| ScopeIngest::new(pipeline.clone(), Some(ns.clone())))
+        .collect()
+}
+
+/// The changes the scopes made; an error if one filtered out or refused an object.
+fn changes(scopes: &[ScopeIngest], pass: &str) -> Result<u64> {
     let mut changes = 0;
-    for scope in &scopes {
+    for scope in scopes {
         let c = scope.counters;
         ensure!(
             c.filtered_out == 0 && c.refused == 0,
-            "informerd: {c:?} (nothing may be filtered out or refused)"
+            "{pass}: {c:?} (nothing may be filtered out or refused)"
         );
         changes += c.changes;
     }
-    Ok((events, changes))
+    Ok(changes)
 }
 
 fn check_informerd(
@@ -957,6 +998,7 @@ impl Report {
             "target": "informerd (controller profile, watch) at least 5 times the kube-rs typed reflector's events per second",
             "informerdTimesKubeTyped": round(self.ratios(headline).0, 2),
             "rows": rows,
+            "protobuf": protobuf::json(self),
             "breakdown": {
                 "what": "informerd's path on the watch lines, controller profile, stage by stage with the clock read between stages (best of the iterations per stage); alternatives: the same lines decoded other ways, each in a pass of its own",
                 "events": b.events,
@@ -1017,6 +1059,7 @@ impl fmt::Display for Report {
                 if vs_kube >= 5.0 { "met" } else { "not met" }
             )?;
         }
+        write!(f, "{}", protobuf::conclusion(self))?;
 
         let b = &self.breakdown;
         let sum: f64 = b.stages.iter().map(|s| s.secs).sum();
