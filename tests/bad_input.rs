@@ -185,19 +185,10 @@ async fn requests_answer_as_the_catalogue_says() {
         .await
         .expect("namespace");
     let configmaps: Api<ConfigMap> = Api::namespaced(kube.clone(), &ns);
-    let mut versions = Vec::new();
-    for name in ["a", "b", "c"] {
-        let cm: ConfigMap =
-            serde_json::from_value(json!({"metadata": {"name": name}, "data": {"payload": name}}))
-                .expect("ConfigMap");
-        let created = configmaps
-            .create(&PostParams::default(), &cm)
-            .await
-            .expect("create");
-        versions.push(created.metadata.resource_version.expect("resourceVersion"));
-    }
-    // The cluster's root CA ConfigMap is published into every namespace: wait for it, so
-    // that what the sidecar lists (and the revisions in the answers) is the same every run.
+    // The cluster's root CA ConfigMap is published into every namespace: wait for it before
+    // the test's own, so that what the sidecar lists (and the revisions in the answers) is the
+    // same every run, and `c` is the newest ConfigMap ($RV_C, the namespace's highest
+    // resourceVersion: a root CA published after it, on a busy control plane, was not).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while configmaps
         .get_opt("kube-root-ca.crt")
@@ -210,6 +201,17 @@ async fn requests_answer_as_the_catalogue_says() {
             "kube-root-ca.crt is published"
         );
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let mut versions = Vec::new();
+    for name in ["a", "b", "c"] {
+        let cm: ConfigMap =
+            serde_json::from_value(json!({"metadata": {"name": name}, "data": {"payload": name}}))
+                .expect("ConfigMap");
+        let created = configmaps
+            .create(&PostParams::default(), &cm)
+            .await
+            .expect("create");
+        versions.push(created.metadata.resource_version.expect("resourceVersion"));
     }
     let resources = format!(
         "- name: configmaps\n  apiVersion: v1\n  kind: ConfigMap\n  namespaces: [{ns}]\n  indexes:\n  - name: payload\n    path: data.payload\n"
