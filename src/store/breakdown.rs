@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use super::atoms::{Atoms, KIND_ARRAY, KIND_ARRAY_TEMPLATE, KIND_STR, KIND_STR_LZ4, KIND_TEMPLATE};
+use super::packed;
 use super::reader::Store;
 
 /// Atoms of one kind.
@@ -30,6 +31,8 @@ pub struct AtomBreakdown {
     pub strings: AtomKindStats,
     /// Large strings kept compressed (bytes: compressed).
     pub packed_strings: AtomKindStats,
+    /// What those strings hold uncompressed.
+    pub packed_strings_unpacked_bytes: usize,
     /// Object templates (keys and constant values of one JSON object shape).
     pub templates: AtomKindStats,
     /// Arrays whose elements are all constants.
@@ -52,6 +55,9 @@ pub(super) fn breakdown(atoms: &Atoms) -> AtomBreakdown {
         ..AtomBreakdown::default()
     };
     for (id, kind, bytes, refs) in atoms.iter() {
+        if kind == KIND_STR_LZ4 {
+            b.packed_strings_unpacked_bytes += packed::unpacked_len(atoms.payload(id));
+        }
         let stats = match kind {
             KIND_STR => &mut b.strings,
             KIND_STR_LZ4 => &mut b.packed_strings,

@@ -68,12 +68,13 @@ fn atoms(s: &mut String, r: &ResourceReport) {
         "  {:<38} {:>10}   {:>10}   {:>10}   {:>10}",
         "interned atoms", "atoms", "bytes", "used once", "its bytes"
     );
-    for (label, k) in [
-        ("strings", &a.strings),
-        ("strings kept compressed", &a.packed_strings),
-        ("object templates", &a.templates),
-        ("constant arrays", &a.constant_arrays),
-        ("array templates", &a.array_templates),
+    let unpacked = Some(a.packed_strings_unpacked_bytes);
+    for (label, k, uncompressed) in [
+        ("strings", &a.strings, None),
+        ("strings kept compressed", &a.packed_strings, unpacked),
+        ("object templates", &a.templates, None),
+        ("constant arrays", &a.constant_arrays, None),
+        ("array templates", &a.array_templates, None),
     ] {
         let _ = writeln!(
             s,
@@ -83,6 +84,15 @@ fn atoms(s: &mut String, r: &ResourceReport) {
             thousands(k.referenced_once),
             thousands(k.referenced_once_bytes)
         );
+        if let Some(bytes) = uncompressed.filter(|_| k.atoms > 0) {
+            let _ = writeln!(
+                s,
+                "  {:<38} {:>10}   {:>10}   what the strings kept compressed hold",
+                "  uncompressed",
+                "",
+                thousands(bytes)
+            );
+        }
     }
     let _ = writeln!(
         s,
