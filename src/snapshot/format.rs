@@ -4,9 +4,13 @@
 //! "informerd-snapshot\n"        magic
 //! u32 LE                        format version (FORMAT_VERSION)
 //! u32 LE, JSON                  the header (Header), length-prefixed
-//! per object: u64 LE revision, u32 LE length, the object's JSON
+//! per atom: u32 LE id, u32 LE length, its bytes
+//! per object: u32 LE length, its blob
 //! u32 LE                        CRC-32C of every byte before it
 //! ```
+//!
+//! Atoms and blobs are the store's own encoding (see `store::snapshot`), which the header's
+//! `layout` names; format 1 held each object's JSON instead.
 //!
 //! Decision: a JSON header (readable with `head`, extended without a format change as long as
 //! fields are only added), and a checksum over the whole file checked before anything is
@@ -17,14 +21,15 @@ use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use serde::{Deserialize, Serialize};
 
 use super::SnapshotError;
+use crate::store::StoreImage;
 
 /// The first bytes of every snapshot file.
 pub const MAGIC: &[u8] = b"informerd-snapshot\n";
 /// The format this build writes and the only one it reads.
-pub const FORMAT_VERSION: u32 = 1;
-/// An object's JSON may not be longer than this (a corrupt length would otherwise allocate
-/// gigabytes before the checksum could be compared).
-const MAX_OBJECT_BYTES: u32 = 64 << 20;
+pub const FORMAT_VERSION: u32 = 2;
+/// A record (atom or object) may not be longer than this: a length past it is refused before
+/// anything is allocated for it.
+const MAX_RECORD_BYTES: u32 = 64 << 20;
 
 /// What the file says about itself and the cache it holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,28 +49,32 @@ pub struct Header {
     /// The store's epoch and revision.
     pub epoch: u64,
     pub revision: u64,
-    /// How many objects follow.
+    /// The store's encoding (`store::layout`): only a build with the same one restores it.
+    pub layout: String,
+    /// How many atoms follow.
+    pub atoms: u64,
+    /// How many objects follow them.
     pub objects: u64,
     /// Scope label → the resourceVersion its watch resumes from.
     pub scopes: std::collections::BTreeMap<String, String>,
 }
 
-/// Writes a snapshot to `out`, objects given as (revision, JSON); returns the bytes written.
-pub fn write(
-    out: impl Write,
-    header: &Header,
-    objects: impl Iterator<Item = (u64, Vec<u8>)>,
-) -> io::Result<u64> {
+/// Writes a snapshot of `image` to `out`; returns the bytes written.
+pub fn write(out: impl Write, header: &Header, image: &StoreImage) -> io::Result<u64> {
     let mut out = Crc::new(out);
     out.write_all(MAGIC)?;
     out.write_all(&FORMAT_VERSION.to_le_bytes())?;
     let header = serde_json::to_vec(header).map_err(io::Error::other)?;
     out.write_all(&len32(header.len())?.to_le_bytes())?;
     out.write_all(&header)?;
-    for (revision, json) in objects {
-        out.write_all(&revision.to_le_bytes())?;
-        out.write_all(&len32(json.len())?.to_le_bytes())?;
-        out.write_all(&json)?;
+    for (id, bytes) in image.atoms() {
+        out.write_all(&id.to_le_bytes())?;
+        out.write_all(&len32(bytes.len())?.to_le_bytes())?;
+        out.write_all(bytes)?;
+    }
+    for blob in image.objects() {
+        out.write_all(&len32(blob.len())?.to_le_bytes())?;
+        out.write_all(blob)?;
     }
     let crc = out.crc;
     out.inner.write_all(&crc.to_le_bytes())?;
@@ -106,14 +115,15 @@ impl<W: Write> Write for Crc<W> {
     }
 }
 
-/// A snapshot file being read: checked whole first ([`Reader::open`]), then read object by
-/// object.
+/// A snapshot file being read: checked whole first ([`Reader::open`]), then read atom by
+/// atom and object by object.
 pub struct Reader<R> {
     input: BufReader<R>,
     /// Where the objects end (the checksum starts).
     end: u64,
     position: u64,
-    remaining: u64,
+    atoms: u64,
+    objects: u64,
 }
 
 impl<R: Read + Seek> Reader<R> {
@@ -148,34 +158,58 @@ impl<R: Read + Seek> Reader<R> {
             input,
             end,
             position: header_start + 4 + u64::from(header_len),
-            remaining: header.objects,
+            atoms: header.atoms,
+            objects: header.objects,
         };
         Ok((header, reader))
     }
 
-    /// The next object, as (revision, JSON bytes); `None` after the last one.
-    pub fn next_object(&mut self) -> Result<Option<(u64, Vec<u8>)>, SnapshotError> {
-        if self.remaining == 0 {
+    /// The next atom's id, its bytes in `buf`; `None` after the last one.
+    pub fn next_atom(&mut self, buf: &mut Vec<u8>) -> Result<Option<u32>, SnapshotError> {
+        if self.atoms == 0 {
+            return Ok(None);
+        }
+        self.atoms -= 1;
+        let id = u32::from_le_bytes(read_array(&mut self.input)?);
+        self.position += 4;
+        self.record(buf)?;
+        Ok(Some(id))
+    }
+
+    /// The next object's blob in `buf`; false after the last one (once every atom was read).
+    pub fn next_object(&mut self, buf: &mut Vec<u8>) -> Result<bool, SnapshotError> {
+        if self.atoms > 0 {
+            return Err(SnapshotError::Invalid(
+                "objects read before the atoms".to_owned(),
+            ));
+        }
+        if self.objects == 0 {
             if self.position != self.end {
                 return Err(SnapshotError::Invalid(
                     "bytes after the last object".to_owned(),
                 ));
             }
-            return Ok(None);
+            return Ok(false);
         }
-        self.remaining -= 1;
-        let revision = u64::from_le_bytes(read_array(&mut self.input)?);
+        self.objects -= 1;
+        self.record(buf)?;
+        Ok(true)
+    }
+
+    /// A length-prefixed record, into `buf`.
+    fn record(&mut self, buf: &mut Vec<u8>) -> Result<(), SnapshotError> {
         let len = u32::from_le_bytes(read_array(&mut self.input)?);
-        if len > MAX_OBJECT_BYTES || self.position + 12 + u64::from(len) > self.end {
+        if len > MAX_RECORD_BYTES || self.position + 4 + u64::from(len) > self.end {
             return Err(SnapshotError::Invalid(format!(
-                "an object of {len} bytes at offset {}",
+                "a record of {len} bytes at offset {}",
                 self.position
             )));
         }
-        let mut json = vec![0; len as usize];
-        read_or_truncated(&mut self.input, &mut json)?;
-        self.position += 12 + u64::from(len);
-        Ok(Some((revision, json)))
+        buf.clear();
+        buf.resize(len as usize, 0);
+        read_or_truncated(&mut self.input, buf)?;
+        self.position += 4 + u64::from(len);
+        Ok(())
     }
 }
 

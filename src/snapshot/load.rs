@@ -6,8 +6,6 @@ use std::io;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use serde_json::Value;
-
 use crate::config::{ResourceConfig, SnapshotConfig};
 use crate::fleet::Warm;
 use crate::store::{StoreOptions, Writer};
@@ -83,26 +81,16 @@ fn load(
     } else {
         rand::random()
     };
-    let mut failed = None;
-    let objects = std::iter::from_fn(|| match reader.next_object() {
-        Ok(Some((revision, json))) => match serde_json::from_slice::<Value>(&json) {
-            Ok(v) => Some((revision, v)),
-            Err(e) => {
-                failed = Some(SnapshotError::Invalid(format!("an object: {e}")));
-                None
-            }
-        },
-        Ok(None) => None,
-        Err(e) => {
-            failed = Some(e);
-            None
-        }
-    });
-    let store = Writer::restore(options, epoch, header.revision, objects)
-        .map_err(|e| SnapshotError::Invalid(e.to_string()))?;
-    if let Some(e) = failed {
-        return Err(e);
+    let mut restore = Writer::restore(options, epoch, header.revision);
+    let invalid = |e: crate::store::RestoreError| SnapshotError::Invalid(e.to_string());
+    let mut buf = Vec::new();
+    while let Some(id) = reader.next_atom(&mut buf)? {
+        restore.atom(id, &buf).map_err(invalid)?;
     }
+    while reader.next_object(&mut buf)? {
+        restore.object(&buf).map_err(invalid)?;
+    }
+    let store = restore.finish();
     if store.len() as u64 != header.objects {
         return Err(SnapshotError::Invalid(format!(
             "{} objects restored of {}",
@@ -128,6 +116,11 @@ fn check(
         return Err(SnapshotError::Foreign {
             what: "with another configuration of this resource (kind, scope, selectors, \
                    filter or transform)",
+        });
+    }
+    if header.layout != crate::store::layout() {
+        return Err(SnapshotError::Foreign {
+            what: "by a build of informerd that encodes objects another way",
         });
     }
     if header.cluster != cluster {

@@ -43,6 +43,11 @@ fn pod(name: &str, rv: u64) -> serde_json::Value {
 
 /// A store with a few changes, written as `resource()`'s snapshot in `dir`; returns the store.
 fn write_snapshot(dir: &Path, clean: bool, age: Duration) -> Writer {
+    write_snapshot_in(dir, clean, age, crate::store::layout())
+}
+
+/// [`write_snapshot`], as a build whose store encodes in `layout` would write it.
+fn write_snapshot_in(dir: &Path, clean: bool, age: Duration, layout: &str) -> Writer {
     let store = Writer::new(StoreOptions::default());
     for i in 0..20 {
         store.apply(pod(&format!("p{i}"), 100 + i)).expect("apply");
@@ -59,15 +64,13 @@ fn write_snapshot(dir: &Path, clean: bool, age: Duration) -> Writer {
         clean,
         epoch: image.epoch,
         revision: image.revision,
-        objects: image.objects.len() as u64,
+        layout: layout.to_owned(),
+        atoms: image.atom_count() as u64,
+        objects: image.object_count() as u64,
         scopes: BTreeMap::from([("a".to_owned(), "200".to_owned())]),
     };
-    let objects = image
-        .objects
-        .iter()
-        .map(|o| (o.revision(), o.to_json_bytes()));
     let path = file::path(dir, "pod");
-    file::write_atomically(&path, |out| format::write(out, &header, objects)).expect("write");
+    file::write_atomically(&path, |out| format::write(out, &header, &image)).expect("write");
     store
 }
 
@@ -145,6 +148,11 @@ fn foreign_old_and_missing_snapshots_are_refused() {
     );
     write_snapshot(&dir, true, Duration::from_secs(7200));
     assert!(restore(&dir, "cluster-1").is_none(), "older than maxAge");
+    write_snapshot_in(&dir, true, Duration::ZERO, "0-00000000");
+    assert!(
+        restore(&dir, "cluster-1").is_none(),
+        "written by a build that encodes another way"
+    );
     let other = {
         let text = "apiVersion: informerd.io/v1alpha1\nkind: Config\nresources:\n- apiVersion: v1\n  kind: Pod\n  namespaces: [a]\n  labelSelector: app=x\n";
         crate::config::parse("f.yaml", text)

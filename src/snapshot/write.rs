@@ -124,15 +124,13 @@ impl Job {
             clean: self.clean,
             epoch: image.epoch,
             revision: image.revision,
-            objects: image.objects.len() as u64,
+            layout: crate::store::layout().to_owned(),
+            atoms: image.atom_count() as u64,
+            objects: image.object_count() as u64,
             scopes,
         };
         let path = file::path(&self.settings.directory, &self.cache.name);
-        let objects = image
-            .objects
-            .iter()
-            .map(|o| (o.revision(), o.to_json_bytes()));
-        let bytes = file::write_atomically(&path, |out| format::write(out, &header, objects))?;
+        let bytes = file::write_atomically(&path, |out| format::write(out, &header, &image))?;
         Ok((header.objects, bytes))
     }
 }

@@ -280,10 +280,16 @@ impl Atoms {
         if entry.refs > 0 {
             return false;
         }
-        let e = std::mem::take(entry);
-        let bytes = self.arena.get(e);
+        let bytes = self.bytes_of(id);
         freed(bytes[0], &bytes[1..]);
-        let hash = hash_entry(&self.hasher, bytes);
+        self.free_entry(id);
+        true
+    }
+
+    /// Frees the atom `id`, whatever its references, and gives its room back.
+    fn free_entry(&mut self, id: AtomId) {
+        let e = std::mem::take(&mut self.entries[id as usize]);
+        let hash = hash_entry(&self.hasher, self.arena.get(e));
         if let Ok(found) = self.table.find_entry(hash, |&x| x == id) {
             found.remove();
         }
@@ -295,7 +301,7 @@ impl Atoms {
             self.free = Vec::new();
             self.table = HashTable::new();
             self.arena = Arena::default();
-            return true;
+            return;
         }
         self.free.push(id);
         let cap = self.table.capacity();
@@ -307,7 +313,6 @@ impl Atoms {
         if self.arena.dead > self.live_bytes / 2 {
             self.compact();
         }
-        true
     }
 
     /// Copies the live atoms of the chunks with at least a quarter of their bytes freed into
@@ -350,6 +355,82 @@ impl Atoms {
             .enumerate()
             .filter(|(_, e)| e.len > 0)
             .map(|(id, e)| (id as AtomId, self.arena.get(*e)[0], e.len as usize, e.refs))
+    }
+
+    /// Every live atom's id and bytes (kind byte first), in id order: what a snapshot keeps.
+    pub(crate) fn iter_bytes(&self) -> impl Iterator<Item = (AtomId, &[u8])> + '_ {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.len > 0)
+            .map(|(id, e)| (id as AtomId, self.arena.get(*e)))
+    }
+
+    /// Puts back the atom `bytes` (kind byte first) under `id`, with no reference yet, as a
+    /// snapshot held it (see `store::snapshot`). Ids come in increasing order; those skipped
+    /// are free.
+    pub(crate) fn restore_at(&mut self, id: AtomId, bytes: &[u8]) -> Result<(), String> {
+        if (id as usize) < self.entries.len() {
+            return Err(format!(
+                "atom {id} comes after atom {}",
+                self.entries.len() - 1
+            ));
+        }
+        let (&kind, payload) = bytes
+            .split_first()
+            .ok_or_else(|| format!("atom {id} is empty"))?;
+        if ![
+            KIND_STR,
+            KIND_STR_LZ4,
+            KIND_TEMPLATE,
+            KIND_ARRAY,
+            KIND_ARRAY_TEMPLATE,
+        ]
+        .contains(&kind)
+        {
+            return Err(format!("atom {id} is of unknown kind {kind}"));
+        }
+        if self.lookup(kind, payload).is_some() {
+            return Err(format!("atom {id} repeats another atom"));
+        }
+        while self.entries.len() < id as usize {
+            self.free.push(self.entries.len() as AtomId);
+            self.entries.push(Entry::default());
+        }
+        let entry = self.arena.store(&[bytes], self.live_bytes);
+        self.entries.push(entry);
+        let rehash = rehasher(&self.hasher, &self.arena, &self.entries);
+        self.table
+            .insert_unique(hash_entry(&self.hasher, bytes), id, rehash);
+        self.live += 1;
+        self.live_bytes += bytes.len();
+        Ok(())
+    }
+
+    /// Takes a reference on a restored atom; whether it was the first (its own references are
+    /// then to be taken too). `None`: there is no atom `id`.
+    pub(crate) fn retain(&mut self, id: AtomId) -> Option<bool> {
+        if id as usize >= self.entries.len() || self.entries[id as usize].len == 0 {
+            return None;
+        }
+        let entry = &mut self.entries[id as usize];
+        entry.refs += 1;
+        Some(entry.refs == 1)
+    }
+
+    /// Frees every atom nothing references: what a restore put back for holders it did not
+    /// restore (the change log's past states).
+    pub(crate) fn drop_unreferenced(&mut self) {
+        let unreferenced: Vec<AtomId> = self
+            .entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.len > 0 && e.refs == 0)
+            .map(|(id, _)| id as AtomId)
+            .collect();
+        for id in unreferenced {
+            self.free_entry(id);
+        }
     }
 
     /// Number of live atoms.

@@ -24,6 +24,7 @@ mod atoms;
 mod breakdown;
 mod codec;
 mod index;
+mod layout;
 mod log;
 mod object;
 mod packed;
@@ -47,7 +48,7 @@ use serde_json::Value;
 pub use breakdown::{AtomBreakdown, AtomKindStats};
 pub use object::{Change, ChangeKind, ObjectKey, StoredObject};
 pub use reader::{Store, StoreStats};
-pub use snapshot::{RestoreError, StoreImage};
+pub use snapshot::{layout, Restore, RestoreError, StoreImage};
 pub use version::{at_least, is_older, newer};
 pub use writer::Writer;
 

@@ -174,6 +174,27 @@ pub(crate) fn release_blob(atoms: &mut Atoms, blob: &[u8]) {
     release_all(atoms, ids);
 }
 
+/// Takes the references a restored blob holds (see `store::snapshot`): on each atom it names
+/// and, for an atom named for the first time, on those the atom names in turn. An error names
+/// an atom the restore did not put back.
+pub(crate) fn retain_blob(atoms: &mut Atoms, blob: &[u8]) -> Result<(), String> {
+    let mut ids = blob_refs(atoms, blob);
+    while let Some(id) = ids.pop() {
+        match atoms.retain(id) {
+            None => {
+                return Err(format!(
+                    "it names atom {id}, which the snapshot does not hold"
+                ))
+            }
+            Some(true) if names_atoms(atoms.kind(id)) => {
+                atom_children(atoms.kind(id), atoms.payload(id), &mut ids);
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
 /// Rough bookkeeping cost of one atom besides its bytes (entry, table slot, allocation).
 const ATOM_OVERHEAD: usize = 40;
 
