@@ -6,7 +6,8 @@
 //! large counts on a shared one). Settings, all optional: `BENCH_PODS` (default 5000),
 //! `BENCH_NAMESPACES` (default 4), `BENCH_PREFIX` (default `restart`); pods are seeded with the
 //! project's seeder into `PREFIX-0..` when fewer are there. The sidecar caches them with the
-//! controller profile.
+//! controller profile. `BENCH_INFORMERD` measures another informerd binary than this build's
+//! (an older release, to compare with).
 //!
 //! Measured (printed, and written to `benches/results/restart.md`; never asserted):
 //! - seconds from spawning `informerd serve` to the first `Status` that says synced (polled
@@ -74,7 +75,8 @@ async fn bench() -> anyhow::Result<()> {
 
     let before = list_requests(&client).await?;
     let started = Instant::now();
-    let mut sc = Sidecar::start_with(Path::new(BIN), cp, &snapshot, &resources)?;
+    let bin: String = env_or("BENCH_INFORMERD", BIN.to_owned())?;
+    let mut sc = Sidecar::start_with(Path::new(&bin), cp, &snapshot, &resources)?;
     let cold = measure(&sc, &client, started, before).await?;
 
     let stopping = Instant::now();
@@ -87,6 +89,9 @@ async fn bench() -> anyhow::Result<()> {
     let started = Instant::now();
     sc.restart()?;
     let warm = measure(&sc, &client, started, before).await?;
+    let log = sc.plain_log();
+    let written_ms = logged_ms(&log, "snapshot written");
+    let loaded_ms = logged_ms(&log, "restored the cache from its snapshot");
     common::print_log_tail(&sc);
     drop(sc);
     let _ = std::fs::remove_dir_all(&dir);
@@ -102,12 +107,24 @@ async fn bench() -> anyhow::Result<()> {
         row("warm (snapshot from SIGTERM)", &warm),
         String::new(),
         format!("SIGTERM to exit, snapshot written: {stop_seconds:.2} s; snapshot: {snapshot_bytes} bytes ({} per pod).", snapshot_bytes / held.max(1) as u64),
+        format!("informerd's log: snapshot written in {written_ms} ms, loaded (read, checked, restored) in {loaded_ms} ms."),
+        format!("informerd: {}.", if bin == BIN { "this build" } else { bin.as_str() }),
     ]
     .join("\n")
         + "\n";
     print!("{report}");
     std::fs::write(results::dir()?.join("restart.md"), &report)?;
     Ok(())
+}
+
+/// The `elapsed_ms` of the last log line that says `what` ("?" when there is none).
+fn logged_ms(log: &str, what: &str) -> String {
+    log.lines()
+        .rfind(|l| l.contains(what))
+        .and_then(|l| l.split("elapsed_ms=").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or("?")
+        .to_owned()
 }
 
 fn row(what: &str, s: &Start) -> String {

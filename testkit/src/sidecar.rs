@@ -85,6 +85,20 @@ impl Sidecar {
         std::fs::read_to_string(self.dir.join("informerd.log")).unwrap_or_default()
     }
 
+    /// [`Sidecar::log`] without its colours (ANSI escapes), for matching its lines.
+    pub fn plain_log(&self) -> String {
+        let log = self.log();
+        let mut out = String::with_capacity(log.len());
+        let mut rest = log.as_str();
+        while let Some(i) = rest.find('\x1b') {
+            out.push_str(&rest[..i]);
+            rest = &rest[i..];
+            rest = rest.find('m').map_or("", |m| &rest[m + 1..]);
+        }
+        out.push_str(rest);
+        out
+    }
+
     /// Kills the process and starts a new one with the same configuration and socket.
     pub fn restart(&mut self) -> Result<()> {
         self.kill();

@@ -444,16 +444,7 @@ pub async fn change_while_down(setup: &Setup, round: usize) -> anyhow::Result<Ve
 
 /// The sidecar's log without its colours.
 pub fn plain_log(sidecar: &Sidecar) -> String {
-    let log = sidecar.log();
-    let mut out = String::with_capacity(log.len());
-    let mut rest = log.as_str();
-    while let Some(i) = rest.find('\x1b') {
-        out.push_str(&rest[..i]);
-        rest = &rest[i..];
-        rest = rest.find('m').map_or("", |m| &rest[m + 1..]);
-    }
-    out.push_str(rest);
-    out
+    sidecar.plain_log()
 }
 
 /// Waits until the sidecar's log has `line`; returns the log.
