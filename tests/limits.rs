@@ -172,19 +172,6 @@ async fn next(stream: &mut Streaming<WatchEvent>) -> WatchEvent {
     }
 }
 
-/// `log` without its terminal colours (`ESC [ ... m`).
-fn plain(log: &str) -> String {
-    let mut out = String::with_capacity(log.len());
-    let mut rest = log;
-    while let Some(start) = rest.find('\x1b') {
-        out.push_str(&rest[..start]);
-        rest = &rest[start..];
-        rest = rest.find('m').map_or("", |end| &rest[end + 1..]);
-    }
-    out.push_str(rest);
-    out
-}
-
 /// Asserts `status` is `RESOURCE_EXHAUSTED` with the trailer `reason` (which tells a client it
 /// is this limit, not `FellBehind`), and its message names `key`.
 fn assert_exhausted(status: &tonic::Status, reason: Reason, key: &str) {
@@ -233,7 +220,7 @@ async fn an_object_over_max_object_size_is_skipped_counted_and_logged_while_othe
     };
     let missing = api.get(get("big")).await.unwrap_err();
     assert_eq!(missing.code(), Code::NotFound, "{missing:?}");
-    let log = plain(&f.sidecar.log());
+    let log = f.sidecar.plain_log();
     assert!(
         log.lines()
             .any(|l| l.contains("larger than limits.maxObjectSize")
