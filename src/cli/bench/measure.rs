@@ -11,7 +11,6 @@ use informerd::{
     store::Writer,
 };
 use kube::runtime::watcher;
-use serde::Deserialize as _;
 
 use super::{
     dump::{Dump, Item},
@@ -178,8 +177,8 @@ fn ingest(
         // Decoded as the fleet's watchers decode (the transform applied while decoding).
         let _decoding = Decoding::enter(pipeline.decoding());
         for item in scope_items {
-            let object =
-                Projected::deserialize(&item.object).expect("a JSON object always decodes");
+            let object: Projected =
+                serde_json::from_str(item.json.get()).expect("a JSON object always decodes");
             ingest.handle(watcher::Event::InitApply(object));
         }
         ingest.handle(watcher::Event::InitDone);

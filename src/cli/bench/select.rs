@@ -81,14 +81,14 @@ impl<'c> Selectors<'c> {
         if self
             .labels
             .as_ref()
-            .is_some_and(|s| !s.matches_object(&item.object))
+            .is_some_and(|s| !s.matches_object(&item.object()))
         {
             return Err(LeftOut::Labels);
         }
         if self
             .fields
             .as_ref()
-            .is_some_and(|s| !s.matches(&item.object))
+            .is_some_and(|s| !s.matches(&item.object()))
         {
             return Err(LeftOut::Fields);
         }

@@ -122,6 +122,15 @@ fn errors_say_where() {
         err(r#"{"items": [3]}"#),
         "dump.json:1: items[0]: expected an object, found a number"
     );
+    // (Objects are read field by field: an array is not taken for an object's fields.)
+    assert_eq!(
+        err(r#"{"items": [["Pod"]]}"#),
+        "dump.json:1: items[0]: expected an object, found a list"
+    );
+    assert!(parse(r#"{"kind": "PodList", "items": null}"#)
+        .expect("a list with no items")
+        .items
+        .is_empty());
     assert!(err(r#"{"metadata": {"name": "x", "labels": {"a": 1}}}"#)
         .starts_with("dump.json:1: not a Kubernetes object: "));
     assert_eq!(
