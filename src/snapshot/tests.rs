@@ -28,11 +28,28 @@ fn settings(dir: &Path) -> SnapshotConfig {
     }
 }
 
-fn temp_dir(name: &str) -> PathBuf {
+/// A directory of the test's own, removed when the test ends.
+struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn temp_dir(name: &str) -> TempDir {
     let dir = std::env::temp_dir().join(format!("informerd-snap-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+    TempDir(dir)
 }
 
 fn pod(name: &str, rv: u64) -> serde_json::Value {
