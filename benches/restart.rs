@@ -18,8 +18,15 @@
 //!   streaming lists, which the apiserver counts as WATCH requests, so this is what says
 //!   how much a start transferred;
 //! - the SIGTERM that wrote the snapshot: seconds to exit, and the snapshot's size.
+//!
+//! Checked (the run fails otherwise): a client that watched before the SIGTERM resumes with its
+//! token after the warm start and receives exactly the events of the apiserver's own watch
+//! over the time informerd was down, among them every change the bench made meanwhile
+//! (`restart/probe.rs`).
 
 mod common;
+#[path = "restart/probe.rs"]
+mod probe;
 
 use std::{
     path::Path,
@@ -78,17 +85,27 @@ async fn bench() -> anyhow::Result<()> {
     let bin: String = env_or("BENCH_INFORMERD", BIN.to_owned())?;
     let mut sc = Sidecar::start_with(Path::new(&bin), cp, &snapshot, &resources)?;
     let cold = measure(&sc, &client, started, before).await?;
+    let socket = sc.socket().display().to_string();
+    // (The connection closes before the SIGTERM: an open one would hold the shutdown.)
+    let probe = probe::before(&client, &mut connect(&socket).await?, &namespaces[0])
+        .await
+        .inspect_err(|_| common::print_log_tail(&sc))?;
 
     let stopping = Instant::now();
     let exit = sc.terminate()?;
     anyhow::ensure!(exit.success(), "informerd exited with {exit}");
     let stop_seconds = stopping.elapsed().as_secs_f64();
     let snapshot_bytes = std::fs::metadata(informerd::snapshot::path(&dir, "pods"))?.len();
+    let (made, rv_after) = probe::change(&client, &probe).await?;
 
     let before = list_requests(&client).await?;
     let started = Instant::now();
     sc.restart()?;
     let warm = measure(&sc, &client, started, before).await?;
+    let mut api = connect(&socket).await?;
+    let changes = probe::after(&client, &mut api, probe, made, &rv_after, &namespaces).await?;
+    drop(api);
+    probe::clean(&client, &namespaces[0]).await?;
     let log = sc.plain_log();
     let written_ms = logged_ms(&log, "snapshot written");
     let loaded_ms = logged_ms(&log, "restored the cache from its snapshot");
@@ -109,12 +126,54 @@ async fn bench() -> anyhow::Result<()> {
         format!("SIGTERM to exit, snapshot written: {stop_seconds:.2} s; snapshot: {snapshot_bytes} bytes ({} per pod).", snapshot_bytes / held.max(1) as u64),
         format!("informerd's log: snapshot written in {written_ms} ms, loaded (read, checked, restored) in {loaded_ms} ms."),
         format!("informerd: {}.", if bin == BIN { "this build" } else { bin.as_str() }),
+        String::new(),
+        resumed_text(&changes),
     ]
     .join("\n")
         + "\n";
     print!("{report}");
     std::fs::write(results::dir()?.join("restart.md"), &report)?;
+    anyhow::ensure!(
+        resumed_exactly(&changes),
+        "the resumed watch did not deliver exactly the changes made while informerd was down: \
+         made {:?}, informerd delivered {:?}, the apiserver's watch {:?}",
+        changes.made,
+        changes.informerd,
+        changes.apiserver
+    );
     Ok(())
+}
+
+async fn connect(
+    socket: &str,
+) -> anyhow::Result<informerd::proto::cache_client::CacheClient<tonic::transport::Channel>> {
+    Ok(informerd::client::connect(socket).await?)
+}
+
+/// Whether the resumed watch delivered exactly the apiserver's events over the span, among them
+/// every change the bench made. (The apiserver has more events than changes made: a deleted
+/// pod is first MODIFIED with its deletionTimestamp.)
+fn resumed_exactly(c: &probe::Changes) -> bool {
+    c.informerd == c.apiserver && c.made.iter().all(|m| c.apiserver.contains(m))
+}
+
+/// What the client watching across the restart got, in a sentence.
+fn resumed_text(c: &probe::Changes) -> String {
+    let verdict = if resumed_exactly(c) {
+        "exactly those"
+    } else {
+        "NOT those (the run fails)"
+    };
+    format!(
+        "A client watching before the SIGTERM resumed with its token after the warm start. \
+         While informerd was down, {} changes were made ({}); the apiserver's own watch over \
+         that span gave {} events in the bench's namespaces, and the resumed watch delivered \
+         {verdict} ({} events).",
+        c.made.len(),
+        c.made.join(", "),
+        c.apiserver.len(),
+        c.informerd.len()
+    )
 }
 
 /// The `elapsed_ms` of the last log line that says `what` ("?" when there is none).
