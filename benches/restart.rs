@@ -35,6 +35,7 @@ use std::{
 };
 
 use common::{cluster, env_or, results, sidecar};
+use informerd::client::connect;
 use informerd::transform::{CONTROLLER_DROP, CONTROLLER_KEEP};
 use informerd_testkit::{ControlPlane, Sidecar};
 
@@ -142,12 +143,6 @@ async fn bench() -> anyhow::Result<()> {
         changes.apiserver
     );
     Ok(())
-}
-
-async fn connect(
-    socket: &str,
-) -> anyhow::Result<informerd::proto::cache_client::CacheClient<tonic::transport::Channel>> {
-    Ok(informerd::client::connect(socket).await?)
 }
 
 /// Whether the resumed watch delivered exactly the apiserver's events over the span, among them

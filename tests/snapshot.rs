@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use informerd_testkit::PrivateControlPlane;
 use snapshot_support::{
-    change_while_down, create_pod, plain_log, snapshot_file, start, token, wait_log, Setup, PODS,
+    change_while_down, create_pod, snapshot_file, start, token, wait_log, Setup, PODS,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -33,7 +33,7 @@ async fn a_restart_after_sigterm_resumes_without_a_list_and_clients_keep_their_t
     assert_eq!(served_epoch, epoch, "the epoch is kept");
     assert!(served_revision >= revision);
     setup.assert_resumed_without_a_list().await?;
-    let log = plain_log(&setup.sidecar);
+    let log = setup.sidecar.plain_log();
     assert!(
         log.contains("restored the cache from its snapshot"),
         "{log}"
@@ -78,7 +78,7 @@ async fn refused(
     std::fs::write(snapshot_file(&setup.dir), bytes)?;
     setup.sidecar.restart()?;
     let scope = setup.wait_synced().await?;
-    let log = plain_log(&setup.sidecar);
+    let log = setup.sidecar.plain_log();
     let ignored: Vec<&str> = log
         .lines()
         .filter(|l| l.contains("snapshot ignored"))
@@ -167,7 +167,7 @@ async fn sigkill_during_a_snapshot_write_leaves_the_previous_snapshot_usable() -
     assert_eq!(std::fs::read(&resumed)?, previous);
     setup.sidecar.restart()?;
     let scope = setup.wait_synced().await?;
-    let log = plain_log(&setup.sidecar);
+    let log = setup.sidecar.plain_log();
     let restored: Vec<&str> = log
         .lines()
         .filter(|l| l.contains("restored the cache from its snapshot"))

@@ -15,7 +15,7 @@ mod snapshot_support;
 use informerd_testkit::PrivateControlPlane;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{api::WatchParams, Api};
-use snapshot_support::{change_while_down, plain_log, token, Setup};
+use snapshot_support::{change_while_down, token, Setup};
 
 /// More than a page (informerd's pages hold 100 objects), so the list follows a `continue`.
 const PODS: usize = 130;
@@ -24,7 +24,7 @@ const FALLBACK: &str = "the apiserver refuses streaming lists; using paginated l
 
 /// How many times the sidecar's log (all its runs) says it fell back to pages.
 fn fallbacks(setup: &Setup) -> usize {
-    plain_log(&setup.sidecar).matches(FALLBACK).count()
+    setup.sidecar.plain_log().matches(FALLBACK).count()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -51,7 +51,7 @@ async fn paginated_scopes_resume_from_the_snapshot_and_relist_in_pages_after_a_4
     // Cold start: pages, all of them.
     let mut setup = Setup::on(Some(private), "pages", PODS).await?;
     let scope = setup.wait_synced().await?;
-    assert_eq!(fallbacks(&setup), 1, "{}", plain_log(&setup.sidecar));
+    assert_eq!(fallbacks(&setup), 1, "{}", setup.sidecar.plain_log());
     let before = setup.converge().await?;
     assert_eq!(before.len(), PODS);
     assert_eq!(scope.listed, PODS as u64, "{scope:?}");
@@ -71,7 +71,7 @@ async fn paginated_scopes_resume_from_the_snapshot_and_relist_in_pages_after_a_4
     let client_token = token(&setup).await?;
     let made = setup.restart_into_a_410(1).await?;
     setup.assert_relisted(client_token, before, &made).await?;
-    let log = plain_log(&setup.sidecar);
+    let log = setup.sidecar.plain_log();
     assert_eq!(fallbacks(&setup), 2, "the relist is in pages: {log}");
     setup.cleanup().await;
     Ok(())

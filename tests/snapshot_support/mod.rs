@@ -122,7 +122,7 @@ impl Setup {
             anyhow::ensure!(
                 started.elapsed() < DEADLINE,
                 "not synced: {status:?}\n{}",
-                plain_log(&self.sidecar)
+                self.sidecar.plain_log()
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -184,9 +184,9 @@ impl Setup {
             let written = |l: &&str| l.contains("snapshot written") && l.contains("clean=true");
             log.lines().filter(written).count()
         };
-        let before = clean(&plain_log(&self.sidecar));
+        let before = clean(&self.sidecar.plain_log());
         let status = self.sidecar.terminate()?;
-        let log = plain_log(&self.sidecar);
+        let log = self.sidecar.plain_log();
         anyhow::ensure!(status.success(), "exit {status}: {log}");
         anyhow::ensure!(
             clean(&log) == before + 1,
@@ -204,7 +204,7 @@ impl Setup {
     /// Checks that the scope resumed its watch from the snapshot, without a list.
     pub async fn assert_resumed_without_a_list(&self) -> anyhow::Result<()> {
         let scope = self.wait_synced().await?;
-        let log = plain_log(&self.sidecar);
+        let log = self.sidecar.plain_log();
         assert_eq!(scope.state, "Synced");
         assert_eq!(
             scope.listed, 0,
@@ -262,7 +262,7 @@ impl Setup {
         made: &[String],
     ) -> anyhow::Result<ScopeStatus> {
         let scope = self.wait_synced().await?;
-        let log = plain_log(&self.sidecar);
+        let log = self.sidecar.plain_log();
         assert!(log.contains("too old resource version"), "{log}");
         assert!(
             scope.relists >= 1,
@@ -442,16 +442,11 @@ pub async fn change_while_down(setup: &Setup, round: usize) -> anyhow::Result<Ve
     Ok(made)
 }
 
-/// The sidecar's log without its colours.
-pub fn plain_log(sidecar: &Sidecar) -> String {
-    sidecar.plain_log()
-}
-
 /// Waits until the sidecar's log has `line`; returns the log.
 pub fn wait_log(sidecar: &Sidecar, line: &str) -> anyhow::Result<String> {
     let started = Instant::now();
     loop {
-        let log = plain_log(sidecar);
+        let log = sidecar.plain_log();
         if log.contains(line) {
             return Ok(log);
         }

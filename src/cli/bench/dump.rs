@@ -172,12 +172,14 @@ fn read_document(document: &RawValue, items: &mut Vec<Item>) -> Result<(), (Stri
                 .into(),
         ));
     }
-    items.push(item(document, api_version, kind).map_err(|m| (String::new(), m))?);
+    items.push(
+        item(document, &decode(document), api_version, kind).map_err(|m| (String::new(), m))?,
+    );
     Ok(())
 }
 
-/// The fields of `json` that say what it is; `None` when it is not a JSON object. (A derived
-/// `Deserialize` also reads a struct from an array: that is checked first.)
+/// The fields of the document `json` that say what it is; `None` when it is not a JSON object.
+/// (A derived `Deserialize` also reads a struct from an array: that is checked first.)
 fn fields(json: &RawValue) -> Option<Document<'_>> {
     if !json.get().starts_with('{') {
         return None;
@@ -222,29 +224,34 @@ fn read_list(
             }
         };
     for (i, element) in elements.into_iter().enumerate() {
-        let fields = fields(element).ok_or_else(|| {
-            (
+        // One element at a time is decoded; only its text is kept.
+        let object = decode(element);
+        if !object.is_object() {
+            return Err((
                 format!("items[{i}]: "),
-                format!("expected an object, found {}", json_type(&decode(element))),
-            )
-        })?;
-        let mut kind = str_field(fields.kind.as_ref());
-        let mut api_version = str_field(fields.api_version.as_ref());
+                format!("expected an object, found {}", json_type(&object)),
+            ));
+        }
+        let mut kind = str_field(object.get("kind"));
+        let mut api_version = str_field(object.get("apiVersion"));
         if inferred_kind.is_some() && (kind.is_none() || kind == inferred_kind) {
             kind = kind.or_else(|| inferred_kind.clone());
             api_version = api_version.or_else(|| list_version.clone());
         }
-        items.push(item(element, api_version, kind).map_err(|m| (format!("items[{i}]: "), m))?);
+        items.push(
+            item(element, &object, api_version, kind).map_err(|m| (format!("items[{i}]: "), m))?,
+        );
     }
     Ok(())
 }
 
+/// The item of the object `json` (decoded: `object`).
 fn item(
     json: &RawValue,
+    object: &Value,
     api_version: Option<String>,
     kind: Option<String>,
 ) -> Result<Item, String> {
-    let object = decode(json);
     let meta = object.get("metadata").and_then(Value::as_object);
     let name = meta
         .and_then(|m| m.get("name"))
@@ -258,9 +265,9 @@ fn item(
     let key = ObjectKey::new(namespace, name);
     // The apiserver sends nothing that does not read as a Kubernetes object; a hand-made dump
     // might, and would measure something the sidecar never holds.
-    kube::api::DynamicObject::deserialize(&object)
+    kube::api::DynamicObject::deserialize(object)
         .map_err(|e| format!("not a Kubernetes object: {e}"))?;
-    let json_bytes = serde_json::to_vec(&object)
+    let json_bytes = serde_json::to_vec(object)
         .expect("a JSON value always serializes")
         .len();
     Ok(Item {
