@@ -319,3 +319,35 @@ fn nested_expressions_compile_on_a_worker_sized_stack() {
     let err = on_2_mib(format!("has(object{})", ".a".repeat(10_000))).unwrap_err();
     assert!(err.contains("levels deep"), "{err}");
 }
+
+/// An object with enough keys that two hash orders almost never agree by chance (10! orders).
+fn ten_keys() -> serde_json::Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "spec": null, "status": null,
+           "metadata": {"name": "a", "labels": {"a": "1", "b": "2", "c": "3", "d": "4", "e": "5"}},
+           "f": 1, "g": 2, "h": 3, "i": 4, "j": 5})
+}
+
+#[test]
+fn expressions_that_iterate_a_map_give_one_object_one_value() {
+    // CEL leaves the order of a map's keys unspecified; informerd fixes it per process, so an
+    // index key or a change predicate never flaps on one object (see value.rs). Not covered:
+    // a map that CEL itself copies, as into a list literal (`[object][0]`), gets a new order.
+    let object = ten_keys();
+    for text in [
+        r#"object.map(k, k).join("")"#,
+        r#"dyn(object).map(k, k).join("")"#,
+        r#"(true ? object : {}).map(k, k).join("")"#,
+        r#"object.metadata.labels.map(k, k + "=" + object.metadata.labels[k]).join(",")"#,
+    ] {
+        let expr = StringsExpr::cel(text).unwrap();
+        let first = expr.values(&object);
+        assert_eq!(first.len(), 1, "{text}");
+        for _ in 0..20 {
+            assert_eq!(expr.values(&object), first, "{text}");
+        }
+    }
+    let predicate = ChangePredicate::compile("object.map(k, k) != oldObject.map(k, k)").unwrap();
+    for _ in 0..20 {
+        assert!(!predicate.matches(&object, &ten_keys()));
+    }
+}
