@@ -269,6 +269,19 @@ pub(crate) fn split_generated_name(s: &str) -> Option<(&str, [u8; GEN_SUFFIX_LEN
     Some((&s[..s.len() - GEN_SUFFIX_LEN], suffix))
 }
 
+/// The digits after the last `-` of `name` (`web-12`: `12`), the ordinal a StatefulSet gives
+/// its pods; `None` if it ends otherwise.
+pub(crate) fn name_ordinal(name: &str) -> Option<&str> {
+    let (_, tail) = name.rsplit_once('-')?;
+    (!tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit())).then_some(tail)
+}
+
+/// True when `s` is `name` up to one of its dashes (`web-7d9f-x2k4p`: `web`, `web-7d9f`): the
+/// name of the object's owner, as a Job's or ReplicaSet's pods carry it.
+pub(crate) fn is_name_head(name: &str, s: &str) -> bool {
+    !s.is_empty() && name.as_bytes().get(s.len()) == Some(&b'-') && name.starts_with(s)
+}
+
 /// Bytes of a packed generated-name suffix.
 pub(crate) const PACKED_SUFFIX_LEN: usize = 3;
 

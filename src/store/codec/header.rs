@@ -6,9 +6,19 @@ use super::varint::{get_id, get_varint, put_varint};
 use super::{utf8, Identity};
 use crate::store::atoms::{AtomId, Atoms, KIND_STR};
 use crate::store::scalar::{
-    pack_suffix, parse_uint_str, split_generated_name, unpack_suffix, GEN_SUFFIX_LEN,
+    name_ordinal, pack_suffix, parse_uint_str, split_generated_name, unpack_suffix, GEN_SUFFIX_LEN,
     PACKED_SUFFIX_LEN,
 };
+
+/// Whether a generateName prefix is likely shared by several objects, and so worth an atom.
+///
+/// Decision: a prefix that ends in a number (`orders-export-29075927-`, a Job that a CronJob
+/// created for one scheduled minute) names one Job, whose one pod would hold the atom alone:
+/// its 20-odd bytes and its entry in the atom table cost more than the name written inline.
+/// A ReplicaSet's or DaemonSet's prefix ends in its hash or its name, and is shared.
+fn shared_prefix(prefix: &str) -> bool {
+    name_ordinal(prefix.strip_suffix('-').unwrap_or(prefix)).is_none()
+}
 
 const NAME_INLINE: u8 = 0;
 const NAME_GENERATED: u8 = 1;
@@ -30,7 +40,7 @@ pub(crate) fn encode_header(
             put_varint(out, u64::from(a) + 1);
         }
     }
-    match split_generated_name(id.name) {
+    match split_generated_name(id.name).filter(|(prefix, _)| shared_prefix(prefix)) {
         Some((prefix, suffix)) => {
             out.push(NAME_GENERATED);
             let (a, _) = atoms.acquire(KIND_STR, prefix.as_bytes());

@@ -13,7 +13,9 @@
 //!   constant value or a hole — and the body holds only the values of the holes, depth first.
 //!   Constants are null, booleans, numbers, ordinary strings, strings equal to the object's
 //!   name, namespace or resourceVersion, strings made of the name and a fixed prefix or suffix
-//!   (`data-NAME`, a StatefulSet pod's claim) and the name's generateName prefix, and nested containers without holes (template or
+//!   (`data-NAME`, a StatefulSet pod's claim), the name's generateName prefix, the name up to
+//!   one of its dashes (the owner's name: `job-name`, an owner reference's `name`) and the
+//!   ordinal that ends a StatefulSet pod's name (`apps.kubernetes.io/pod-index`), and nested containers without holes (template or
 //!   constant-array atoms): labels, owner references, condition types and the like are kept
 //!   once for every object that has the same ones. An array with holes gets a template too
 //!   (per element: a constant, a hole, or an object of a given template), so a list of
@@ -72,6 +74,9 @@ const T_KEY_NAME_AFFIX: u8 = 23; // a string constant, the name, a string consta
 const T_KEY_GEN_PREFIX: u8 = 24; // the name without its generated 5-character suffix
                                  // Constant, anywhere:
 const T_ARR_OBJ1: u8 = 25; // template atom id: an array of one constant object (owner references)
+                           // Constants relative to the object's name, like T_KEY_NAME:
+const T_KEY_NAME_HEAD: u8 = 26; // varint n: the name's first n bytes, followed in it by a '-'
+const T_KEY_NAME_ORDINAL: u8 = 27; // the digits after the name's last '-' (a StatefulSet's ordinal)
 /// Unsigned integers 0..=63 in the tag itself.
 const T_SMALL: u8 = 0x80;
 const SMALL_MAX: u64 = 63;

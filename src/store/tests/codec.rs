@@ -232,6 +232,72 @@ fn strings_made_of_the_name_round_trip_and_are_shared_across_names() {
     assert_round_trip(&store, &generated("search-nats-0", twice));
 }
 
+/// The owner's name (the object's name up to a dash) and a StatefulSet pod's ordinal are
+/// constants relative to the name: a StatefulSet's pods share one labels template whatever
+/// their `pod-index`, and the Jobs of one CronJob share one, whatever their `job-name`.
+#[test]
+fn owner_names_and_ordinals_are_relative_to_the_name() {
+    let sts_pod = |ordinal: &str| {
+        let name = format!("search-nats-{ordinal}");
+        json!({"metadata": {"name": name, "namespace": "ns",
+                            "labels": {"apps.kubernetes.io/pod-index": ordinal,
+                                       "app.kubernetes.io/instance": "search-nats",
+                                       "statefulset.kubernetes.io/pod-name": name},
+                            "ownerReferences": [{"kind": "StatefulSet", "name": "search-nats",
+                                                 "uid": "3b392317-9e6d-4eae-8883-5e5363906623"}]}})
+    };
+    let store = Writer::new(StoreOptions::default());
+    assert_round_trip(&store, &sts_pod("0"));
+    let atoms = store.stats().interned_strings;
+    for ordinal in ["1", "12", "0012"] {
+        assert_round_trip(&store, &sts_pod(ordinal));
+        assert_eq!(
+            store.stats().interned_strings,
+            atoms,
+            "a new atom for pod {ordinal}"
+        );
+    }
+
+    let job_pod = |job: &str, suffix: &str, uid: &str| {
+        json!({"metadata": {"name": format!("{job}-{suffix}"), "namespace": "ns",
+                            "generateName": format!("{job}-"),
+                            "labels": {"job-name": job, "batch.kubernetes.io/job-name": job,
+                                       "controller-uid": uid, "app": "orders-export"}}})
+    };
+    let store = Writer::new(StoreOptions::default());
+    assert_round_trip(
+        &store,
+        &job_pod(
+            "orders-export-29075927",
+            "5trxf",
+            "1ab23bf6-1e23-4ee2-a4bf-012474e78245",
+        ),
+    );
+    let atoms = store.stats().interned_strings;
+    assert_round_trip(
+        &store,
+        &job_pod(
+            "orders-export-29075928",
+            "k2x4q",
+            "9cb23bf6-1e23-4ee2-a4bf-012474e78245",
+        ),
+    );
+    assert_eq!(
+        store.stats().interned_strings,
+        atoms,
+        "a new atom for a second Job"
+    );
+
+    // Not at a dash, not the whole name, not an ordinal: ordinary strings, read back exactly.
+    let odd = json!({"metadata": {"name": "web-0-x", "namespace": "ns",
+                                  "labels": {"a": "we", "b": "web-0-x-", "c": "x", "d": "0",
+                                             "e": "web-", "f": "web-0", "g": "-"}}});
+    assert_round_trip(&store, &odd);
+    let dash = json!({"metadata": {"name": "web-", "namespace": "ns",
+                                   "labels": {"a": "web", "b": ""}}});
+    assert_round_trip(&store, &dash);
+}
+
 /// A large annotation (kubectl's last-applied-configuration) is kept compressed, read back
 /// exactly, through a path too (the label pre-check and indexes read single fields), shared by
 /// the objects that carry it, and freed with the last of them.
