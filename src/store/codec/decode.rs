@@ -58,10 +58,16 @@ impl<'a, 'i> Decoder<'a, 'i> {
 }
 
 impl<'a> Decoder<'a, '_> {
+    /// The body value at the cursor, its tag first (the root of a body).
     pub(super) fn body_value(&mut self) -> Value {
-        let s = self.s;
-        let tag = s[self.p];
+        let tag = self.s[self.p];
         self.p += 1;
+        self.hole_value(tag)
+    }
+
+    /// The value of a hole whose template gives `tag`: its payload is at the cursor.
+    pub(super) fn hole_value(&mut self, tag: u8) -> Value {
+        let s = self.s;
         let text = match tag {
             T_OBJ => {
                 let tid = get_id(s, &mut self.p);
@@ -75,8 +81,8 @@ impl<'a> Decoder<'a, '_> {
                 for _ in 0..n {
                     a.push(match t[q] {
                         HOLE => {
-                            q += 1;
-                            self.body_value()
+                            q += 2;
+                            self.hole_value(t[q - 1])
                         }
                         OBJ_HOLE => {
                             q += 1;
@@ -127,9 +133,8 @@ impl<'a> Decoder<'a, '_> {
                 format_hex64(prefix, &s[self.p - 32..self.p])
             }
             _ => {
-                self.p -= 1;
                 let mut p = self.p;
-                let v = self.const_value(s, &mut p);
+                let v = self.const_payload(tag, s, &mut p);
                 self.p = p;
                 return v;
             }
@@ -146,8 +151,8 @@ impl<'a> Decoder<'a, '_> {
         for _ in 0..n {
             let key = self.atoms.str(get_id(t, &mut q)).to_owned();
             let v = if t[q] == HOLE {
-                q += 1;
-                self.body_value()
+                q += 2;
+                self.hole_value(t[q - 1])
             } else {
                 self.const_value(t, &mut q)
             };
@@ -172,9 +177,14 @@ impl<'a> Decoder<'a, '_> {
 
     /// The constant at `buf[*p]` (in a template, an array or the body).
     pub(super) fn const_value(&self, buf: &[u8], p: &mut usize) -> Value {
-        let atoms: &'a Atoms = self.atoms;
         let tag = buf[*p];
         *p += 1;
+        self.const_payload(tag, buf, p)
+    }
+
+    /// The constant of tag `tag` whose payload is at `buf[*p]`.
+    fn const_payload(&self, tag: u8, buf: &[u8], p: &mut usize) -> Value {
+        let atoms: &'a Atoms = self.atoms;
         match tag {
             T_NULL => Value::Null,
             T_FALSE => Value::Bool(false),

@@ -77,8 +77,8 @@ impl Const {
 enum Enc {
     /// A constant; its encoding goes into the enclosing template.
     Const(Const),
-    /// The value was written to the body.
-    Hole,
+    /// The value's payload was written to the body; its tag goes into the enclosing template.
+    Hole(u8),
     /// An object with holes, of this template: the values of its holes were written to the
     /// body, the enclosing container says which template they belong to.
     ObjHoles(AtomId),
@@ -128,7 +128,7 @@ pub(crate) fn encode_body_sized(
     match enc.object(root, false) {
         Enc::Const(c) => enc.out.extend_from_slice(c.bytes()),
         Enc::ObjHoles(tid) => enc.tag_id_at(0, T_OBJ, tid),
-        Enc::Hole => unreachable!("objects are constants or have holes"),
+        Enc::Hole(_) => unreachable!("objects are constants or have holes"),
     }
     let size = enc.referenced + enc.out.len() as u64;
     (enc.out, size)
@@ -168,6 +168,14 @@ impl Encoder<'_, '_> {
         self.out.splice(pos..pos, head.bytes().iter().copied());
     }
 
+    /// Inserts `id` into the body at `pos`: the payload of a hole whose template names its tag
+    /// (`T_OBJ`, `T_ARR`), before the holes of what it introduces.
+    fn id_at(&mut self, pos: usize, id: AtomId) {
+        let mut head = Const::new();
+        head.varint(u64::from(id));
+        self.out.splice(pos..pos, head.bytes().iter().copied());
+    }
+
     fn string(&mut self, s: &str, owner_refs: bool) -> Enc {
         if s == self.id.name {
             return Enc::Const(Const::tag(T_KEY_NAME));
@@ -188,9 +196,8 @@ impl Encoder<'_, '_> {
                 c.extend(&u);
                 return Enc::Const(c);
             }
-            self.out.push(T_UUID);
             self.out.extend_from_slice(&u);
-            return Enc::Hole;
+            return Enc::Hole(T_UUID);
         }
         if owner_refs {
             return Enc::Const(self.const_string(s));
@@ -198,39 +205,34 @@ impl Encoder<'_, '_> {
         if let Some(t) = parse_timestamp(s) {
             let delta = t.secs.wrapping_sub(self.last_ts);
             self.last_ts = t.secs;
-            self.out
-                .push(if t.frac.is_some() { T_TS_FRAC } else { T_TS });
             put_varint(&mut self.out, zigzag(delta));
             if let Some((digits, frac)) = t.frac {
                 self.out.push(digits);
                 put_varint(&mut self.out, u64::from(frac));
+                return Enc::Hole(T_TS_FRAC);
             }
-            return Enc::Hole;
+            return Enc::Hole(T_TS);
         }
         if let Some(n) = parse_uint_str(s) {
-            self.out.push(T_UINT_STR);
             put_varint(&mut self.out, n);
-            return Enc::Hole;
+            return Enc::Hole(T_UINT_STR);
         }
         if let Some((ip, prefix)) = parse_ipv4(s) {
-            self.out.push(if prefix.is_some() {
+            self.out.extend_from_slice(&ip);
+            self.out.extend(prefix);
+            return Enc::Hole(if prefix.is_some() {
                 T_IPV4_CIDR
             } else {
                 T_IPV4
             });
-            self.out.extend_from_slice(&ip);
-            self.out.extend(prefix);
-            return Enc::Hole;
         }
         if let Some((prefix, suffix)) = split_generated_name(s) {
             let a = self.acquire_str(prefix);
-            self.out.push(T_GEN_NAME);
             put_varint(&mut self.out, u64::from(a));
             self.out.extend_from_slice(&pack_suffix(&suffix));
-            return Enc::Hole;
+            return Enc::Hole(T_GEN_NAME);
         }
         if let Some((prefix, digest)) = split_hex64(s) {
-            self.out.push(T_HEX64);
             if prefix.is_empty() {
                 self.out.push(0);
             } else {
@@ -238,7 +240,7 @@ impl Encoder<'_, '_> {
                 put_varint(&mut self.out, u64::from(a) + 1);
             }
             self.out.extend_from_slice(&digest);
-            return Enc::Hole;
+            return Enc::Hole(T_HEX64);
         }
         Enc::Const(self.const_string(s))
     }
@@ -303,20 +305,21 @@ impl Encoder<'_, '_> {
             let pos = self.out.len();
             match self.value(v, owner_refs || k == "ownerReferences") {
                 Enc::Const(c) if member_in_body(k, &c) => {
-                    self.out.extend_from_slice(c.bytes());
-                    template.push(HOLE);
+                    let (tag, payload) = c.bytes().split_first().expect("a constant has a tag");
+                    self.out.extend_from_slice(payload);
+                    template.extend([HOLE, *tag]);
                     holes = true;
                 }
                 Enc::Const(c) => template.extend_from_slice(c.bytes()),
-                Enc::Hole => {
-                    template.push(HOLE);
+                Enc::Hole(tag) => {
+                    template.extend([HOLE, tag]);
                     holes = true;
                 }
                 Enc::ObjHoles(tid) => {
                     // The object's template id goes to the body: putting it in this template
                     // would multiply the number of templates (e.g. metadata x node name).
-                    self.tag_id_at(pos, T_OBJ, tid);
-                    template.push(HOLE);
+                    self.id_at(pos, tid);
+                    template.extend([HOLE, T_OBJ]);
                     holes = true;
                 }
             }
@@ -340,8 +343,8 @@ impl Encoder<'_, '_> {
         for v in a {
             match self.value(v, owner_refs) {
                 Enc::Const(c) => template.extend_from_slice(c.bytes()),
-                Enc::Hole => {
-                    template.push(HOLE);
+                Enc::Hole(tag) => {
+                    template.extend([HOLE, tag]);
                     holes = true;
                 }
                 Enc::ObjHoles(tid) => {
@@ -361,8 +364,8 @@ impl Encoder<'_, '_> {
         }
         if holes {
             let id = self.intern(KIND_ARRAY_TEMPLATE, &template);
-            self.tag_id_at(pos, T_ARR, id);
-            Enc::Hole
+            self.id_at(pos, id);
+            Enc::Hole(T_ARR)
         } else {
             let id = self.intern(KIND_ARRAY, &template);
             Enc::Const(Const::tag_id(T_ARR_CONST, id))

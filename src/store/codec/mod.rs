@@ -24,7 +24,8 @@
 //!   timestamp of the object), decimal counters, IPv4 addresses, generated names (prefix atom
 //!   + 3 bytes), hex digests (32 bytes).
 //!
-//! A value is one tag byte and a payload (varints are LEB128, see `varint`). References to
+//! A value is one tag byte and a payload (varints are LEB128, see `varint`); for a hole, the
+//! tag is in the template and only the payload in the body (the body's root keeps its tag). References to
 //! atoms are counted (`refs`): whatever holds bytes naming an atom (a blob, a template, an
 //! array) holds one reference on it, released through [`release_blob`] / [`release_body`].
 //!
@@ -82,7 +83,11 @@ const T_SMALL: u8 = 0x80;
 const SMALL_MAX: u64 = 63;
 /// In a template: an object of the given template id, whose holes are in the body.
 const OBJ_HOLE: u8 = 0xFE;
-/// In a template: the value is in the body.
+/// In a template, followed by the value's tag: the value's payload is in the body.
+///
+/// Decision: the tag lives in the template, shared by every object of that template, not
+/// before each payload in every body: about ten bytes less per pod (a uid, timestamps, an IP,
+/// the labels' and owner references' template ids), for one more byte per hole in a template.
 const HOLE: u8 = 0xFF;
 
 /// Objects nested deeper than this are refused (encoding and decoding recurse).

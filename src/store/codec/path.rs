@@ -36,19 +36,26 @@ pub(crate) fn decode_path(
 }
 
 impl Decoder<'_, '_> {
-    /// The value at `path` inside the body value at the cursor.
+    /// The value at `path` inside the body value at the cursor, its tag first (the root).
     fn find_in_body(&mut self, path: &[&str]) -> Option<Value> {
+        let tag = self.s[self.p];
+        self.p += 1;
+        self.find_in_hole(tag, path)
+    }
+
+    /// The value at `path` inside the value of a hole of tag `tag`, whose payload is at the
+    /// cursor.
+    fn find_in_hole(&mut self, tag: u8, path: &[&str]) -> Option<Value> {
         let Some((first, rest)) = path.split_first() else {
-            return Some(self.body_value());
+            return Some(self.hole_value(tag));
         };
-        match self.s[self.p] {
+        match tag {
             T_OBJ => {
-                self.p += 1;
                 let tid = get_id(self.s, &mut self.p);
                 self.find_in_object(tid, first, rest)
             }
             // An array, a scalar, or a constant: decoded (constants hold no holes) and walked.
-            _ => walk(self.body_value(), path),
+            _ => walk(self.hole_value(tag), path),
         }
     }
 
@@ -64,11 +71,12 @@ impl Decoder<'_, '_> {
             let found = key == first;
             match t[q] {
                 HOLE => {
-                    q += 1;
+                    let tag = t[q + 1];
+                    q += 2;
                     if found {
-                        return self.find_in_body(rest);
+                        return self.find_in_hole(tag, rest);
                     }
-                    self.skip_body_value();
+                    self.skip_hole(tag);
                 }
                 OBJ_HOLE => {
                     q += 1;
@@ -88,11 +96,10 @@ impl Decoder<'_, '_> {
         None
     }
 
-    /// Moves the cursor past one body value, keeping the timestamp base up to date.
-    fn skip_body_value(&mut self) {
+    /// Moves the cursor past the value of a hole of tag `tag`, keeping the timestamp base up
+    /// to date.
+    fn skip_hole(&mut self, tag: u8) {
         let s = self.s;
-        let tag = s[self.p];
-        self.p += 1;
         match tag {
             T_OBJ => {
                 let tid = get_id(s, &mut self.p);
@@ -127,10 +134,7 @@ impl Decoder<'_, '_> {
                 get_varint(s, &mut self.p);
                 self.p += 32;
             }
-            _ => {
-                self.p -= 1;
-                skip_const(s, &mut self.p);
-            }
+            _ => skip_const_payload(tag, s, &mut self.p),
         }
     }
 
@@ -150,8 +154,8 @@ impl Decoder<'_, '_> {
     fn skip_entry(&mut self, t: &[u8], q: &mut usize) {
         match t[*q] {
             HOLE => {
-                *q += 1;
-                self.skip_body_value();
+                *q += 2;
+                self.skip_hole(t[*q - 1]);
             }
             OBJ_HOLE => {
                 *q += 1;
@@ -167,6 +171,11 @@ impl Decoder<'_, '_> {
 fn skip_const(buf: &[u8], p: &mut usize) {
     let tag = buf[*p];
     *p += 1;
+    skip_const_payload(tag, buf, p);
+}
+
+/// Moves `p` past the payload of a constant of tag `tag`.
+fn skip_const_payload(tag: u8, buf: &[u8], p: &mut usize) {
     match tag {
         T_NULL | T_FALSE | T_TRUE | T_ARR_EMPTY | T_KEY_NAME | T_KEY_NS | T_KEY_RV
         | T_KEY_GEN_PREFIX | T_KEY_NAME_ORDINAL => {}

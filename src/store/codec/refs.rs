@@ -17,6 +17,11 @@ use crate::store::scalar::PACKED_SUFFIX_LEN;
 fn const_refs(buf: &[u8], p: &mut usize, on_ref: &mut impl FnMut(AtomId)) {
     let tag = buf[*p];
     *p += 1;
+    const_payload_refs(tag, buf, p, on_ref);
+}
+
+/// Skips the payload of a constant of tag `tag`, passing the atoms it names to `on_ref`.
+fn const_payload_refs(tag: u8, buf: &[u8], p: &mut usize, on_ref: &mut impl FnMut(AtomId)) {
     match tag {
         T_NULL | T_FALSE | T_TRUE | T_ARR_EMPTY | T_KEY_NAME | T_KEY_NS | T_KEY_RV
         | T_KEY_GEN_PREFIX | T_KEY_NAME_ORDINAL => {}
@@ -48,7 +53,7 @@ pub(super) fn atom_children(kind: u8, payload: &[u8], ids: &mut Vec<AtomId>) {
             ids.push(get_id(payload, &mut p));
         }
         match payload[p] {
-            HOLE => p += 1,
+            HOLE => p += 2,
             OBJ_HOLE => {
                 p += 1;
                 ids.push(get_id(payload, &mut p));
@@ -58,10 +63,17 @@ pub(super) fn atom_children(kind: u8, payload: &[u8], ids: &mut Vec<AtomId>) {
     }
 }
 
-/// Skips the body value at `s[*p]`, collecting the atoms it names.
+/// Skips the body value at `s[*p]`, its tag first (the root of a body), collecting the atoms
+/// it names.
 fn body_refs(atoms: &Atoms, s: &[u8], p: &mut usize, ids: &mut Vec<AtomId>) {
     let tag = s[*p];
     *p += 1;
+    hole_refs(atoms, tag, s, p, ids);
+}
+
+/// Skips the value of a hole of tag `tag`, whose payload is at `s[*p]`, collecting the atoms
+/// it names.
+fn hole_refs(atoms: &Atoms, tag: u8, s: &[u8], p: &mut usize, ids: &mut Vec<AtomId>) {
     match tag {
         T_OBJ => {
             let tid = get_id(s, p);
@@ -77,8 +89,8 @@ fn body_refs(atoms: &Atoms, s: &[u8], p: &mut usize, ids: &mut Vec<AtomId>) {
             for _ in 0..n {
                 match t[q] {
                     HOLE => {
-                        q += 1;
-                        body_refs(atoms, s, p, ids);
+                        q += 2;
+                        hole_refs(atoms, t[q - 1], s, p, ids);
                     }
                     OBJ_HOLE => {
                         q += 1;
@@ -111,10 +123,7 @@ fn body_refs(atoms: &Atoms, s: &[u8], p: &mut usize, ids: &mut Vec<AtomId>) {
             }
             *p += 32;
         }
-        _ => {
-            *p -= 1;
-            const_refs(s, p, &mut |id| ids.push(id));
-        }
+        _ => const_payload_refs(tag, s, p, &mut |id| ids.push(id)),
     }
 }
 
@@ -126,8 +135,8 @@ fn object_hole_refs(atoms: &Atoms, tid: AtomId, s: &[u8], p: &mut usize, ids: &m
     for _ in 0..n {
         get_varint(t, &mut q);
         if t[q] == HOLE {
-            q += 1;
-            body_refs(atoms, s, p, ids);
+            q += 2;
+            hole_refs(atoms, t[q - 1], s, p, ids);
         } else {
             const_refs(t, &mut q, &mut |_| {});
         }
