@@ -276,6 +276,14 @@ pub(crate) fn name_ordinal(name: &str) -> Option<&str> {
     (!tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit())).then_some(tail)
 }
 
+/// The part of a generated name between the last two dashes before its random suffix
+/// (`web-7d9f8c6b5-x2k4p`: `7d9f8c6b5`), the pod template hash of a ReplicaSet's pods.
+pub(crate) fn name_hash(name: &str) -> Option<&str> {
+    let (prefix, _) = split_generated_name(name)?;
+    let (_, hash) = prefix.strip_suffix('-')?.rsplit_once('-')?;
+    (!hash.is_empty()).then_some(hash)
+}
+
 /// True when `s` is `name` up to one of its dashes (`web-7d9f-x2k4p`: `web`, `web-7d9f`): the
 /// name of the object's owner, as a Job's or ReplicaSet's pods carry it.
 pub(crate) fn is_name_head(name: &str, s: &str) -> bool {

@@ -8,14 +8,15 @@ use super::varint::{get_id, get_varint, unzigzag};
 use super::{
     utf8, Identity, HOLE, OBJ_HOLE, SMALL_MAX, T_ARR, T_ARR_CONST, T_ARR_EMPTY, T_ARR_OBJ1,
     T_ATOM_STR, T_F64, T_FALSE, T_GEN_NAME, T_HEX64, T_IPV4, T_IPV4_CIDR, T_KEY_GEN_PREFIX,
-    T_KEY_NAME, T_KEY_NAME_AFFIX, T_KEY_NAME_HEAD, T_KEY_NAME_ORDINAL, T_KEY_NS, T_KEY_RV, T_NEG,
-    T_NULL, T_OBJ, T_SMALL, T_STR, T_TRUE, T_TS, T_TS_FRAC, T_U64, T_UINT_STR, T_UUID,
+    T_KEY_NAME, T_KEY_NAME_AFFIX, T_KEY_NAME_HASH, T_KEY_NAME_HEAD, T_KEY_NAME_ORDINAL, T_KEY_NS,
+    T_KEY_RV, T_NEG, T_NULL, T_OBJ, T_SMALL, T_STR, T_TRUE, T_TS, T_TS_FRAC, T_U64, T_UINT_STR,
+    T_UUID,
 };
 use crate::store::atoms::{AtomId, Atoms, KIND_STR_LZ4};
 use crate::store::packed;
 use crate::store::scalar::{
-    format_hex64, format_ipv4, format_timestamp, format_uuid, name_ordinal, unpack_suffix,
-    Timestamp, GEN_SUFFIX_LEN, PACKED_SUFFIX_LEN, TS_BASE,
+    format_hex64, format_ipv4, format_timestamp, format_uuid, name_hash, name_ordinal,
+    unpack_suffix, Timestamp, GEN_SUFFIX_LEN, PACKED_SUFFIX_LEN, TS_BASE,
 };
 
 /// Decodes the body of a blob whose identity is already known.
@@ -232,6 +233,11 @@ impl<'a> Decoder<'a, '_> {
                 let len = get_varint(buf, p) as usize;
                 Value::String(self.id.name[..len].to_owned())
             }
+            T_KEY_NAME_HASH => Value::String(
+                name_hash(self.id.name)
+                    .expect("encoded for a generated name with a hash")
+                    .to_owned(),
+            ),
             T_KEY_NAME_ORDINAL => Value::String(
                 name_ordinal(self.id.name)
                     .expect("encoded for a name that ends in an ordinal")

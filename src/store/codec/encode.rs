@@ -8,16 +8,16 @@ use super::varint::{put_varint, zigzag};
 use super::{
     Identity, HOLE, OBJ_HOLE, SMALL_MAX, T_ARR, T_ARR_CONST, T_ARR_EMPTY, T_ARR_OBJ1, T_ATOM_STR,
     T_F64, T_FALSE, T_GEN_NAME, T_HEX64, T_IPV4, T_IPV4_CIDR, T_KEY_GEN_PREFIX, T_KEY_NAME,
-    T_KEY_NAME_AFFIX, T_KEY_NAME_HEAD, T_KEY_NAME_ORDINAL, T_KEY_NS, T_KEY_RV, T_NEG, T_NULL,
-    T_OBJ, T_SMALL, T_STR, T_TRUE, T_TS, T_TS_FRAC, T_U64, T_UINT_STR, T_UUID,
+    T_KEY_NAME_AFFIX, T_KEY_NAME_HASH, T_KEY_NAME_HEAD, T_KEY_NAME_ORDINAL, T_KEY_NS, T_KEY_RV,
+    T_NEG, T_NULL, T_OBJ, T_SMALL, T_STR, T_TRUE, T_TS, T_TS_FRAC, T_U64, T_UINT_STR, T_UUID,
 };
 use crate::store::atoms::{
     AtomId, Atoms, KIND_ARRAY, KIND_ARRAY_TEMPLATE, KIND_STR, KIND_STR_LZ4, KIND_TEMPLATE,
 };
 use crate::store::packed;
 use crate::store::scalar::{
-    is_name_head, name_ordinal, pack_suffix, parse_ipv4, parse_timestamp, parse_uint_str,
-    parse_uuid, split_generated_name, split_hex64, TS_BASE,
+    is_name_head, name_hash, name_ordinal, pack_suffix, parse_ipv4, parse_timestamp,
+    parse_uint_str, parse_uuid, split_generated_name, split_hex64, TS_BASE,
 };
 
 /// Names at least this long are looked for inside other strings (see `name_relative`).
@@ -246,8 +246,9 @@ impl Encoder<'_, '_> {
     }
 
     /// `s` as a constant relative to the object's name: the name's generateName prefix, the
-    /// name up to one of its dashes (the owner's name), the ordinal that ends it, or the name
-    /// with a fixed prefix and suffix. Such a value is unique to the object or its owner, and
+    /// name up to one of its dashes (the owner's name), the ordinal that ends it, the hash
+    /// before its random suffix (a ReplicaSet pod's `pod-template-hash`), or the name with a
+    /// fixed prefix and suffix. Such a value is unique to the object or its owner, and
     /// as a constant it lets the objects of one owner, or of owners alike, share the template
     /// around it: a StatefulSet pod's `data-NAME` claim and `pod-index` label, a Job pod's
     /// `job-name` labels (one template per CronJob, not per Job), the owner reference's name
@@ -266,6 +267,9 @@ impl Encoder<'_, '_> {
         }
         if name_ordinal(name) == Some(s) {
             return Some(Const::tag(T_KEY_NAME_ORDINAL));
+        }
+        if name_hash(name) == Some(s) {
+            return Some(Const::tag(T_KEY_NAME_HASH));
         }
         if name.len() < MIN_AFFIX_NAME || s.len() <= name.len() {
             return None;

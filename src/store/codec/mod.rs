@@ -15,7 +15,8 @@
 //!   name, namespace or resourceVersion, strings made of the name and a fixed prefix or suffix
 //!   (`data-NAME`, a StatefulSet pod's claim), the name's generateName prefix, the name up to
 //!   one of its dashes (the owner's name: `job-name`, an owner reference's `name`) and the
-//!   ordinal that ends a StatefulSet pod's name (`apps.kubernetes.io/pod-index`), and nested containers without holes (template or
+//!   ordinal that ends a StatefulSet pod's name (`apps.kubernetes.io/pod-index`) or the hash
+//!   before a ReplicaSet pod's random suffix (`pod-template-hash`), and nested containers without holes (template or
 //!   constant-array atoms): labels, owner references, condition types and the like are kept
 //!   once for every object that has the same ones. An array with holes gets a template too
 //!   (per element: a constant, a hole, or an object of a given template), so a list of
@@ -78,6 +79,7 @@ const T_ARR_OBJ1: u8 = 25; // template atom id: an array of one constant object 
                            // Constants relative to the object's name, like T_KEY_NAME:
 const T_KEY_NAME_HEAD: u8 = 26; // varint n: the name's first n bytes, followed in it by a '-'
 const T_KEY_NAME_ORDINAL: u8 = 27; // the digits after the name's last '-' (a StatefulSet's ordinal)
+const T_KEY_NAME_HASH: u8 = 28; // the part of a generateName prefix between its last two '-'
 /// Unsigned integers 0..=63 in the tag itself.
 const T_SMALL: u8 = 0x80;
 const SMALL_MAX: u64 = 63;

@@ -17,8 +17,8 @@ use super::varint::{get_id, get_varint, unzigzag};
 use super::{
     Identity, HOLE, OBJ_HOLE, SMALL_MAX, T_ARR, T_ARR_CONST, T_ARR_EMPTY, T_ARR_OBJ1, T_ATOM_STR,
     T_F64, T_FALSE, T_GEN_NAME, T_HEX64, T_IPV4, T_IPV4_CIDR, T_KEY_GEN_PREFIX, T_KEY_NAME,
-    T_KEY_NAME_AFFIX, T_KEY_NAME_HEAD, T_KEY_NAME_ORDINAL, T_KEY_NS, T_KEY_RV, T_NEG, T_NULL,
-    T_OBJ, T_SMALL, T_STR, T_TRUE, T_TS, T_TS_FRAC, T_U64, T_UINT_STR, T_UUID,
+    T_KEY_NAME_AFFIX, T_KEY_NAME_HASH, T_KEY_NAME_HEAD, T_KEY_NAME_ORDINAL, T_KEY_NS, T_KEY_RV,
+    T_NEG, T_NULL, T_OBJ, T_SMALL, T_STR, T_TRUE, T_TS, T_TS_FRAC, T_U64, T_UINT_STR, T_UUID,
 };
 use crate::store::atoms::{AtomId, Atoms};
 use crate::store::scalar::PACKED_SUFFIX_LEN;
@@ -178,7 +178,7 @@ fn skip_const(buf: &[u8], p: &mut usize) {
 fn skip_const_payload(tag: u8, buf: &[u8], p: &mut usize) {
     match tag {
         T_NULL | T_FALSE | T_TRUE | T_ARR_EMPTY | T_KEY_NAME | T_KEY_NS | T_KEY_RV
-        | T_KEY_GEN_PREFIX | T_KEY_NAME_ORDINAL => {}
+        | T_KEY_GEN_PREFIX | T_KEY_NAME_ORDINAL | T_KEY_NAME_HASH => {}
         T_U64 | T_NEG | T_ATOM_STR | T_OBJ | T_ARR_CONST | T_ARR_OBJ1 | T_KEY_NAME_HEAD => {
             get_varint(buf, p);
         }

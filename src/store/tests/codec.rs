@@ -288,11 +288,39 @@ fn owner_names_and_ordinals_are_relative_to_the_name() {
         "a new atom for a second Job"
     );
 
+    // A ReplicaSet's pods: the owner's name and the pod template hash are the name's.
+    let rs_pod = |hash: &str, suffix: &str| {
+        json!({"metadata": {"name": format!("web-api-{hash}-{suffix}"), "namespace": "ns",
+                            "generateName": format!("web-api-{hash}-"),
+                            "labels": {"app": "web-api", "pod-template-hash": hash},
+                            "ownerReferences": [{"kind": "ReplicaSet",
+                                                 "name": format!("web-api-{hash}")}]}})
+    };
+    let store = Writer::new(StoreOptions::default());
+    assert_round_trip(&store, &rs_pod("7d9f8c6b5", "x2k4p"));
+    let atoms = store.stats().interned_strings;
+    // Another pod of the ReplicaSet, and of the next ReplicaSet of its Deployment: new
+    // generateName prefixes, nothing else.
+    assert_round_trip(&store, &rs_pod("7d9f8c6b5", "bcd42"));
+    assert_eq!(store.stats().interned_strings, atoms);
+    assert_round_trip(&store, &rs_pod("5c8d7f9b4", "x2k4p"));
+    assert_eq!(
+        store.stats().interned_strings,
+        atoms + 1,
+        "only the new prefix"
+    );
+
     // Not at a dash, not the whole name, not an ordinal: ordinary strings, read back exactly.
     let odd = json!({"metadata": {"name": "web-0-x", "namespace": "ns",
                                   "labels": {"a": "we", "b": "web-0-x-", "c": "x", "d": "0",
                                              "e": "web-", "f": "web-0", "g": "-"}}});
     assert_round_trip(&store, &odd);
+    let generated = json!({"metadata": {"name": "web-x2k4p", "namespace": "ns",
+                                        "labels": {"a": "web", "b": "", "c": "x2k4p"}}});
+    assert_round_trip(&store, &generated);
+    let hashless = json!({"metadata": {"name": "-x2k4p", "namespace": "ns",
+                                       "labels": {"a": "", "b": "-"}}});
+    assert_round_trip(&store, &hashless);
     let dash = json!({"metadata": {"name": "web-", "namespace": "ns",
                                    "labels": {"a": "web", "b": ""}}});
     assert_round_trip(&store, &dash);
