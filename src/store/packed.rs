@@ -9,6 +9,19 @@
 //! (`informerd bench`: "strings kept compressed" against "uncompressed"). A string is packed
 //! from [`MIN_LEN`] bytes, and only when that saves at least a quarter: short or random strings
 //! stay as they are.
+//!
+//! Decision: compressed against a fixed dictionary ([`DICTIONARY`], `packed.dict`): manifests of
+//! the common workload kinds (Deployment, StatefulSet, DaemonSet, CronJob, Service) with the
+//! fields and Kubernetes' recommended labels they usually carry, keys in the order kubectl
+//! writes them, values mostly empty. A string of a few hundred bytes gives LZ4 too little of its
+//! own to refer back to; the dictionary gives it the vocabulary. On the realistic corpus's
+//! `last-applied-configuration` values the packed bytes fall from 52% to 25% of the string, on
+//! the recorded k9s pods' (`../shared/fixtures`) from 85% (not worth packing) to 46%. The
+//! dictionary is part of the encoding: changing it changes the store's layout
+//! (`store::layout`), and old snapshots are refused.
+
+/// What every packed string is compressed against (see the module's decision).
+const DICTIONARY: &[u8] = include_bytes!("packed.dict");
 
 /// Strings shorter than this are never packed: the saving would not pay for the decoding.
 pub(super) const MIN_LEN: usize = 256;
@@ -18,12 +31,12 @@ pub(super) fn pack(s: &str) -> Option<Vec<u8>> {
     if s.len() < MIN_LEN {
         return None;
     }
-    let packed = lz4_flex::compress_prepend_size(s.as_bytes());
+    let packed = lz4_flex::block::compress_prepend_size_with_dict(s.as_bytes(), DICTIONARY);
     (packed.len() * 4 <= s.len() * 3).then_some(packed)
 }
 
 /// The length of the string [`pack`] made `packed` from, without decompressing it (the size
-/// `compress_prepend_size` writes first, a little-endian `u32`).
+/// `compress_prepend_size_with_dict` writes first, a little-endian `u32`).
 pub(super) fn unpacked_len(packed: &[u8]) -> usize {
     let mut size = [0; 4];
     size.copy_from_slice(&packed[..4]);
@@ -32,7 +45,7 @@ pub(super) fn unpacked_len(packed: &[u8]) -> usize {
 
 /// The string [`pack`] made `packed` from.
 pub(super) fn unpack(packed: &[u8]) -> String {
-    let bytes = lz4_flex::decompress_size_prepended(packed)
+    let bytes = lz4_flex::block::decompress_size_prepended_with_dict(packed, DICTIONARY)
         .expect("packed atoms are written by pack, whole");
     String::from_utf8(bytes).expect("packed atoms hold UTF-8")
 }
@@ -48,6 +61,33 @@ mod tests {
         assert!(packed.len() * 4 <= s.len() * 3);
         assert_eq!(unpacked_len(&packed), s.len());
         assert_eq!(unpack(&packed), s);
+    }
+
+    /// A manifest too short to compress on its own (kubectl's annotation on a recorded pod)
+    /// is packed against the dictionary.
+    #[test]
+    fn the_dictionary_packs_a_short_manifest() {
+        let fixture = crate::transform::test_fixtures::all_pods()
+            .into_iter()
+            .find_map(|p| {
+                let a = &p["metadata"]["annotations"]
+                    ["kubectl.kubernetes.io/last-applied-configuration"];
+                a.as_str().map(str::to_owned)
+            })
+            .expect("a fixture pod with kubectl's annotation");
+        let alone = lz4_flex::compress_prepend_size(fixture.as_bytes());
+        assert!(
+            alone.len() * 4 > fixture.len() * 3,
+            "alone, it would not be packed"
+        );
+        let packed = pack(&fixture).expect("packed against the dictionary");
+        assert!(
+            packed.len() * 2 < fixture.len(),
+            "{} of {}",
+            packed.len(),
+            fixture.len()
+        );
+        assert_eq!(unpack(&packed), fixture);
     }
 
     #[test]
