@@ -300,6 +300,7 @@ impl Encoder<'_, '_> {
     }
 
     fn object(&mut self, m: &Map<String, Value>, owner_refs: bool) -> Enc {
+        let owner_refs = owner_refs && !names_a_job(m);
         let mut template = Vec::with_capacity(1 + m.len() * 4);
         put_varint(&mut template, m.len() as u64);
         let mut holes = false;
@@ -388,6 +389,17 @@ impl Encoder<'_, '_> {
         }
         id
     }
+}
+
+/// True when `m` is a reference to a Job.
+///
+/// Decision: an owner reference's uid is kept in its template, shared by the owner's objects,
+/// except a Job's: a Job has one pod (nearly always; a CronJob makes one Job per run), so the
+/// template would be that pod's alone, 30-odd bytes and an atom table entry for a uid that
+/// costs 16 bytes in the pod's body. As a hole, the Jobs of a cluster share one template.
+fn names_a_job(m: &Map<String, Value>) -> bool {
+    m.get("kind").and_then(Value::as_str) == Some("Job")
+        && m.get("apiVersion").and_then(Value::as_str) == Some("batch/v1")
 }
 
 /// Keys whose string value is where the object was scheduled: one of a few hundred nodes for

@@ -262,7 +262,9 @@ fn owner_names_and_ordinals_are_relative_to_the_name() {
         json!({"metadata": {"name": format!("{job}-{suffix}"), "namespace": "ns",
                             "generateName": format!("{job}-"),
                             "labels": {"job-name": job, "batch.kubernetes.io/job-name": job,
-                                       "controller-uid": uid, "app": "orders-export"}}})
+                                       "controller-uid": uid, "app": "orders-export"},
+                            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job",
+                                                 "name": job, "uid": uid, "controller": true}]}})
     };
     let store = Writer::new(StoreOptions::default());
     assert_round_trip(
@@ -285,7 +287,7 @@ fn owner_names_and_ordinals_are_relative_to_the_name() {
     assert_eq!(
         store.stats().interned_strings,
         atoms,
-        "a new atom for a second Job"
+        "a new atom for a second Job (its labels or its owner reference)"
     );
 
     // A ReplicaSet's pods: the owner's name and the pod template hash are the name's.
