@@ -234,7 +234,7 @@ fn strings_made_of_the_name_round_trip_and_are_shared_across_names() {
 
 /// The owner's name (the object's name up to a dash) and a StatefulSet pod's ordinal are
 /// constants relative to the name: a StatefulSet's pods share one labels template whatever
-/// their `pod-index`, and the Jobs of one CronJob share one, whatever their `job-name`.
+/// their `pod-index`.
 #[test]
 fn owner_names_and_ordinals_are_relative_to_the_name() {
     let sts_pod = |ordinal: &str| {
@@ -257,7 +257,12 @@ fn owner_names_and_ordinals_are_relative_to_the_name() {
             "a new atom for pod {ordinal}"
         );
     }
+}
 
+/// The Jobs of one CronJob share their pods' labels and owner reference templates, whatever
+/// their `job-name` and uid.
+#[test]
+fn the_jobs_of_a_cronjob_share_their_templates() {
     let job_pod = |job: &str, suffix: &str, uid: &str| {
         json!({"metadata": {"name": format!("{job}-{suffix}"), "namespace": "ns",
                             "generateName": format!("{job}-"),
@@ -289,8 +294,11 @@ fn owner_names_and_ordinals_are_relative_to_the_name() {
         atoms,
         "a new atom for a second Job (its labels or its owner reference)"
     );
+}
 
-    // A ReplicaSet's pods: the owner's name and the pod template hash are the name's.
+/// A ReplicaSet's pods: the owner's name and the pod template hash are the name's.
+#[test]
+fn a_deployments_pods_share_their_templates() {
     let rs_pod = |hash: &str, suffix: &str| {
         json!({"metadata": {"name": format!("web-api-{hash}-{suffix}"), "namespace": "ns",
                             "generateName": format!("web-api-{hash}-"),
@@ -311,8 +319,13 @@ fn owner_names_and_ordinals_are_relative_to_the_name() {
         atoms + 1,
         "only the new prefix"
     );
+}
 
-    // Not at a dash, not the whole name, not an ordinal: ordinary strings, read back exactly.
+/// Strings that are not at a dash, not the whole name, not an ordinal or a hash: ordinary
+/// strings, read back exactly.
+#[test]
+fn strings_almost_relative_to_the_name_round_trip() {
+    let store = Writer::new(StoreOptions::default());
     let odd = json!({"metadata": {"name": "web-0-x", "namespace": "ns",
                                   "labels": {"a": "we", "b": "web-0-x-", "c": "x", "d": "0",
                                              "e": "web-", "f": "web-0", "g": "-"}}});
