@@ -7,28 +7,30 @@
 //! An encoded object ("blob") is a header and a body:
 //!
 //! * header (`header`): store revision, namespace (string atom), name (inline, or generateName
-//!   prefix atom plus the packed 5-character random suffix) and upstream resourceVersion.
+//!   prefix atom plus the packed 5-character random suffix; inline for a CronJob's Job, whose
+//!   prefix no other object shares) and upstream resourceVersion.
 //! * body (`encode`, `decode`): the JSON tree split into *templates* and *holes*. Every JSON
 //!   object becomes a template atom — its keys (string atoms) and, for each key, either a
 //!   constant value or a hole — and the body holds only the values of the holes, depth first.
 //!   Constants are null, booleans, numbers, ordinary strings, strings equal to the object's
 //!   name, namespace or resourceVersion, strings made of the name and a fixed prefix or suffix
 //!   (`data-NAME`, a StatefulSet pod's claim), the name's generateName prefix, the name up to
-//!   one of its dashes (the owner's name: `job-name`, an owner reference's `name`) and the
+//!   one of its dashes (the owner's name: `job-name`, an owner reference's `name`), the
 //!   ordinal that ends a StatefulSet pod's name (`apps.kubernetes.io/pod-index`) or the hash
-//!   before a ReplicaSet pod's random suffix (`pod-template-hash`), and nested containers without holes (template or
-//!   constant-array atoms): labels, owner references, condition types and the like are kept
-//!   once for every object that has the same ones. An array with holes gets a template too
-//!   (per element: a constant, a hole, or an object of a given template), so a list of
-//!   conditions costs only its timestamps. Holes are what makes an object unique, each in a
-//!   compact form: UUIDs (16 bytes), timestamps (seconds as a varint delta from the previous
-//!   timestamp of the object), decimal counters, IPv4 addresses, generated names (prefix atom
-//!   + 3 bytes), hex digests (32 bytes).
+//!   before a ReplicaSet pod's random suffix (`pod-template-hash`), and nested containers
+//!   without holes (template or constant-array atoms): labels, owner references (but a Job's
+//!   uid, a hole), condition types and the like are kept once for every object that has the
+//!   same ones. An array with holes gets a template too (per element: a constant, a hole, or
+//!   an object of a given template), so a list of conditions costs only its timestamps. Holes
+//!   are what makes an object unique, each in a compact form: UUIDs (16 bytes), timestamps
+//!   (seconds as a varint delta from the previous timestamp of the object), decimal counters,
+//!   IPv4 addresses, generated names (prefix atom + 3 bytes), hex digests (32 bytes).
 //!
 //! A value is one tag byte and a payload (varints are LEB128, see `varint`); for a hole, the
-//! tag is in the template and only the payload in the body (the body's root keeps its tag). References to
-//! atoms are counted (`refs`): whatever holds bytes naming an atom (a blob, a template, an
-//! array) holds one reference on it, released through [`release_blob`] / [`release_body`].
+//! tag is in the template and only the payload in the body (the body's root keeps its tag).
+//! References to atoms are counted (`refs`): whatever holds bytes naming an atom (a blob, a
+//! template, an array) holds one reference on it, released through [`release_blob`] /
+//! [`release_body`].
 //!
 //! This module holds the vocabulary the parts share (the value tags, [`Identity`]); it does
 //! not know about slots, the change log or locking: it turns JSON into bytes and back.
