@@ -4,8 +4,9 @@
 //! Decision: the fingerprint is computed, not only declared. It hashes [`LAYOUT`] with what
 //! this build's codec makes of a canary object that holds every kind of value the codec has a
 //! form for (timestamps with and without fractions, UUIDs, IPv4 addresses and CIDRs, digests,
-//! generated and derived names, counters, numbers, constant and templated arrays, a string
-//! long enough to be compressed). A change to the encoding changes what the canary encodes to,
+//! generated and derived names, an owner's name, a StatefulSet pod's ordinal, a ReplicaSet
+//! pod's hash, a CronJob's Job with its owner reference, counters, numbers, constant and
+//! templated arrays, a string long enough to be compressed). A change to the encoding changes what the canary encodes to,
 //! so an older snapshot is refused even if nobody remembered to bump [`LAYOUT`]; bump it for a
 //! change of what existing bytes mean that the canary's encoding would not show.
 
@@ -45,7 +46,28 @@ fn fingerprint() -> String {
     format!("{LAYOUT}-{crc:08x}")
 }
 
-/// Two pods of one owner, with every kind of value the codec encodes in a form of its own.
+/// A StatefulSet's pod and a CronJob's Job's pod: the values relative to their names.
+fn other_owners() -> [Value; 2] {
+    let job_uid = "2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f";
+    [
+        json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "db-3", "namespace": "canary", "resourceVersion": "123457",
+                            "uid": "3d4e5f6a-7b8c-4d9e-8f0a-1b2c3d4e5f6a",
+                            "labels": {"apps.kubernetes.io/pod-index": "3",
+                                       "statefulset.kubernetes.io/pod-name": "db-3"},
+                            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet",
+                                "name": "db", "uid": "4e5f6a7b-8c9d-4e0f-9a1b-2c3d4e5f6a7b"}]}}),
+        json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "backup-29075927-bcdfg", "namespace": "canary",
+                            "generateName": "backup-29075927-", "resourceVersion": "123458",
+                            "labels": {"job-name": "backup-29075927", "controller-uid": job_uid},
+                            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job",
+                                "name": "backup-29075927", "uid": job_uid, "controller": true}]}}),
+    ]
+}
+
+/// Two pods of one owner, with every kind of value the codec encodes in a form of its own, and
+/// the pods of [`other_owners`].
 fn canary() -> Vec<Value> {
     let applied = format!(
         "{{\"note\":\"{}\"}}",
@@ -99,7 +121,7 @@ fn canary() -> Vec<Value> {
             },
         })
     };
-    vec![
+    let mut pods = vec![
         pod(
             "web-7d4b9c8f6d-x7k2p",
             "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
@@ -112,7 +134,9 @@ fn canary() -> Vec<Value> {
             "10.1.2.4",
             "2026-01-03T03:04:07Z",
         ),
-    ]
+    ];
+    pods.extend(other_owners());
+    pods
 }
 
 #[cfg(test)]

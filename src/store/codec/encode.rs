@@ -396,7 +396,8 @@ impl Encoder<'_, '_> {
 /// Decision: an owner reference's uid is kept in its template, shared by the owner's objects,
 /// except a Job's: a Job has one pod (nearly always; a CronJob makes one Job per run), so the
 /// template would be that pod's alone, 30-odd bytes and an atom table entry for a uid that
-/// costs 16 bytes in the pod's body. As a hole, the Jobs of a cluster share one template.
+/// costs 16 bytes in the pod's body. As a hole, Jobs whose names have the same length share
+/// one template (the name is relative to the pod's), in practice one per CronJob or fewer.
 fn names_a_job(m: &Map<String, Value>) -> bool {
     m.get("kind").and_then(Value::as_str) == Some("Job")
         && m.get("apiVersion").and_then(Value::as_str) == Some("batch/v1")
@@ -410,7 +411,7 @@ const PLACEMENT_KEYS: [&str; 2] = ["nodeName", "nominatedNodeName"];
 /// kept in the object's template.
 ///
 /// Decision: members whose values vary independently of the rest of the template go to the
-/// body, where they cost their tag and id (2 to 4 bytes per object); in the template they would
+/// body, where they cost their id (1 to 3 bytes per object; the tag is in the template); in the template they would
 /// multiply the templates around them by the number of their variants. That is every constant
 /// object or array (labels, annotations, owner references, a spec of constants: every owner's
 /// labels x every owner's references x a label that differs per pod made a metadata template per
