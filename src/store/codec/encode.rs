@@ -411,12 +411,13 @@ const PLACEMENT_KEYS: [&str; 2] = ["nodeName", "nominatedNodeName"];
 /// kept in the object's template.
 ///
 /// Decision: members whose values vary independently of the rest of the template go to the
-/// body, where they cost their id (1 to 3 bytes per object; the tag is in the template); in the template they would
-/// multiply the templates around them by the number of their variants. That is every constant
-/// object or array (labels, annotations, owner references, a spec of constants: every owner's
-/// labels x every owner's references x a label that differs per pod made a metadata template per
-/// owner and variant, 7,268 at 20,000 realistic pods, most used by one to five pods), and the
-/// node a pod runs on (a pod spec's template per owner and node, nearly one per pod).
+/// body, where they cost their id (1 to 3 bytes per object; the tag is in the template); in
+/// the template they would multiply the templates around them by the number of their
+/// variants. That is every constant object or array (labels, annotations, owner references, a
+/// spec of constants: every owner's labels x every owner's references x a label that differs
+/// per pod made a metadata template per owner and variant, 7,268 at 20,000 realistic pods,
+/// most used by one to five pods), and the node a pod runs on (a pod spec's template per owner
+/// and node, nearly one per pod).
 fn member_in_body(key: &str, c: &Const) -> bool {
     match c.bytes()[0] {
         T_OBJ | T_ARR_CONST | T_ARR_OBJ1 => true,
