@@ -6,9 +6,10 @@
 //! form for (timestamps with and without fractions, UUIDs, IPv4 addresses and CIDRs, digests,
 //! generated and derived names, an owner's name, a StatefulSet pod's ordinal, a ReplicaSet
 //! pod's hash, a CronJob's Job with its owner reference, counters, numbers, constant and
-//! templated arrays, a string long enough to be compressed). A change to the encoding changes what the canary encodes to,
-//! so an older snapshot is refused even if nobody remembered to bump [`LAYOUT`]; bump it for a
-//! change of what existing bytes mean that the canary's encoding would not show.
+//! templated arrays, a string long enough to be compressed). A change to the encoding changes
+//! what the canary encodes to, so an older snapshot is refused even if nobody remembered to
+//! bump [`LAYOUT`]; bump it for a change of what existing bytes mean that the canary's
+//! encoding would not show.
 
 use std::sync::OnceLock;
 
