@@ -58,7 +58,7 @@ pub struct Item {
 impl Item {
     /// The object, decoded.
     pub fn object(&self) -> Value {
-        serde_json::from_str(self.json.get()).expect("the dump's objects were read as JSON")
+        decode(&self.json)
     }
 
     /// `apiVersion kind`, as the report counts the input's objects.

@@ -78,18 +78,19 @@ impl<'c> Selectors<'c> {
                     .ok_or(LeftOut::Scope)?,
             ),
         };
+        if self.labels.is_none() && self.fields.is_none() {
+            return Ok(scope);
+        }
+        // Decoded once for both selectors (the dump keeps objects as text).
+        let object = item.object();
         if self
             .labels
             .as_ref()
-            .is_some_and(|s| !s.matches_object(&item.object()))
+            .is_some_and(|s| !s.matches_object(&object))
         {
             return Err(LeftOut::Labels);
         }
-        if self
-            .fields
-            .as_ref()
-            .is_some_and(|s| !s.matches(&item.object()))
-        {
+        if self.fields.as_ref().is_some_and(|s| !s.matches(&object)) {
             return Err(LeftOut::Fields);
         }
         Ok(scope)

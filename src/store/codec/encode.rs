@@ -121,6 +121,7 @@ pub(crate) fn encode_body_sized(
     let mut enc = Encoder {
         atoms,
         id,
+        name: NameParts::of(id.name),
         last_ts: TS_BASE,
         out: Vec::with_capacity(128),
         referenced: 0,
@@ -134,9 +135,29 @@ pub(crate) fn encode_body_sized(
     (enc.out, size)
 }
 
+/// The parts of an object's name that its strings may be made of (see `name_relative`), found
+/// once per object rather than for each of its strings.
+struct NameParts<'i> {
+    /// The generateName prefix, when the name is a generated one.
+    gen_prefix: Option<&'i str>,
+    ordinal: Option<&'i str>,
+    hash: Option<&'i str>,
+}
+
+impl<'i> NameParts<'i> {
+    fn of(name: &'i str) -> Self {
+        Self {
+            gen_prefix: split_generated_name(name).map(|(prefix, _)| prefix),
+            ordinal: name_ordinal(name),
+            hash: name_hash(name),
+        }
+    }
+}
+
 struct Encoder<'a, 'i> {
     atoms: &'a mut Atoms,
     id: &'a Identity<'i>,
+    name: NameParts<'i>,
     last_ts: i64,
     out: Vec<u8>,
     /// Bytes of the atoms referenced so far, each counted at every use.
@@ -257,7 +278,7 @@ impl Encoder<'_, '_> {
     /// different constant per name.
     fn name_relative(&mut self, s: &str) -> Option<Const> {
         let name = self.id.name;
-        if split_generated_name(name).is_some_and(|(prefix, _)| prefix == s) {
+        if self.name.gen_prefix == Some(s) {
             return Some(Const::tag(T_KEY_GEN_PREFIX));
         }
         if is_name_head(name, s) {
@@ -265,10 +286,10 @@ impl Encoder<'_, '_> {
             c.varint(s.len() as u64);
             return Some(c);
         }
-        if name_ordinal(name) == Some(s) {
+        if self.name.ordinal == Some(s) {
             return Some(Const::tag(T_KEY_NAME_ORDINAL));
         }
-        if name_hash(name) == Some(s) {
+        if self.name.hash == Some(s) {
             return Some(Const::tag(T_KEY_NAME_HASH));
         }
         if name.len() < MIN_AFFIX_NAME || s.len() <= name.len() {
