@@ -8,13 +8,14 @@
 //! `make bench-restart`) loading took 3.3 s of a 4.5 s warm start and the file held 1,771 bytes
 //! per pod; as blobs and atoms, 0.26 to 0.48 s of 1.3 to 1.6 s (two runs) and 172 bytes per
 //! pod (0.29 s of 1.5 s and 129 bytes per pod with store layout 5:
-//! `benches/results/restart.md`). They are copied back as they are: the load costs what reading the bytes and rebuilding
-//! the hash tables cost. Atom ids only mean something together with the atoms, so both travel
-//! together, under their own ids; the references each atom holds are not written but counted
-//! again from the restored blobs (which also checks that every atom a blob names is there),
-//! and atoms that only the change log held are dropped. A blob layout is only readable by a
-//! build that encodes the same way: [`layout`] fingerprints it, and a snapshot of another
-//! layout is refused (the cache lists, once, after such an upgrade).
+//! `benches/results/restart.md`). They are copied back as they are: the load costs what
+//! reading the bytes and rebuilding the hash tables cost. Atom ids only mean something together
+//! with the atoms, so both travel together, under their own ids; the references each atom
+//! holds are not written but counted again from the restored blobs (which also checks that
+//! every atom a blob names is there), and atoms that only the change log held are dropped. A
+//! blob layout is only readable by a build that encodes the same way: [`layout`] fingerprints
+//! it, and a snapshot of another layout is refused (the cache lists, once, after such an
+//! upgrade).
 //!
 //! Decision: a file that passes its checksum and has this build's layout is trusted as this
 //! build wrote it, except for what the restore checks anyway (the atoms a blob names exist,
