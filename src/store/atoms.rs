@@ -5,19 +5,20 @@
 //! An atom lives while something references it and is freed, and its id reused, when the last
 //! reference goes.
 //!
-//! Decision: atoms live packed in a few large chunks (an arena), not in an allocation each.
-//! Most atoms are small and many are referenced once (an owner's template), so an allocation
-//! per atom cost its 16-byte `Box<[u8]>` pointer, the allocator's size-class rounding (about 10
-//! bytes on average) and an entry twice as wide as needed: a fifth of a realistic controller
-//! pod's bytes. An entry is now 12 bytes (chunk and offset packed, length, references). Freed bytes stay
-//! in their chunk until there are more of them than half the live bytes; then the chunks with
-//! at least a quarter of their bytes freed are compacted (their live atoms copied to new
-//! chunks). Ids never move, and the table finds atoms by content, so compaction only rewrites
-//! entries' locations.
+//! Decision: atoms live packed in an arena (`arena`), not in an allocation each. Most atoms
+//! are small and many are referenced once (an owner's template), so an allocation per atom
+//! cost its 16-byte `Box<[u8]>` pointer, the allocator's size-class rounding (about 10 bytes
+//! on average) and an entry twice as wide as needed: a fifth of a realistic controller pod's
+//! bytes. An entry is 12 bytes (location, length, references). Freed bytes stay in their
+//! chunk until there are more of them than half the live bytes; then the chunks with at least
+//! a quarter of their bytes freed are compacted (their live atoms copied to new chunks). Ids
+//! never move, and the table finds atoms by content, so compaction only rewrites entries'
+//! locations.
 
 use ahash::RandomState;
 use hashbrown::HashTable;
 
+use super::arena::{Arena, At, NOWHERE};
 use super::paged::Paged;
 
 pub(crate) type AtomId = u32;
@@ -33,127 +34,21 @@ pub(crate) const KIND_ARRAY: u8 = b'a';
 /// The template of an array with holes (see `codec`).
 pub(crate) const KIND_ARRAY_TEMPLATE: u8 = b'r';
 
-/// The largest chunk atoms are packed into; a larger atom gets a chunk of its own size.
-/// Decision: 64 KiB, so that an offset in a chunk fits the low 16 bits of an entry's location
-/// and the chunk's index the high 16: 65,536 chunks, at least 4 GiB of atoms, far above what a
-/// store interns (a few dozen bytes per object), for 4 bytes less per atom.
-const MAX_CHUNK: usize = 1 << OFFSET_BITS;
-const OFFSET_BITS: u32 = 16;
-/// The first chunk's size: a store of a few objects stays small.
-const MIN_CHUNK: usize = 512;
-
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 struct Entry {
-    /// The chunk's index (high bits) and the offset in it (low [`OFFSET_BITS`]).
-    at: u32,
+    /// Where its bytes are in the arena.
+    at: At,
     /// kind byte and payload; 0 while the id is free.
     len: u32,
     refs: u32,
 }
 
-#[derive(Default)]
-struct Chunk {
-    /// Never grown past its capacity, so that atoms never move while it is in use.
-    bytes: Vec<u8>,
-    /// Bytes of freed atoms still in it.
-    dead: usize,
-}
-
-/// Where atoms' bytes live (see the module's comment).
-#[derive(Default)]
-struct Arena {
-    chunks: Vec<Chunk>,
-    /// Indexes of chunks given back, to reuse.
-    free_chunks: Vec<u32>,
-    /// The chunk new atoms go to.
-    tail: Option<u32>,
-    /// Bytes of freed atoms still in chunks.
-    dead: usize,
-    /// Capacity of all chunks.
-    capacity: usize,
-}
-
-impl Entry {
-    fn chunk(self) -> u32 {
-        self.at >> OFFSET_BITS
-    }
-
-    fn offset(self) -> usize {
-        (self.at & ((1 << OFFSET_BITS) - 1)) as usize
-    }
-}
-
-impl Arena {
-    fn get(&self, e: Entry) -> &[u8] {
-        let start = e.offset();
-        &self.chunks[e.chunk() as usize].bytes[start..start + e.len as usize]
-    }
-
-    /// Copies `parts` (concatenated) into the arena; returns the entry's location.
-    fn store(&mut self, parts: &[&[u8]], live_bytes: usize) -> Entry {
-        let len: usize = parts.iter().map(|p| p.len()).sum();
-        // A chunk of one large atom (offset 0) takes no other: offsets stay below MAX_CHUNK.
-        let fits =
-            |c: &Chunk| c.bytes.capacity() - c.bytes.len() >= len && c.bytes.len() < MAX_CHUNK;
-        let chunk = match self.tail {
-            Some(t) if fits(&self.chunks[t as usize]) => t,
-            _ => {
-                let size = (live_bytes / 4).clamp(MIN_CHUNK, MAX_CHUNK).max(len);
-                let t = self.new_chunk(size);
-                self.tail = Some(t);
-                t
-            }
-        };
-        let bytes = &mut self.chunks[chunk as usize].bytes;
-        let offset = bytes.len();
-        for p in parts {
-            bytes.extend_from_slice(p);
-        }
-        debug_assert!(offset < MAX_CHUNK);
-        assert!(
-            chunk < 1 << (32 - OFFSET_BITS),
-            "fewer than 65,536 atom chunks"
-        );
-        Entry {
-            at: chunk << OFFSET_BITS | offset as u32,
-            len: u32::try_from(len).expect("atoms are smaller than 4 GiB"),
+impl Default for Entry {
+    fn default() -> Self {
+        Self {
+            at: NOWHERE,
+            len: 0,
             refs: 0,
-        }
-    }
-
-    fn new_chunk(&mut self, size: usize) -> u32 {
-        self.capacity += size;
-        let chunk = Chunk {
-            bytes: Vec::with_capacity(size),
-            dead: 0,
-        };
-        match self.free_chunks.pop() {
-            Some(i) => {
-                self.chunks[i as usize] = chunk;
-                i
-            }
-            None => {
-                self.chunks.push(chunk);
-                u32::try_from(self.chunks.len() - 1).expect("fewer than 2^32 chunks")
-            }
-        }
-    }
-
-    /// Marks the bytes of `e` freed; a chunk left with no live atom is given back at once.
-    fn free(&mut self, e: Entry) {
-        let chunk = &mut self.chunks[e.chunk() as usize];
-        chunk.dead += e.len as usize;
-        self.dead += e.len as usize;
-        if chunk.dead == chunk.bytes.len() {
-            self.dead -= chunk.dead;
-            if self.tail == Some(e.chunk()) {
-                chunk.bytes.clear();
-                chunk.dead = 0;
-            } else {
-                self.capacity -= chunk.bytes.capacity();
-                *chunk = Chunk::default();
-                self.free_chunks.push(e.chunk());
-            }
         }
     }
 }
@@ -187,7 +82,11 @@ fn rehasher<'a>(
     arena: &'a Arena,
     entries: &'a Paged<Entry>,
 ) -> impl Fn(&AtomId) -> u64 + 'a {
-    move |&id| hash_entry(hasher, arena.get(entries[id as usize]))
+    move |&id| hash_entry(hasher, entry_bytes(arena, entries[id as usize]))
+}
+
+fn entry_bytes(arena: &Arena, e: Entry) -> &[u8] {
+    arena.get(e.at, e.len as usize)
 }
 
 impl Atoms {
@@ -204,7 +103,7 @@ impl Atoms {
     }
 
     fn bytes_of(&self, id: AtomId) -> &[u8] {
-        self.arena.get(self.entries[id as usize])
+        entry_bytes(&self.arena, self.entries[id as usize])
     }
 
     /// Takes one reference on the atom `kind + payload`, creating it if needed. Returns its id
@@ -212,14 +111,17 @@ impl Atoms {
     pub(crate) fn acquire(&mut self, kind: u8, payload: &[u8]) -> (AtomId, bool) {
         let hash = hash_of(&self.hasher, kind, payload);
         if let Some(&id) = self.table.find(hash, |&id| {
-            let b = self.arena.get(self.entries[id as usize]);
+            let b = entry_bytes(&self.arena, self.entries[id as usize]);
             b[0] == kind && b[1..] == *payload
         }) {
             self.entries[id as usize].refs += 1;
             return (id, false);
         }
-        let mut entry = self.arena.store(&[&[kind], payload], self.live_bytes);
-        entry.refs = 1;
+        let entry = Entry {
+            at: self.arena.store(&[&[kind], payload], self.live_bytes),
+            len: u32::try_from(payload.len() + 1).expect("atoms are smaller than 4 GiB"),
+            refs: 1,
+        };
         let id = match self.free.pop() {
             Some(id) => {
                 self.entries[id as usize] = entry;
@@ -289,11 +191,11 @@ impl Atoms {
     /// Frees the atom `id`, whatever its references, and gives its room back.
     fn free_entry(&mut self, id: AtomId) {
         let e = std::mem::take(&mut self.entries[id as usize]);
-        let hash = hash_entry(&self.hasher, self.arena.get(e));
+        let hash = hash_entry(&self.hasher, entry_bytes(&self.arena, e));
         if let Ok(found) = self.table.find_entry(hash, |&x| x == id) {
             found.remove();
         }
-        self.arena.free(e);
+        self.arena.free(e.at, e.len as usize);
         self.live -= 1;
         self.live_bytes -= e.len as usize;
         if self.live == 0 {
@@ -310,7 +212,7 @@ impl Atoms {
             let len = self.table.len();
             self.table.shrink_to(len * 2, rehash);
         }
-        if self.arena.dead > self.live_bytes / 2 {
+        if self.arena.dead() > self.live_bytes / 2 {
             self.compact();
         }
     }
@@ -320,32 +222,20 @@ impl Atoms {
     /// used bytes are freed ones, so the next compaction waits for a sixth of the live bytes
     /// to be freed: the copying costs O(1) per byte freed.
     fn compact(&mut self) {
-        let sparse: Vec<bool> = self
-            .arena
-            .chunks
-            .iter()
-            .map(|c| !c.bytes.is_empty() && c.dead * 4 >= c.bytes.len())
-            .collect();
-        // New atoms, and the moved ones, go to new chunks.
-        self.arena.tail = None;
+        let compaction = self.arena.begin_compaction(4);
         for i in 0..self.entries.len() {
             let e = self.entries[i];
-            if e.len == 0 || !sparse[e.chunk() as usize] {
+            if e.len == 0 {
                 continue;
             }
-            let bytes = self.arena.get(e).to_vec();
-            let mut moved = self.arena.store(&[&bytes], self.live_bytes);
-            moved.refs = e.refs;
-            self.entries[i] = moved;
-        }
-        for (i, is_sparse) in sparse.into_iter().enumerate() {
-            if is_sparse {
-                let chunk = std::mem::take(&mut self.arena.chunks[i]);
-                self.arena.dead -= chunk.dead;
-                self.arena.capacity -= chunk.bytes.capacity();
-                self.arena.free_chunks.push(i as u32);
+            let moved = self
+                .arena
+                .relocate(&compaction, e.at, e.len as usize, self.live_bytes);
+            if let Some(at) = moved {
+                self.entries[i].at = at;
             }
         }
+        self.arena.end_compaction(compaction);
     }
 
     /// Every live atom: id, kind, bytes (kind byte included) and references held.
@@ -354,7 +244,14 @@ impl Atoms {
             .iter()
             .enumerate()
             .filter(|(_, e)| e.len > 0)
-            .map(|(id, e)| (id as AtomId, self.arena.get(*e)[0], e.len as usize, e.refs))
+            .map(|(id, e)| {
+                (
+                    id as AtomId,
+                    entry_bytes(&self.arena, *e)[0],
+                    e.len as usize,
+                    e.refs,
+                )
+            })
     }
 
     /// Every live atom's id and bytes (kind byte first), in id order: what a snapshot keeps.
@@ -363,7 +260,7 @@ impl Atoms {
             .iter()
             .enumerate()
             .filter(|(_, e)| e.len > 0)
-            .map(|(id, e)| (id as AtomId, self.arena.get(*e)))
+            .map(|(id, e)| (id as AtomId, entry_bytes(&self.arena, *e)))
     }
 
     /// Puts back the atom `bytes` (kind byte first) under `id`, with no reference yet, as a
@@ -397,8 +294,12 @@ impl Atoms {
             self.free.push(self.entries.len() as AtomId);
             self.entries.push(Entry::default());
         }
-        let entry = self.arena.store(&[bytes], self.live_bytes);
-        self.entries.push(entry);
+        let at = self.arena.store(&[bytes], self.live_bytes);
+        self.entries.push(Entry {
+            at,
+            len: u32::try_from(bytes.len()).expect("atoms are smaller than 4 GiB"),
+            refs: 0,
+        });
         let rehash = rehasher(&self.hasher, &self.arena, &self.entries);
         self.table
             .insert_unique(hash_entry(&self.hasher, bytes), id, rehash);
@@ -449,7 +350,6 @@ impl Atoms {
         self.entries.allocated_bytes()
             + self.free.capacity() * size_of::<AtomId>()
             + self.table.allocation_size()
-            + self.arena.chunks.capacity() * size_of::<Chunk>()
-            + self.arena.capacity.saturating_sub(self.live_bytes)
+            + self.arena.overhead(self.live_bytes)
     }
 }

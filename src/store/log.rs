@@ -1,15 +1,18 @@
 //! The change log: the latest changes, oldest first, bounded by count and by the memory only
 //! it keeps alive, so that a watcher can resume from a revision instead of relisting.
 //!
-//! Entries share the encoded objects with the current state: a Modified entry is the last
-//! holder of the state it replaced, a Deleted one of the object's last state. When an entry
-//! leaves the log, those blobs are handed back to be retired (see `retired`).
+//! An entry holds only the states nothing else holds: a Modified entry the state it replaced,
+//! a Deleted one the object's last state. The new state of an Added or Modified change is the
+//! replaced state of the object's next change, or, when there is none, the object in its
+//! slot: [`Log::states`] finds it. When an entry leaves the log, the blobs it held are handed
+//! back to be retired (see `retired`).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use super::atoms::Atoms;
 use super::codec;
+use super::slots::Slots;
 use super::{Blob, ChangeKind, StoreError};
 
 pub(super) struct LogEntry {
@@ -18,13 +21,14 @@ pub(super) struct LogEntry {
     bytes: u32,
     /// When it was logged, in whole seconds since the log was made (see [`Log::oldest_age`]).
     ///
-    /// Decision: seconds in a `u32` rather than an `Instant` (8 bytes more per entry, the
-    /// entry being ~110 bytes in all): the age of the log is read by people and alerts,
-    /// for whom a second is fine.
+    /// Decision: seconds in a `u32` rather than an `Instant` (8 bytes more per entry): the age
+    /// of the log is read by people and alerts, for whom a second is fine.
     at: u32,
-    /// The new state (last state for Deleted). For Added/Modified it is also held by the
-    /// object's slot, or by the log entry of the object's next change.
-    pub(super) object: Blob,
+    /// The object's slot (for a Deleted change, the slot it left).
+    pub(super) slot: u32,
+    /// The last state of a deleted object; `None` for Added and Modified (see the module's
+    /// comment).
+    pub(super) object: Option<Blob>,
     /// The replaced state (Modified, and Deleted with its own resourceVersion): the log entry
     /// is its last holder.
     pub(super) previous: Option<Blob>,
@@ -34,28 +38,36 @@ impl LogEntry {
     pub(super) fn new(
         atoms: &Atoms,
         kind: ChangeKind,
-        object: Blob,
+        slot: u32,
+        object: Option<Blob>,
         previous: Option<Blob>,
     ) -> Self {
-        // The state only the log keeps: the replaced one, and the last one of a deleted object
-        // (the new state of an ADDED/MODIFIED change is the current object's). A Deleted entry
-        // has a replaced state when the deletion was sealed with its own resourceVersion.
-        let replaced = previous
-            .as_ref()
-            .map_or(0, |p| codec::exclusive_bytes(atoms, p));
-        let deleted = if kind == ChangeKind::Deleted {
-            codec::exclusive_bytes(atoms, &object)
-        } else {
-            0
-        };
-        let own = replaced + deleted;
+        debug_assert_eq!(object.is_some(), kind == ChangeKind::Deleted);
+        // A Deleted entry has a replaced state when the deletion was sealed with its own
+        // resourceVersion.
+        let own: usize = [&object, &previous]
+            .into_iter()
+            .flatten()
+            .map(|b| codec::exclusive_bytes(atoms, b))
+            .sum();
         let bytes = size_of::<Self>() + own;
         Self {
             kind,
             bytes: u32::try_from(bytes).unwrap_or(u32::MAX),
             at: 0,
+            slot,
             object,
             previous,
+        }
+    }
+
+    /// The state before this change, for the object's previous entry: none before an
+    /// addition.
+    fn before(&self, state: &Blob) -> Option<Blob> {
+        match self.kind {
+            ChangeKind::Added => None,
+            ChangeKind::Modified => self.previous.clone(),
+            ChangeKind::Deleted => Some(self.previous.clone().unwrap_or_else(|| state.clone())),
         }
     }
 }
@@ -104,12 +116,8 @@ impl Log {
                 break;
             };
             self.bytes -= oldest.bytes as usize;
-            if oldest.kind == ChangeKind::Deleted {
-                retire(oldest.object);
-            }
-            // Otherwise the object is still held by its slot or by a newer entry.
-            if let Some(previous) = oldest.previous {
-                retire(previous);
+            for blob in [oldest.object, oldest.previous].into_iter().flatten() {
+                retire(blob);
             }
         }
     }
@@ -169,6 +177,39 @@ impl Log {
             .skip(start)
             .map(move |(i, e)| (oldest + 1 + i as u64, e)))
     }
+
+    /// The entries after `revision` ([`Log::since`]), each with the state its change made
+    /// (for Deleted, the object's last state), oldest first.
+    pub(super) fn states(
+        &self,
+        slots: &Slots,
+        revision: u64,
+        current: u64,
+    ) -> Result<Vec<(u64, &LogEntry, Blob)>, StoreError> {
+        let entries: Vec<(u64, &LogEntry)> = self.since(revision, current)?.collect();
+        // Walked newest first: the state of an entry is the one before the object's next
+        // change, or the object in its slot.
+        let mut before: HashMap<u32, Blob> = HashMap::new();
+        let mut out = Vec::with_capacity(entries.len());
+        for (rev, e) in entries.into_iter().rev() {
+            let state = match (&e.object, before.get(&e.slot)) {
+                (Some(last), _) => last.clone(),
+                (None, Some(next)) => next.clone(),
+                (None, None) => Blob::from(
+                    slots
+                        .get(e.slot)
+                        .expect("an object whose last change is logged is in its slot"),
+                ),
+            };
+            match e.before(&state) {
+                Some(b) => before.insert(e.slot, b),
+                None => before.remove(&e.slot),
+            };
+            out.push((rev, e, state));
+        }
+        out.reverse();
+        Ok(out)
+    }
 }
 
 #[cfg(test)]
@@ -180,7 +221,8 @@ mod tests {
             kind: ChangeKind::Added,
             bytes: 0,
             at: 0,
-            object: Blob::from(Vec::new()),
+            slot: 0,
+            object: None,
             previous: None,
         }
     }

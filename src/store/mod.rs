@@ -20,6 +20,7 @@
 //! and the re-exports. It must not hold logic of its own, nor let the api write: the api gets
 //! the read-only [`Store`], the fleet the [`Writer`].
 
+mod arena;
 mod atoms;
 mod breakdown;
 mod codec;
@@ -52,8 +53,8 @@ pub use snapshot::{layout, Restore, RestoreError, StoreImage};
 pub use version::{at_least, is_older, newer};
 pub use writer::Writer;
 
-/// An encoded object, shared by the current state, the change log and readers. (`triomphe`'s
-/// `Arc` has no weak count: 8 bytes less per object than `std`'s.)
+/// An encoded object outside the slots' arena: a state only the change log holds, or a
+/// reader's copy. (`triomphe`'s `Arc` has no weak count: 8 bytes less than `std`'s.)
 type Blob = triomphe::Arc<[u8]>;
 
 /// Computes the values under which an object is found in a secondary index.

@@ -9,7 +9,8 @@ use serde_json::{Map, Value};
 
 use super::atoms::{AtomId, Atoms};
 use super::codec::{self, Identity};
-use super::state::Shared;
+use super::retired::Pin;
+use super::state::{Shared, State};
 use super::Blob;
 
 /// Namespace and name of an object (`namespace` is `None` for cluster-scoped objects).
@@ -111,7 +112,10 @@ pub struct StoredObject(Arc<Handle>);
 /// What a [`StoredObject`] holds: one version of an object, and the store whose atoms decode it.
 pub(super) struct Handle {
     pub(super) shared: Arc<Shared>,
+    /// This version's bytes: a copy of the store's, or the change log's own.
     pub(super) blob: Blob,
+    /// Keeps the atoms `blob` names alive while this handle lives (see `retired`).
+    pub(super) _pin: Pin,
     pub(super) key: ObjectKey,
     /// The revision of the change that recorded this version.
     pub(super) revision: u64,
@@ -131,11 +135,12 @@ impl StoredObject {
     /// header's (the revision of the change that recorded it).
     pub(super) fn from_blob(
         shared: &Arc<Shared>,
-        atoms: &Atoms,
+        st: &State,
         blob: Blob,
         revision: Option<u64>,
         namespaces: &mut Namespaces,
     ) -> Self {
+        let atoms = &st.atoms;
         let h = codec::parse_header(&blob);
         let key = ObjectKey {
             namespace: h.namespace.map(|a| namespaces.get(atoms, a)),
@@ -147,6 +152,7 @@ impl StoredObject {
             revision: revision.unwrap_or(h.revision),
             resource_version: h.rv.to_string().map(String::into_boxed_str),
             blob,
+            _pin: st.retired.pin(),
             json: OnceLock::new(),
         })
     }

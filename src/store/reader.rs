@@ -12,7 +12,7 @@ use super::codec;
 use super::object::Namespaces;
 use super::slots::blob_is;
 use super::state::Shared;
-use super::{Change, ChangeKind, ObjectKey, StoreError, StoreOptions, StoredObject};
+use super::{Blob, Change, ChangeKind, ObjectKey, StoreError, StoreOptions, StoredObject};
 
 /// The cache of one resource, read-only: the api and everything that serves reads hold this.
 /// Thread-safe: reads run in parallel, writes (through the [`Writer`](super::Writer)) one at a
@@ -35,6 +35,9 @@ pub struct StoreStats {
     pub log_oldest_age: std::time::Duration,
     /// Encoded bytes of the current objects.
     pub encoded_bytes: usize,
+    /// What the table of current objects holds besides their encoded bytes: slot locations,
+    /// the key table, the blobs' lengths and their arena's room not holding a blob.
+    pub slots_bytes: usize,
     /// Interned atoms: strings and shared structure (templates, constant arrays).
     pub interned_strings: usize,
     /// Bytes of the interned atoms.
@@ -101,11 +104,11 @@ impl Store {
     pub fn get(&self, key: &ObjectKey) -> Option<StoredObject> {
         let st = self.shared.read();
         let slot = st.slots.find(&st.atoms, key.namespace(), key.name())?;
-        let blob = st.slots.get(slot)?.clone();
+        let blob = Blob::from(st.slots.get(slot)?);
         let mut namespaces = Namespaces::default();
         Some(StoredObject::from_blob(
             &self.shared,
-            &st.atoms,
+            &st,
             blob,
             None,
             &mut namespaces,
@@ -149,13 +152,7 @@ impl Store {
             .slots
             .occupied(ns)
             .map(|blob| {
-                StoredObject::from_blob(
-                    &self.shared,
-                    &st.atoms,
-                    blob.clone(),
-                    None,
-                    &mut namespaces,
-                )
+                StoredObject::from_blob(&self.shared, &st, Blob::from(blob), None, &mut namespaces)
             })
             .collect();
         drop(st);
@@ -177,8 +174,8 @@ impl Store {
         let mut namespaces = Namespaces::default();
         let mut items: Vec<StoredObject> = st.indexes[i]
             .slots(value)
-            .filter_map(|s| st.slots.get(s).cloned())
-            .map(|blob| StoredObject::from_blob(sh, &st.atoms, blob, None, &mut namespaces))
+            .filter_map(|s| st.slots.get(s))
+            .map(|blob| StoredObject::from_blob(sh, &st, Blob::from(blob), None, &mut namespaces))
             .collect();
         drop(st);
         sort_by_key(&mut items);
@@ -190,25 +187,19 @@ impl Store {
     pub fn changes_since(&self, revision: u64) -> Result<Vec<Change>, StoreError> {
         let sh = &self.shared;
         let st = sh.read();
-        let entries = st.log.since(revision, st.revision)?;
+        let entries = st.log.states(&st.slots, revision, st.revision)?;
         let mut namespaces = Namespaces::default();
         Ok(entries
-            .map(|(rev, e)| {
-                let object = StoredObject::from_blob(
-                    sh,
-                    &st.atoms,
-                    e.object.clone(),
-                    Some(rev),
-                    &mut namespaces,
-                );
+            .into_iter()
+            .map(|(rev, e, state)| {
+                let object = StoredObject::from_blob(sh, &st, state, Some(rev), &mut namespaces);
                 // A Deleted entry's replaced state is the log's to retire, not a change's.
                 let previous = e
                     .previous
                     .as_ref()
                     .filter(|_| e.kind == ChangeKind::Modified);
-                let previous = previous.map(|p| {
-                    StoredObject::from_blob(sh, &st.atoms, p.clone(), None, &mut namespaces)
-                });
+                let previous = previous
+                    .map(|p| StoredObject::from_blob(sh, &st, p.clone(), None, &mut namespaces));
                 Change {
                     revision: rev,
                     kind: e.kind,
@@ -230,11 +221,14 @@ impl Store {
         if st.slots.find(&st.atoms, ns, name).is_some() {
             return None;
         }
-        let last = st.log.newest(|e| blob_is(&st.atoms, &e.object, ns, name))?;
-        if last.kind != ChangeKind::Deleted {
-            return None;
-        }
-        codec::parse_header(&last.object).rv.to_string()
+        // Not in the store: its newest change, if the log still holds one, is its deletion,
+        // the entry holding its last state.
+        let last = st.log.newest(|e| {
+            e.object
+                .as_ref()
+                .is_some_and(|o| blob_is(&st.atoms, o, ns, name))
+        })?;
+        codec::parse_header(last.object.as_ref()?).rv.to_string()
     }
 
     /// What the store holds now.
@@ -246,6 +240,7 @@ impl Store {
             log_bytes: st.log.bytes(),
             log_oldest_age: st.log.oldest_age(),
             encoded_bytes: st.slots.encoded_bytes(),
+            slots_bytes: st.slots.structure_bytes(),
             interned_strings: st.atoms.len(),
             interned_bytes: st.atoms.bytes(),
         }

@@ -35,7 +35,7 @@ use super::codec;
 use super::index::reindex;
 use super::reader::Store;
 use super::state::Shared;
-use super::{Blob, ObjectKey, StoreOptions, Writer};
+use super::{ObjectKey, StoreOptions, Writer};
 
 pub use super::layout::layout;
 
@@ -48,8 +48,10 @@ pub struct StoreImage {
     /// The live atoms, in id order, each as its id (u32 LE), length (u32 LE) and bytes.
     atoms: Vec<u8>,
     atom_count: usize,
-    /// Every current object's blob (its header carries the revision of its last change).
-    objects: Vec<Blob>,
+    /// Every current object's blob (its header carries the revision of its last change), each
+    /// as its length (u32 LE) and bytes.
+    objects: Vec<u8>,
+    object_count: usize,
 }
 
 impl StoreImage {
@@ -72,12 +74,18 @@ impl StoreImage {
 
     /// The objects, encoded, to be given back to [`Restore::object`].
     pub fn objects(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        self.objects.iter().map(|b| &b[..])
+        let mut rest = &self.objects[..];
+        std::iter::from_fn(move || {
+            let (len, tail) = rest.split_first_chunk::<4>()?;
+            let (bytes, tail) = tail.split_at(u32::from_le_bytes(*len) as usize);
+            rest = tail;
+            Some(bytes)
+        })
     }
 
     /// How many objects [`StoreImage::objects`] gives.
     pub fn object_count(&self) -> usize {
-        self.objects.len()
+        self.object_count
     }
 }
 
@@ -107,7 +115,7 @@ pub enum RestoreError {
 
 impl Store {
     /// Everything the store holds now, consistent at one revision. The lock is held while the
-    /// atoms' bytes are copied and the blobs' handles cloned, not while they are written out.
+    /// atoms' and the blobs' bytes are copied, not while they are written out.
     pub fn image(&self) -> StoreImage {
         let st = self.shared.read();
         let mut atoms = Vec::with_capacity(st.atoms.bytes() + 8 * st.atoms.len());
@@ -118,12 +126,18 @@ impl Store {
             atoms.extend_from_slice(bytes);
             atom_count += 1;
         }
+        let mut objects = Vec::with_capacity(st.slots.encoded_bytes() + 4 * st.slots.len());
+        for blob in st.slots.occupied(None) {
+            objects.extend_from_slice(&(blob.len() as u32).to_le_bytes());
+            objects.extend_from_slice(blob);
+        }
         StoreImage {
             epoch: self.shared.epoch,
             revision: st.revision,
             atoms,
             atom_count,
-            objects: st.slots.occupied(None).cloned().collect(),
+            objects,
+            object_count: st.slots.len(),
         }
     }
 }
@@ -171,21 +185,18 @@ impl Restore {
         let shared = &self.shared;
         let mut guard = shared.write();
         let st = &mut *guard;
-        let blob = Blob::from(bytes);
+        let blob = bytes;
         let invalid = |why: String| RestoreError::Invalid(format!("object {index}: {why}"));
         let read = catch_unwind(AssertUnwindSafe(|| -> Result<_, String> {
-            let h = codec::parse_header(&blob);
+            let h = codec::parse_header(blob);
             let key = ObjectKey::new(
                 h.namespace.map(|a| st.atoms.str(a)),
                 &h.name.to_string(&st.atoms),
             );
-            codec::retain_blob(&mut st.atoms, &blob)?;
+            codec::retain_blob(&mut st.atoms, blob)?;
             // Indexes are rebuilt from the objects (their configuration may have changed).
-            let values = (!shared.indexers.is_empty()).then(|| {
-                shared
-                    .indexers
-                    .values(&codec::decode_blob(&st.atoms, &blob))
-            });
+            let values = (!shared.indexers.is_empty())
+                .then(|| shared.indexers.values(&codec::decode_blob(&st.atoms, blob)));
             Ok((h.revision, key, values))
         }));
         let (revision, key, values) = read

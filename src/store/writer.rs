@@ -27,7 +27,6 @@ pub struct Writer {
 /// The stored state an applied object replaces.
 struct Prior {
     slot: u32,
-    blob: Blob,
     revision: u64,
     resource_version: Option<Box<str>>,
     /// The stored object decoded, when comparing or reindexing needed it.
@@ -89,12 +88,8 @@ fn compare(
     body: &[u8],
     object: &Value,
 ) -> Option<Prior> {
-    let old = st
-        .slots
-        .get(slot)
-        .expect("found slots are occupied")
-        .clone();
-    let h = codec::parse_header(&old);
+    let old = st.slots.get(slot).expect("found slots are occupied");
+    let h = codec::parse_header(old);
     if h.rv.is_newer_than(id.resource_version) {
         // Decision: a relist served by a lagging apiserver (a watch cache behind the one the
         // scope watched) never moves an object back to an older resourceVersion; see
@@ -108,7 +103,7 @@ fn compare(
     // metadata.resourceVersion is part of every stored object: with another one the two
     // differ, and the old one is decoded only if the indexes need its values (an update from a
     // watch, the common case, skips it).
-    let json = (same_rv || !sh.indexers.is_empty()).then(|| codec::decode_blob(&st.atoms, &old));
+    let json = (same_rv || !sh.indexers.is_empty()).then(|| codec::decode_blob(&st.atoms, old));
     if same_rv && json.as_ref() == Some(object) {
         // Same JSON, encoded differently (e.g. another key order).
         return None;
@@ -116,7 +111,6 @@ fn compare(
     let (revision, resource_version) = (h.revision, h.rv.to_string().map(Box::from));
     Some(Prior {
         slot,
-        blob: old,
         revision,
         resource_version,
         json,
@@ -124,22 +118,22 @@ fn compare(
 }
 
 /// Takes the next revision and makes the object's blob: its header, then `body`.
-fn seal(st: &mut State, id: &Identity<'_>, body: Vec<u8>) -> (u64, Blob) {
+fn seal(st: &mut State, id: &Identity<'_>, body: Vec<u8>) -> (u64, Vec<u8>) {
     st.revision += 1;
     let revision = st.revision;
     (revision, blob(&mut st.atoms, revision, id, &body))
 }
 
 /// An object's blob: its header (identity and `revision`), then `body`.
-pub(super) fn blob(atoms: &mut Atoms, revision: u64, id: &Identity<'_>, body: &[u8]) -> Blob {
+pub(super) fn blob(atoms: &mut Atoms, revision: u64, id: &Identity<'_>, body: &[u8]) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(body.len() + 24);
     codec::encode_header(atoms, revision, id, &mut bytes);
     bytes.extend_from_slice(body);
-    Blob::from(&bytes[..])
+    bytes
 }
 
 /// Sets `value`'s `metadata.resourceVersion` to `rv` and seals it with the next revision.
-fn reseal(st: &mut State, key: &ObjectKey, rv: &str, value: &mut Value) -> (u64, Blob) {
+fn reseal(st: &mut State, key: &ObjectKey, rv: &str, value: &mut Value) -> (u64, Vec<u8>) {
     if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.insert("resourceVersion".into(), Value::String(rv.to_owned()));
     }
@@ -155,10 +149,10 @@ fn reseal(st: &mut State, key: &ObjectKey, rv: &str, value: &mut Value) -> (u64,
 }
 
 /// Stores a new object (key hash `hash`) and records its addition.
-fn add(st: &mut State, hash: u64, blob: &Blob, values: &[Vec<String>]) {
-    let slot = st.slots.insert(&st.atoms, hash, blob.clone());
+fn add(st: &mut State, hash: u64, blob: &[u8], values: &[Vec<String>]) {
+    let slot = st.slots.insert(&st.atoms, hash, blob);
     reindex(&mut st.indexes, slot, &[], values);
-    let entry = LogEntry::new(&st.atoms, ChangeKind::Added, blob.clone(), None);
+    let entry = LogEntry::new(&st.atoms, ChangeKind::Added, slot, None, None);
     st.log_push(entry);
 }
 
@@ -169,10 +163,10 @@ fn replace(
     sh: &Arc<Shared>,
     prior: Prior,
     key: &ObjectKey,
-    blob: &Blob,
+    blob: &[u8],
     values: &[Vec<String>],
 ) -> StoredObject {
-    let replaced = st.slots.replace(prior.slot, blob.clone());
+    let replaced = st.slots.replace(prior.slot, blob);
     let old_values = prior
         .json
         .as_ref()
@@ -182,13 +176,15 @@ fn replace(
     let entry = LogEntry::new(
         &st.atoms,
         ChangeKind::Modified,
-        blob.clone(),
-        Some(replaced),
+        prior.slot,
+        None,
+        Some(replaced.clone()),
     );
     st.log_push(entry);
     StoredObject::from(Handle {
         shared: sh.clone(),
-        blob: prior.blob,
+        blob: replaced,
+        _pin: st.retired.pin(),
         key: key.clone(),
         revision: prior.revision,
         resource_version: prior.resource_version,
@@ -261,13 +257,15 @@ impl Writer {
                 (ChangeKind::Modified, Some(previous))
             }
         };
+        let pin = st.retired.pin();
         sh.revisions.send_replace(revision);
         st.after_write();
         drop(guard);
 
         let object = StoredObject::from(Handle {
             shared: sh.clone(),
-            blob,
+            blob: Blob::from(blob),
+            _pin: pin,
             key: key.clone(),
             revision,
             resource_version,
@@ -310,20 +308,36 @@ impl Writer {
         let (revision, entry, resource_version) = match deleted_at {
             None => {
                 st.revision += 1;
-                let entry = LogEntry::new(&st.atoms, ChangeKind::Deleted, blob.clone(), None);
+                let entry = LogEntry::new(
+                    &st.atoms,
+                    ChangeKind::Deleted,
+                    slot,
+                    Some(blob.clone()),
+                    None,
+                );
                 (st.revision, entry, stored.to_string().map(Box::from))
             }
             Some(rv) => {
                 // The last state, sealed again with the deletion's resourceVersion; the entry
                 // holds the replaced blob as a Modified entry does, to retire it.
                 let (revision, sealed) = reseal(st, key, rv, &mut value);
-                let entry = LogEntry::new(&st.atoms, ChangeKind::Deleted, sealed, Some(blob));
+                let entry = LogEntry::new(
+                    &st.atoms,
+                    ChangeKind::Deleted,
+                    slot,
+                    Some(Blob::from(sealed)),
+                    Some(blob),
+                );
                 (revision, entry, Some(Box::from(rv)))
             }
         };
         let object = StoredObject::from(Handle {
             shared: sh.clone(),
-            blob: entry.object.clone(),
+            blob: entry
+                .object
+                .clone()
+                .expect("a Deleted entry holds the last state"),
+            _pin: st.retired.pin(),
             key: key.clone(),
             revision,
             resource_version,

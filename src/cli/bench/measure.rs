@@ -147,6 +147,7 @@ fn measure_resource(
         full_json_bytes_kept: full_kept,
         transformed_json_bytes: transformed,
         store_encoded_bytes: stats.encoded_bytes,
+        store_slots_bytes: stats.slots_bytes,
         store_interned_bytes: stats.interned_bytes,
         store_interned_atoms: stats.interned_strings,
         store_atoms: store.atom_breakdown(),

@@ -56,6 +56,8 @@ pub struct ResourceReport {
     pub transformed_json_bytes: usize,
     /// The store's `encoded_bytes`: each object's own encoding.
     pub store_encoded_bytes: usize,
+    /// The store's `slots_bytes`: the table of current objects besides their encoding.
+    pub store_slots_bytes: usize,
     /// The store's `interned_bytes`: strings and structure interned once, shared by objects.
     pub store_interned_bytes: usize,
     pub store_interned_atoms: usize,
@@ -79,6 +81,7 @@ pub struct PerObject {
     pub full_json_bytes_kept: Option<usize>,
     pub transformed_json_bytes: Option<usize>,
     pub store_encoded_bytes: Option<usize>,
+    pub store_slots_bytes: Option<usize>,
     pub store_interned_bytes: Option<usize>,
     pub store_allocated_bytes: Option<usize>,
 }
@@ -97,6 +100,7 @@ impl ResourceReport {
             full_json_bytes_kept: per(self.full_json_bytes_kept, kept),
             transformed_json_bytes: per(self.transformed_json_bytes, kept),
             store_encoded_bytes: per(self.store_encoded_bytes, kept),
+            store_slots_bytes: per(self.store_slots_bytes, kept),
             store_interned_bytes: per(self.store_interned_bytes, kept),
             store_allocated_bytes: per(allocated, kept),
         };

@@ -188,7 +188,7 @@ fn bytes(s: &mut String, r: &ResourceReport) {
         "bytes", "total", "per object"
     );
     let per = &r.per_object;
-    let figures: [(&str, usize, Option<usize>, String); 7] = [
+    let figures: [(&str, usize, Option<usize>, String); 8] = [
         (
             "full objects read, as JSON",
             r.full_json_bytes_read,
@@ -212,6 +212,12 @@ fn bytes(s: &mut String, r: &ResourceReport) {
             r.store_encoded_bytes,
             per.store_encoded_bytes,
             "each object's own encoding".into(),
+        ),
+        (
+            "store: slots_bytes",
+            r.store_slots_bytes,
+            per.store_slots_bytes,
+            "the table of current objects: locations, key table, lengths, arena room".into(),
         ),
         (
             "store: interned_bytes",

@@ -47,6 +47,7 @@ pub(crate) use encode::{encode_body, encode_body_sized, too_deep};
 pub(crate) use header::{encode_header, parse_header, Name};
 pub(crate) use path::decode_path;
 pub(crate) use refs::{exclusive_bytes, release_blob, release_body, retain_blob};
+pub(crate) use varint::{get_varint, put_varint};
 
 // Value tags. Constants (allowed in templates and constant arrays, and in the body):
 const T_NULL: u8 = 0;

@@ -4,7 +4,7 @@
 use crate::store::atoms::AtomId;
 
 #[inline]
-pub(super) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -13,7 +13,7 @@ pub(super) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 }
 
 #[inline]
-pub(super) fn get_varint(buf: &[u8], p: &mut usize) -> u64 {
+pub(crate) fn get_varint(buf: &[u8], p: &mut usize) -> u64 {
     let mut v = 0u64;
     let mut shift = 0;
     loop {

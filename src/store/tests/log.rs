@@ -1,6 +1,8 @@
 //! The change log replays exactly and expires by count and by bytes.
 
-use serde_json::json;
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
 
 use super::*;
 
@@ -89,5 +91,68 @@ fn changes_since_expires_by_bytes() {
             c.previous.as_ref().unwrap().to_json_value(),
             big(c.revision - 1)
         );
+    }
+}
+
+/// What each revision made: kind, key, object and (for a modification) the replaced one.
+type Made = Vec<(ChangeKind, ObjectKey, Value, Option<Value>)>;
+
+/// Applies a pod, and notes what it made.
+fn apply_noted(
+    store: &Writer,
+    made: &mut Made,
+    current: &mut HashMap<String, Value>,
+    (name, node, rv): (&str, &str, u64),
+) {
+    let p = pod("ns", name, node, rv);
+    let c = store.apply(p.clone()).unwrap().unwrap();
+    let previous = current.insert(name.to_owned(), p.clone());
+    made.push((c.kind, key("ns", name), p, previous));
+}
+
+/// Every logged change carries the state it made, and a modification the state it replaced,
+/// whatever happened to the object and its slot since: modified again, deleted (also with a
+/// resourceVersion of its own), its slot taken by another object, added again.
+#[test]
+fn each_change_carries_the_states_of_its_revision() {
+    let store = Writer::new(StoreOptions::default());
+    let (mut made, mut current) = (Made::new(), HashMap::new());
+    for step in [
+        ("a", "n1", 1),
+        ("b", "n1", 2),
+        ("a", "n2", 3),
+        ("a", "n3", 4),
+    ] {
+        apply_noted(&store, &mut made, &mut current, step);
+    }
+    store.delete(&key("ns", "a")).unwrap();
+    let last_a = current.remove("a").unwrap();
+    made.push((ChangeKind::Deleted, key("ns", "a"), last_a, None));
+    // Another object takes the freed slot, then "a" comes back and "b" goes at its own version.
+    for step in [("c", "n1", 5), ("a", "n4", 6), ("c", "n2", 7)] {
+        apply_noted(&store, &mut made, &mut current, step);
+    }
+    store.delete_at(&key("ns", "b"), Some("8")).unwrap();
+    let mut last_b = current.remove("b").unwrap();
+    last_b["metadata"]["resourceVersion"] = json!("8");
+    made.push((ChangeKind::Deleted, key("ns", "b"), last_b, None));
+
+    for since in 0..made.len() as u64 {
+        let changes = store.changes_since(since).unwrap();
+        assert_eq!(changes.len(), made.len() - since as usize);
+        for (c, (kind, k, object, previous)) in changes.iter().zip(&made[since as usize..]) {
+            assert_eq!((&c.kind, &c.key), (kind, k), "revision {}", c.revision);
+            assert_eq!(&c.object.to_json_value(), object, "revision {}", c.revision);
+            let expected_previous = previous.as_ref().filter(|_| *kind == ChangeKind::Modified);
+            assert_eq!(
+                c.previous
+                    .as_ref()
+                    .map(StoredObject::to_json_value)
+                    .as_ref(),
+                expected_previous,
+                "revision {}",
+                c.revision
+            );
+        }
     }
 }
