@@ -9,6 +9,8 @@
 //! freed bytes it tolerates, and moves the live values out of the chunks with the most freed
 //! room, rewriting their locations itself, since only it knows who holds them.
 
+use super::codec::{get_varint, put_varint};
+
 /// Where a value lives: its chunk's index (high bits) and its offset in it (low
 /// [`OFFSET_BITS`]).
 pub(super) type At = u32;
@@ -67,7 +69,7 @@ impl Arena {
     }
 
     /// The bytes from `at` to the end of its chunk: for values that say their own length.
-    pub(super) fn from(&self, at: At) -> &[u8] {
+    fn from(&self, at: At) -> &[u8] {
         &self.chunks[chunk_of(at)].bytes[offset_of(at)..]
     }
 
@@ -137,6 +139,28 @@ impl Arena {
                 self.free_chunks.push(i as u32);
             }
         }
+    }
+
+    /// Copies `parts` (concatenated, at most two) into the arena after their length (a
+    /// varint, one byte below 128), so that the location alone finds them again
+    /// ([`Arena::sized`]); returns it.
+    pub(super) fn store_sized(&mut self, parts: &[&[u8]], live_bytes: usize) -> At {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let mut prefix = Vec::with_capacity(5);
+        put_varint(&mut prefix, len as u64);
+        match parts {
+            [a] => self.store(&[&prefix, a], live_bytes),
+            [a, b] => self.store(&[&prefix, a, b], live_bytes),
+            _ => self.store(&[&prefix, &parts.concat()], live_bytes),
+        }
+    }
+
+    /// What [`Arena::store_sized`] stored at `at`, and the bytes it takes with its length.
+    pub(super) fn sized(&self, at: At) -> (&[u8], usize) {
+        let bytes = self.from(at);
+        let mut p = 0;
+        let len = get_varint(bytes, &mut p) as usize;
+        (&bytes[p..p + len], p + len)
     }
 
     /// Bytes of freed values still in chunks.
@@ -258,5 +282,22 @@ mod tests {
         }
         assert!(arena.capacity < capacity);
         assert_eq!(arena.get(second, 100), &[8; 100]);
+    }
+
+    #[test]
+    fn sized_values_are_found_by_their_location_alone() {
+        let mut arena = Arena::default();
+        let lens = [0usize, 1, 127, 128, 300, 16_383, 16_384, 70_000];
+        let at: Vec<At> = lens
+            .iter()
+            .map(|&n| arena.store_sized(&[b"k", &vec![n as u8; n]], 0))
+            .collect();
+        for (&n, &at) in lens.iter().zip(&at) {
+            let (bytes, span) = arena.sized(at);
+            assert_eq!(bytes.len(), n + 1);
+            assert_eq!(bytes[0], b'k');
+            assert!(bytes[1..].iter().all(|&b| b == n as u8));
+            assert!(span > bytes.len(), "the length comes before the bytes");
+        }
     }
 }

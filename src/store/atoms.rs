@@ -9,7 +9,7 @@
 //! are small and many are referenced once (an owner's template), so an allocation per atom
 //! cost its 16-byte `Box<[u8]>` pointer, the allocator's size-class rounding (about 10 bytes
 //! on average) and an entry twice as wide as needed: a fifth of a realistic controller pod's
-//! bytes. An entry is 12 bytes (location, length, references). Freed bytes stay in their
+//! bytes. An entry is 8 bytes (location, references; the length is in the arena). Freed bytes stay in their
 //! chunk until there are more of them than half the live bytes; then the chunks with at least
 //! a quarter of their bytes freed are compacted (their live atoms copied to new chunks). Ids
 //! never move, and the table finds atoms by content, so compaction only rewrites entries'
@@ -34,12 +34,13 @@ pub(crate) const KIND_ARRAY: u8 = b'a';
 /// The template of an array with holes (see `codec`).
 pub(crate) const KIND_ARRAY_TEMPLATE: u8 = b'r';
 
+/// An atom's entry: 8 bytes, its length being in the arena before its bytes (one byte for
+/// nearly every atom, against four here).
 #[derive(Clone, Copy)]
 struct Entry {
-    /// Where its bytes are in the arena.
+    /// Where its length, kind byte and payload are in the arena; [`NOWHERE`] while the id is
+    /// free.
     at: At,
-    /// kind byte and payload; 0 while the id is free.
-    len: u32,
     refs: u32,
 }
 
@@ -47,9 +48,14 @@ impl Default for Entry {
     fn default() -> Self {
         Self {
             at: NOWHERE,
-            len: 0,
             refs: 0,
         }
+    }
+}
+
+impl Entry {
+    fn is_live(self) -> bool {
+        self.at != NOWHERE
     }
 }
 
@@ -86,7 +92,7 @@ fn rehasher<'a>(
 }
 
 fn entry_bytes(arena: &Arena, e: Entry) -> &[u8] {
-    arena.get(e.at, e.len as usize)
+    arena.sized(e.at).0
 }
 
 impl Atoms {
@@ -118,8 +124,7 @@ impl Atoms {
             return (id, false);
         }
         let entry = Entry {
-            at: self.arena.store(&[&[kind], payload], self.live_bytes),
-            len: u32::try_from(payload.len() + 1).expect("atoms are smaller than 4 GiB"),
+            at: self.arena.store_sized(&[&[kind], payload], self.live_bytes),
             refs: 1,
         };
         let id = match self.free.pop() {
@@ -195,9 +200,13 @@ impl Atoms {
         if let Ok(found) = self.table.find_entry(hash, |&x| x == id) {
             found.remove();
         }
-        self.arena.free(e.at, e.len as usize);
+        let (len, span) = {
+            let (bytes, span) = self.arena.sized(e.at);
+            (bytes.len(), span)
+        };
+        self.arena.free(e.at, span);
         self.live -= 1;
-        self.live_bytes -= e.len as usize;
+        self.live_bytes -= len;
         if self.live == 0 {
             self.entries = Paged::new();
             self.free = Vec::new();
@@ -225,12 +234,13 @@ impl Atoms {
         let compaction = self.arena.begin_compaction(4);
         for i in 0..self.entries.len() {
             let e = self.entries[i];
-            if e.len == 0 {
+            if !e.is_live() {
                 continue;
             }
+            let span = self.arena.sized(e.at).1;
             let moved = self
                 .arena
-                .relocate(&compaction, e.at, e.len as usize, self.live_bytes);
+                .relocate(&compaction, e.at, span, self.live_bytes);
             if let Some(at) = moved {
                 self.entries[i].at = at;
             }
@@ -243,14 +253,10 @@ impl Atoms {
         self.entries
             .iter()
             .enumerate()
-            .filter(|(_, e)| e.len > 0)
+            .filter(|(_, e)| e.is_live())
             .map(|(id, e)| {
-                (
-                    id as AtomId,
-                    entry_bytes(&self.arena, *e)[0],
-                    e.len as usize,
-                    e.refs,
-                )
+                let bytes = entry_bytes(&self.arena, *e);
+                (id as AtomId, bytes[0], bytes.len(), e.refs)
             })
     }
 
@@ -259,7 +265,7 @@ impl Atoms {
         self.entries
             .iter()
             .enumerate()
-            .filter(|(_, e)| e.len > 0)
+            .filter(|(_, e)| e.is_live())
             .map(|(id, e)| (id as AtomId, entry_bytes(&self.arena, *e)))
     }
 
@@ -294,12 +300,8 @@ impl Atoms {
             self.free.push(self.entries.len() as AtomId);
             self.entries.push(Entry::default());
         }
-        let at = self.arena.store(&[bytes], self.live_bytes);
-        self.entries.push(Entry {
-            at,
-            len: u32::try_from(bytes.len()).expect("atoms are smaller than 4 GiB"),
-            refs: 0,
-        });
+        let at = self.arena.store_sized(&[bytes], self.live_bytes);
+        self.entries.push(Entry { at, refs: 0 });
         let rehash = rehasher(&self.hasher, &self.arena, &self.entries);
         self.table
             .insert_unique(hash_entry(&self.hasher, bytes), id, rehash);
@@ -311,7 +313,7 @@ impl Atoms {
     /// Takes a reference on a restored atom; whether it was the first (its own references are
     /// then to be taken too). `None`: there is no atom `id`.
     pub(crate) fn retain(&mut self, id: AtomId) -> Option<bool> {
-        if id as usize >= self.entries.len() || self.entries[id as usize].len == 0 {
+        if id as usize >= self.entries.len() || !self.entries[id as usize].is_live() {
             return None;
         }
         let entry = &mut self.entries[id as usize];
@@ -326,7 +328,7 @@ impl Atoms {
             .entries
             .iter()
             .enumerate()
-            .filter(|(_, e)| e.len > 0 && e.refs == 0)
+            .filter(|(_, e)| e.is_live() && e.refs == 0)
             .map(|(id, _)| id as AtomId)
             .collect();
         for id in unreferenced {

@@ -3,13 +3,13 @@
 //!
 //! Decision: the fingerprint is computed, not only declared. It hashes [`LAYOUT`] with what
 //! this build's codec makes of a canary object that holds every kind of value the codec has a
-//! form for (timestamps with and without fractions, UUIDs, IPv4 addresses and CIDRs, digests,
-//! generated and derived names, an owner's name, a StatefulSet pod's ordinal, a ReplicaSet
-//! pod's hash, a CronJob's Job with its owner reference, counters, numbers, constant and
-//! templated arrays, a string long enough to be compressed). A change to the encoding changes
-//! what the canary encodes to, so an older snapshot is refused even if nobody remembered to
-//! bump [`LAYOUT`]; bump it for a change of what existing bytes mean that the canary's
-//! encoding would not show.
+//! form for (timestamps with and without fractions, UUIDs, IPv4 addresses and CIDRs, digests
+//! (a container's and a bare one), generated and derived names, an owner's name, a StatefulSet
+//! pod's ordinal, a ReplicaSet pod's hash, a CronJob's Job with its owner reference, counters,
+//! numbers, constant and templated arrays, a string long enough to be compressed). A change to
+//! the encoding changes what the canary encodes to, so an older snapshot is refused even if
+//! nobody remembered to bump [`LAYOUT`]; bump it for a change of what existing bytes mean that
+//! the canary's encoding would not show.
 
 use std::sync::OnceLock;
 
@@ -86,7 +86,8 @@ fn canary() -> Vec<Value> {
                 "resourceVersion": "123456",
                 "creationTimestamp": "2026-01-02T03:04:05Z",
                 "labels": {"app": "web", "pod-template-hash": "7d4b9c8f6d"},
-                "annotations": {"kubectl.kubernetes.io/last-applied-configuration": applied},
+                "annotations": {"kubectl.kubernetes.io/last-applied-configuration": applied,
+                                "checksum/config": "9e1f3c5a7b2d4f6e8a0c1b3d5f7e9a2c4b6d8f0e1a3c5b7d9f2e4a6c8b0d1f3e"},
                 "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
                     "name": "web-7d4b9c8f6d", "uid": "6f1c1f3e-2b8a-4c1e-9f0d-3a5b7c9d1e2f",
                     "controller": true, "blockOwnerDeletion": true}],

@@ -16,7 +16,7 @@ use hashbrown::HashTable;
 
 use super::arena::{Arena, At, NOWHERE};
 use super::atoms::{AtomId, Atoms};
-use super::codec::{self, get_varint, put_varint, Name};
+use super::codec::{self, Name};
 use super::Blob;
 
 /// Compaction moves the blobs of the chunks with at least a sixteenth of their bytes freed
@@ -49,19 +49,11 @@ fn key_hash(hasher: &RandomState, namespace: Option<&[u8]>, name: &[u8]) -> u64 
     hasher.hash_one((namespace, name))
 }
 
-/// The blob at `at`, and the arena bytes it takes (its length's included).
-fn blob_at(arena: &Arena, at: At) -> (&[u8], usize) {
-    let bytes = arena.from(at);
-    let mut p = 0;
-    let len = get_varint(bytes, &mut p) as usize;
-    (&bytes[p..p + len], p + len)
-}
-
 /// Hash of the key of the object in `slot`.
 fn slot_hash(hasher: &RandomState, atoms: &Atoms, arena: &Arena, at: &[At], slot: u32) -> u64 {
     let loc = at[slot as usize];
     assert_ne!(loc, NOWHERE, "indexed slots are occupied");
-    let h = codec::parse_header(blob_at(arena, loc).0);
+    let h = codec::parse_header(arena.sized(loc).0);
     let ns = h.namespace.map(|a| atoms.payload(a));
     match h.name {
         Name::Inline(name) => key_hash(hasher, ns, name.as_bytes()),
@@ -120,25 +112,24 @@ impl Slots {
     /// The object in `slot` (`None` for a free slot).
     pub(super) fn get(&self, slot: u32) -> Option<&[u8]> {
         match self.at.get(slot as usize) {
-            Some(&at) if at != NOWHERE => Some(blob_at(&self.arena, at).0),
+            Some(&at) if at != NOWHERE => Some(self.arena.sized(at).0),
             _ => None,
         }
     }
 
     /// Copies `blob` into the arena; returns where.
     fn put(&mut self, blob: &[u8]) -> At {
-        let mut len = Vec::with_capacity(5);
-        put_varint(&mut len, blob.len() as u64);
+        let at = self.arena.store_sized(&[blob], self.live_bytes);
         self.encoded_bytes += blob.len();
-        self.live_bytes += len.len() + blob.len();
-        self.arena.store(&[&len, blob], self.live_bytes)
+        self.live_bytes += self.arena.sized(at).1;
+        at
     }
 
     /// Frees the blob of `slot` in the arena; returns a copy of it.
     fn take(&mut self, slot: u32) -> Blob {
         let at = std::mem::replace(&mut self.at[slot as usize], NOWHERE);
         assert_ne!(at, NOWHERE, "taken slots are occupied");
-        let (blob, len) = blob_at(&self.arena, at);
+        let (blob, len) = self.arena.sized(at);
         let copy = Blob::from(blob);
         self.encoded_bytes -= copy.len();
         self.live_bytes -= len;
@@ -220,7 +211,7 @@ impl Slots {
             if at == NOWHERE {
                 continue;
             }
-            let len = blob_at(&self.arena, at).1;
+            let len = self.arena.sized(at).1;
             if let Some(moved) = self.arena.relocate(&compaction, at, len, self.live_bytes) {
                 self.at[i] = moved;
             }
@@ -233,7 +224,7 @@ impl Slots {
         self.at
             .iter()
             .filter(|&&at| at != NOWHERE)
-            .map(|&at| blob_at(&self.arena, at).0)
+            .map(|&at| self.arena.sized(at).0)
             .filter(move |blob| ns.is_none() || codec::parse_header(blob).namespace == ns)
     }
 

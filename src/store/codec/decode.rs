@@ -125,14 +125,6 @@ impl<'a> Decoder<'a, '_> {
                 name.push_str(utf8(&suffix));
                 name
             }
-            T_HEX64 => {
-                let prefix = match get_varint(s, &mut self.p) {
-                    0 => "",
-                    v => self.atoms.str((v - 1) as AtomId),
-                };
-                self.p += 32;
-                format_hex64(prefix, &s[self.p - 32..self.p])
-            }
             _ => {
                 let mut p = self.p;
                 let v = self.const_payload(tag, s, &mut p);
@@ -213,6 +205,14 @@ impl<'a> Decoder<'a, '_> {
             T_UUID => {
                 *p += 16;
                 Value::String(format_uuid(&buf[*p - 16..*p]))
+            }
+            T_HEX64 => {
+                let prefix = match get_varint(buf, p) {
+                    0 => "",
+                    v => atoms.str((v - 1) as AtomId),
+                };
+                *p += 32;
+                Value::String(format_hex64(prefix, &buf[*p - 32..*p]))
             }
             T_KEY_NAME => Value::String(self.id.name.to_owned()),
             T_KEY_NAME_AFFIX => {

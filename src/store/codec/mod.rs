@@ -24,7 +24,8 @@
 //!   an object of a given template), so a list of conditions costs only its timestamps. Holes
 //!   are what makes an object unique, each in a compact form: UUIDs (16 bytes), timestamps
 //!   (seconds as a varint delta from the previous timestamp of the object), decimal counters,
-//!   IPv4 addresses, generated names (prefix atom + 3 bytes), hex digests (32 bytes).
+//!   IPv4 addresses, generated names (prefix atom + 3 bytes), container IDs (32 bytes; a bare
+//!   digest, an owner's configuration checksum, is a constant).
 //!
 //! A value is one tag byte and a payload (varints are LEB128, see `varint`); for a hole, the
 //! tag is in the template and only the payload in the body (the body's root keeps its tag).
@@ -73,7 +74,7 @@ const T_TS_FRAC: u8 = 18; // zigzag varint delta seconds, digit count, varint fr
 const T_IPV4: u8 = 19; // 4 bytes
 const T_IPV4_CIDR: u8 = 20; // 4 bytes + prefix length
 const T_GEN_NAME: u8 = 21; // prefix atom id + packed suffix
-const T_HEX64: u8 = 22; // varint (0: no prefix, else prefix atom id + 1) + 32 bytes
+const T_HEX64: u8 = 22; // varint (0: no prefix, else prefix atom id + 1) + 32 bytes; a constant when bare
                         // Constants relative to the object's name (in templates too, like T_KEY_NAME):
 const T_KEY_NAME_AFFIX: u8 = 23; // a string constant, the name, a string constant
 const T_KEY_GEN_PREFIX: u8 = 24; // the name without its generated 5-character suffix

@@ -130,10 +130,6 @@ impl Decoder<'_, '_> {
                 get_id(s, &mut self.p);
                 self.p += PACKED_SUFFIX_LEN;
             }
-            T_HEX64 => {
-                get_varint(s, &mut self.p);
-                self.p += 32;
-            }
             _ => skip_const_payload(tag, s, &mut self.p),
         }
     }
@@ -188,6 +184,10 @@ fn skip_const_payload(tag: u8, buf: &[u8], p: &mut usize) {
             *p += len;
         }
         T_UUID => *p += 16,
+        T_HEX64 => {
+            get_varint(buf, p);
+            *p += 32;
+        }
         T_KEY_NAME_AFFIX => {
             skip_const(buf, p);
             skip_const(buf, p);

@@ -38,6 +38,13 @@ fn const_payload_refs(tag: u8, buf: &[u8], p: &mut usize, on_ref: &mut impl FnMu
             *p += len;
         }
         T_UUID => *p += 16,
+        T_HEX64 => {
+            let v = get_varint(buf, p);
+            if v > 0 {
+                on_ref((v - 1) as AtomId);
+            }
+            *p += 32;
+        }
         T_ATOM_STR | T_OBJ | T_ARR_CONST | T_ARR_OBJ1 => on_ref(get_id(buf, p)),
         t if (T_SMALL..=T_SMALL + SMALL_MAX as u8).contains(&t) => {}
         t => unreachable!("tag {t} is not a constant"),
@@ -115,13 +122,6 @@ fn hole_refs(atoms: &Atoms, tag: u8, s: &[u8], p: &mut usize, ids: &mut Vec<Atom
         T_GEN_NAME => {
             ids.push(get_id(s, p));
             *p += PACKED_SUFFIX_LEN;
-        }
-        T_HEX64 => {
-            let v = get_varint(s, p);
-            if v > 0 {
-                ids.push((v - 1) as AtomId);
-            }
-            *p += 32;
         }
         _ => const_payload_refs(tag, s, p, &mut |id| ids.push(id)),
     }

@@ -321,6 +321,40 @@ fn a_deployments_pods_share_their_templates() {
     );
 }
 
+/// A bare digest (Helm's `checksum/config`, the same for every pod of an owner) is kept once
+/// in the template of the pods' annotations, not in every pod; a container's ID, its pod's
+/// own, stays in the pod.
+#[test]
+fn an_owners_configuration_checksum_is_kept_once() {
+    let digest = "5d41402abc4b2a76b9719d911017c5925d41402abc4b2a76b9719d911017c592";
+    let rs_pod = |suffix: &str, annotations: Value| {
+        json!({"metadata": {"name": format!("web-7d9f8c6b5-{suffix}"), "namespace": "ns",
+                            "annotations": annotations},
+               "status": {"containerStatuses": [{"containerID": format!("containerd://{digest}")}]}})
+    };
+    let encoded = |pods: &[Value]| {
+        let store = Writer::new(StoreOptions::default());
+        for p in pods {
+            assert_round_trip(&store, p);
+        }
+        store.stats().encoded_bytes
+    };
+    let with = encoded(&[rs_pod("x2k4p", json!({"checksum/config": digest}))]);
+    let without = encoded(&[rs_pod("x2k4p", json!({"prometheus.io/scrape": "true"}))]);
+    assert!(
+        with < without + 8,
+        "{with} bytes with the checksum, {without} without"
+    );
+    let container_id = encoded(&[json!({"metadata": {"name": "a", "namespace": "ns"},
+        "status": {"containerStatuses": [{"containerID": format!("containerd://{digest}")}]}})]);
+    let no_container_id = encoded(&[json!({"metadata": {"name": "a", "namespace": "ns"},
+        "status": {"containerStatuses": [{"containerID": "none"}]}})]);
+    assert!(
+        container_id >= no_container_id + 32,
+        "a container's ID is the pod's own"
+    );
+}
+
 /// Strings that are not at a dash, not the whole name, not an ordinal or a hash: ordinary
 /// strings, read back exactly.
 #[test]
