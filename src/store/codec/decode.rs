@@ -214,6 +214,34 @@ impl<'a> Decoder<'a, '_> {
                 *p += 32;
                 Value::String(format_hex64(prefix, &buf[*p - 32..*p]))
             }
+            T_KEY_NAME | T_KEY_NAME_AFFIX | T_KEY_GEN_PREFIX | T_KEY_NAME_HEAD
+            | T_KEY_NAME_HASH | T_KEY_NAME_ORDINAL | T_KEY_NS | T_KEY_RV => {
+                self.identity_const(tag, buf, p)
+            }
+            T_OBJ => self.const_object(get_id(buf, p)),
+            T_ARR_OBJ1 => Value::Array(vec![self.const_object(get_id(buf, p))]),
+            T_ARR_CONST => {
+                let a = atoms.payload(get_id(buf, p));
+                let mut q = 0;
+                let n = get_varint(a, &mut q) as usize;
+                let mut out = Vec::with_capacity(n);
+                for _ in 0..n {
+                    out.push(self.const_value(a, &mut q));
+                }
+                Value::Array(out)
+            }
+            T_ARR_EMPTY => Value::Array(Vec::new()),
+            t if (T_SMALL..=T_SMALL + SMALL_MAX as u8).contains(&t) => {
+                Value::Number(u64::from(t - T_SMALL).into())
+            }
+            t => unreachable!("tag {t} is not a constant"),
+        }
+    }
+
+    /// A constant made of the object's identity (name, namespace, resourceVersion), of tag
+    /// `tag`, whose payload is at `buf[*p]`.
+    fn identity_const(&self, tag: u8, buf: &[u8], p: &mut usize) -> Value {
+        match tag {
             T_KEY_NAME => Value::String(self.id.name.to_owned()),
             T_KEY_NAME_AFFIX => {
                 let (Value::String(mut s), Value::String(suffix)) =
@@ -245,23 +273,7 @@ impl<'a> Decoder<'a, '_> {
             ),
             T_KEY_NS => Value::String(self.id.namespace.unwrap_or_default().to_owned()),
             T_KEY_RV => Value::String(self.id.resource_version.unwrap_or_default().to_owned()),
-            T_OBJ => self.const_object(get_id(buf, p)),
-            T_ARR_OBJ1 => Value::Array(vec![self.const_object(get_id(buf, p))]),
-            T_ARR_CONST => {
-                let a = atoms.payload(get_id(buf, p));
-                let mut q = 0;
-                let n = get_varint(a, &mut q) as usize;
-                let mut out = Vec::with_capacity(n);
-                for _ in 0..n {
-                    out.push(self.const_value(a, &mut q));
-                }
-                Value::Array(out)
-            }
-            T_ARR_EMPTY => Value::Array(Vec::new()),
-            t if (T_SMALL..=T_SMALL + SMALL_MAX as u8).contains(&t) => {
-                Value::Number(u64::from(t - T_SMALL).into())
-            }
-            t => unreachable!("tag {t} is not a constant"),
+            t => unreachable!("tag {t} is not made of the identity"),
         }
     }
 }
