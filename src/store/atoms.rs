@@ -16,9 +16,9 @@
 //! locations.
 
 use ahash::RandomState;
-use hashbrown::HashTable;
 
 use super::arena::{Arena, At, NOWHERE};
+use super::ids::IdTable;
 use super::paged::Paged;
 
 pub(crate) type AtomId = u32;
@@ -67,7 +67,7 @@ pub(crate) fn names_atoms(kind: u8) -> bool {
 pub(crate) struct Atoms {
     entries: Paged<Entry>,
     free: Vec<AtomId>,
-    table: HashTable<AtomId>,
+    table: IdTable,
     hasher: RandomState,
     arena: Arena,
     live: usize,
@@ -87,8 +87,8 @@ fn rehasher<'a>(
     hasher: &'a RandomState,
     arena: &'a Arena,
     entries: &'a Paged<Entry>,
-) -> impl Fn(&AtomId) -> u64 + 'a {
-    move |&id| hash_entry(hasher, entry_bytes(arena, entries[id as usize]))
+) -> impl Fn(AtomId) -> u64 + 'a {
+    move |id| hash_entry(hasher, entry_bytes(arena, entries[id as usize]))
 }
 
 fn entry_bytes(arena: &Arena, e: Entry) -> &[u8] {
@@ -100,7 +100,7 @@ impl Atoms {
         Self {
             entries: Paged::new(),
             free: Vec::new(),
-            table: HashTable::new(),
+            table: IdTable::new(),
             hasher: RandomState::new(),
             arena: Arena::default(),
             live: 0,
@@ -116,7 +116,7 @@ impl Atoms {
     /// and whether it was created.
     pub(crate) fn acquire(&mut self, kind: u8, payload: &[u8]) -> (AtomId, bool) {
         let hash = hash_of(&self.hasher, kind, payload);
-        if let Some(&id) = self.table.find(hash, |&id| {
+        if let Some(id) = self.table.find(hash, |id| {
             let b = entry_bytes(&self.arena, self.entries[id as usize]);
             b[0] == kind && b[1..] == *payload
         }) {
@@ -148,12 +148,10 @@ impl Atoms {
     /// The id of an existing atom, without taking a reference.
     pub(crate) fn lookup(&self, kind: u8, payload: &[u8]) -> Option<AtomId> {
         let hash = hash_of(&self.hasher, kind, payload);
-        self.table
-            .find(hash, |&id| {
-                let b = self.bytes_of(id);
-                b[0] == kind && b[1..] == *payload
-            })
-            .copied()
+        self.table.find(hash, |id| {
+            let b = self.bytes_of(id);
+            b[0] == kind && b[1..] == *payload
+        })
     }
 
     pub(crate) fn kind(&self, id: AtomId) -> u8 {
@@ -197,9 +195,8 @@ impl Atoms {
     fn free_entry(&mut self, id: AtomId) {
         let e = std::mem::take(&mut self.entries[id as usize]);
         let hash = hash_entry(&self.hasher, entry_bytes(&self.arena, e));
-        if let Ok(found) = self.table.find_entry(hash, |&x| x == id) {
-            found.remove();
-        }
+        let rehash = rehasher(&self.hasher, &self.arena, &self.entries);
+        self.table.remove(hash, id, rehash);
         let (len, span) = {
             let (bytes, span) = self.arena.sized(e.at);
             (bytes.len(), span)
@@ -210,17 +207,11 @@ impl Atoms {
         if self.live == 0 {
             self.entries = Paged::new();
             self.free = Vec::new();
-            self.table = HashTable::new();
+            self.table = IdTable::new();
             self.arena = Arena::default();
             return;
         }
         self.free.push(id);
-        let cap = self.table.capacity();
-        if cap > 64 && self.table.len() * 4 < cap {
-            let rehash = rehasher(&self.hasher, &self.arena, &self.entries);
-            let len = self.table.len();
-            self.table.shrink_to(len * 2, rehash);
-        }
         if self.arena.dead() > self.live_bytes / 2 {
             self.compact();
         }

@@ -24,6 +24,7 @@ mod arena;
 mod atoms;
 mod breakdown;
 mod codec;
+mod ids;
 mod index;
 mod layout;
 mod log;

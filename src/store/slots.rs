@@ -12,11 +12,11 @@
 //! `retired`).
 
 use ahash::RandomState;
-use hashbrown::HashTable;
 
 use super::arena::{Arena, At, NOWHERE};
 use super::atoms::{AtomId, Atoms};
 use super::codec::{self, Name};
+use super::ids::IdTable;
 use super::Blob;
 
 /// Compaction moves the blobs of the chunks with at least a sixteenth of their bytes freed
@@ -37,7 +37,7 @@ pub(super) struct Slots {
     arena: Arena,
     free: Vec<u32>,
     /// Slot numbers, hashed by namespace and name.
-    keys: HashTable<u32>,
+    keys: IdTable,
     hasher: RandomState,
     /// Encoded bytes of the current objects.
     encoded_bytes: usize,
@@ -67,7 +67,7 @@ impl Slots {
             at: Vec::new(),
             arena: Arena::default(),
             free: Vec::new(),
-            keys: HashTable::new(),
+            keys: IdTable::new(),
             hasher: RandomState::new(),
             encoded_bytes: 0,
             live_bytes: 0,
@@ -101,12 +101,10 @@ impl Slots {
         namespace: Option<&str>,
         name: &str,
     ) -> Option<u32> {
-        self.keys
-            .find(hash, |&slot| {
-                let blob = self.get(slot).expect("indexed slots are occupied");
-                blob_is(atoms, blob, namespace, name)
-            })
-            .copied()
+        self.keys.find(hash, |slot| {
+            let blob = self.get(slot).expect("indexed slots are occupied");
+            blob_is(atoms, blob, namespace, name)
+        })
     }
 
     /// The object in `slot` (`None` for a free slot).
@@ -161,7 +159,7 @@ impl Slots {
             at,
             ..
         } = self;
-        keys.insert_unique(hash, slot, |&s| slot_hash(hasher, atoms, arena, at, s));
+        keys.insert_unique(hash, slot, |s| slot_hash(hasher, atoms, arena, at, s));
         slot
     }
 
@@ -175,26 +173,21 @@ impl Slots {
 
     /// Removes the object in `slot`, whose key hashes to `hash`; returns a copy of it.
     pub(super) fn remove(&mut self, atoms: &Atoms, hash: u64, slot: u32) -> Blob {
-        if let Ok(entry) = self.keys.find_entry(hash, |&s| s == slot) {
-            entry.remove();
-        }
+        let Self {
+            keys,
+            hasher,
+            arena,
+            at,
+            ..
+        } = self;
+        keys.remove(hash, slot, |s| slot_hash(hasher, atoms, arena, at, s));
         let blob = self.take(slot);
         self.free.push(slot);
-        if self.keys.is_empty() {
+        if self.keys.len() == 0 {
             *self = Self {
                 hasher: self.hasher.clone(),
                 ..Self::new()
             };
-        } else if self.keys.capacity() > 64 && self.keys.len() * 4 < self.keys.capacity() {
-            let len = self.keys.len();
-            let Self {
-                keys,
-                hasher,
-                arena,
-                at,
-                ..
-            } = self;
-            keys.shrink_to(len * 2, |&s| slot_hash(hasher, atoms, arena, at, s));
         }
         self.compact_if_sparse();
         blob
