@@ -1,9 +1,9 @@
 //! A vector that grows by fixed-size pages rather than by doubling: a table of hundreds of
 //! thousands of small entries then wastes at most one page, not up to half its capacity.
 //!
-//! Decision: used for the atom table's entries (12 bytes each, one per atom): at 20,000
-//! realistic pods a doubling `Vec` held 65,536 entries for 44,877 atoms, 16 bytes per pod
-//! never used. Indexing costs one more indirection.
+//! Decision: used for the atom table's entries (one per atom) and the slots' locations (one
+//! per object): at 20,000 realistic pods a doubling `Vec` held 65,536 atom entries for 44,877
+//! atoms, 16 bytes per pod never used. Indexing costs one more indirection.
 
 use std::ops::{Index, IndexMut};
 

@@ -17,6 +17,7 @@ use super::arena::{Arena, At, NOWHERE};
 use super::atoms::{AtomId, Atoms};
 use super::codec::{self, Name};
 use super::ids::IdTable;
+use super::paged::Paged;
 use super::Blob;
 
 /// Compaction moves the blobs of the chunks with at least a sixteenth of their bytes freed
@@ -33,7 +34,7 @@ const COMPACT_AT: usize = 8;
 pub(super) struct Slots {
     /// Where each slot's blob is in `arena`: its length (a varint), then its bytes;
     /// [`NOWHERE`] for a free slot.
-    at: Vec<At>,
+    at: Paged<At>,
     arena: Arena,
     free: Vec<u32>,
     /// Slot numbers, hashed by namespace and name.
@@ -50,7 +51,7 @@ fn key_hash(hasher: &RandomState, namespace: Option<&[u8]>, name: &[u8]) -> u64 
 }
 
 /// Hash of the key of the object in `slot`.
-fn slot_hash(hasher: &RandomState, atoms: &Atoms, arena: &Arena, at: &[At], slot: u32) -> u64 {
+fn slot_hash(hasher: &RandomState, atoms: &Atoms, arena: &Arena, at: &Paged<At>, slot: u32) -> u64 {
     let loc = at[slot as usize];
     assert_ne!(loc, NOWHERE, "indexed slots are occupied");
     let h = codec::parse_header(arena.sized(loc).0);
@@ -64,7 +65,7 @@ fn slot_hash(hasher: &RandomState, atoms: &Atoms, arena: &Arena, at: &[At], slot
 impl Slots {
     pub(super) fn new() -> Self {
         Self {
-            at: Vec::new(),
+            at: Paged::new(),
             arena: Arena::default(),
             free: Vec::new(),
             keys: IdTable::new(),
@@ -109,10 +110,11 @@ impl Slots {
 
     /// The object in `slot` (`None` for a free slot).
     pub(super) fn get(&self, slot: u32) -> Option<&[u8]> {
-        match self.at.get(slot as usize) {
-            Some(&at) if at != NOWHERE => Some(self.arena.sized(at).0),
-            _ => None,
+        let slot = slot as usize;
+        if slot >= self.at.len() || self.at[slot] == NOWHERE {
+            return None;
         }
+        Some(self.arena.sized(self.at[slot]).0)
     }
 
     /// Copies `blob` into the arena; returns where.
@@ -144,10 +146,6 @@ impl Slots {
                 slot
             }
             None => {
-                if self.at.len() == self.at.capacity() {
-                    // Grow by a quarter, not double: slots are a large share of the memory.
-                    self.at.reserve_exact((self.at.len() / 4).max(16));
-                }
                 self.at.push(at);
                 u32::try_from(self.at.len() - 1).expect("fewer than 2^32 objects")
             }
@@ -224,7 +222,7 @@ impl Slots {
     /// What the slots hold besides the blobs' own bytes: locations, free list, key table, and
     /// the arena's lengths, freed room and unused room.
     pub(super) fn structure_bytes(&self) -> usize {
-        self.at.capacity() * size_of::<At>()
+        self.at.allocated_bytes()
             + self.free.capacity() * size_of::<u32>()
             + self.keys.allocation_size()
             + self.arena.overhead(self.live_bytes)
