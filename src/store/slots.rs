@@ -150,14 +150,9 @@ impl Slots {
                 u32::try_from(self.at.len() - 1).expect("fewer than 2^32 objects")
             }
         };
-        let Self {
-            keys,
-            hasher,
-            arena,
-            at,
-            ..
-        } = self;
-        keys.insert_unique(hash, slot, |s| slot_hash(hasher, atoms, arena, at, s));
+        self.keys.insert_unique(hash, slot, |s| {
+            slot_hash(&self.hasher, atoms, &self.arena, &self.at, s)
+        });
         slot
     }
 
@@ -171,14 +166,9 @@ impl Slots {
 
     /// Removes the object in `slot`, whose key hashes to `hash`; returns a copy of it.
     pub(super) fn remove(&mut self, atoms: &Atoms, hash: u64, slot: u32) -> Blob {
-        let Self {
-            keys,
-            hasher,
-            arena,
-            at,
-            ..
-        } = self;
-        keys.remove(hash, slot, |s| slot_hash(hasher, atoms, arena, at, s));
+        self.keys.remove(hash, slot, |s| {
+            slot_hash(&self.hasher, atoms, &self.arena, &self.at, s)
+        });
         let blob = self.take(slot);
         self.free.push(slot);
         if self.keys.len() == 0 {
