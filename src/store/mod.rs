@@ -9,13 +9,14 @@
 //! everything objects have in common (keys, label sets, owner references, condition shapes...)
 //! lives once in reference-counted atoms, and each object keeps only what is its own, in compact
 //! binary forms — typically 60-100 bytes for a pod of the "controller" profile. The change log
-//! shares the encoded objects with the current state, and an atom is freed as soon as nothing
-//! references it any more.
+//! keeps only the states the current objects no longer are, and an atom is freed as soon as
+//! nothing, reader included, can name it any more.
 //!
 //! The parts, in the order a write goes through them: `writer` (apply and delete, as steps),
 //! `codec` (the encoding, over `atoms` and `scalar`), `slots` (the current objects, found by
 //! key), `index` (secondary indexes), `log` (the change log), `retired` (what readers still
-//! hold), all behind the lock of `state`; `reader` is the read-only [`Store`] and `object` the
+//! hold), all behind the lock of `state`; atoms and slots keep their bytes in an `arena` and
+//! find them through `ids` tables; `reader` is the read-only [`Store`] and `object` the
 //! values it hands out. This file holds only the public vocabulary: the options, the error
 //! and the re-exports. It must not hold logic of its own, nor let the api write: the api gets
 //! the read-only [`Store`], the fleet the [`Writer`].

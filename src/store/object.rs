@@ -104,8 +104,9 @@ pub struct Change {
 
 /// A stored object: its identity, and its JSON decoded on demand.
 ///
-/// Cheap to clone. Holding one keeps that version of the object in memory, so hold it for the
-/// duration of a request, not longer.
+/// Cheap to clone. Holding one keeps that version of the object in memory, and the strings and
+/// shapes the store lets go of meanwhile until it is dropped (see `retired`), so hold it for
+/// the duration of a request, not longer.
 #[derive(Clone)]
 pub struct StoredObject(Arc<Handle>);
 
