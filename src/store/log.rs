@@ -26,12 +26,15 @@ pub(super) struct LogEntry {
     at: u32,
     /// The object's slot (for a Deleted change, the slot it left).
     pub(super) slot: u32,
-    /// The last state of a deleted object; `None` for Added and Modified (see the module's
-    /// comment).
-    pub(super) object: Option<Blob>,
-    /// The replaced state (Modified, and Deleted with its own resourceVersion): the log entry
-    /// is its last holder.
-    pub(super) previous: Option<Blob>,
+    /// The state only this entry holds: a Modified change's replaced state, a Deleted
+    /// change's last stored state. `None` for Added.
+    held: Option<Blob>,
+    /// A Deletion sealed with its own resourceVersion: the last state sealed again, which is
+    /// the change's (`held` is then the state it replaced).
+    ///
+    /// Decision: boxed, a thin pointer, since nearly every entry has none: an entry is 40
+    /// bytes rather than 48 (80 KB of a full log of 10,000).
+    sealed: Option<Box<Blob>>,
 }
 
 impl LogEntry {
@@ -51,13 +54,36 @@ impl LogEntry {
             .map(|b| codec::exclusive_bytes(atoms, b))
             .sum();
         let bytes = size_of::<Self>() + own;
+        let (held, sealed) = match (object, previous) {
+            (Some(sealed), Some(replaced)) => (Some(replaced), Some(Box::new(sealed))),
+            (object, previous) => (previous.or(object), None),
+        };
         Self {
             kind,
             bytes: u32::try_from(bytes).unwrap_or(u32::MAX),
             at: 0,
             slot,
-            object,
-            previous,
+            held,
+            sealed,
+        }
+    }
+
+    /// The last state of a deleted object; `None` for Added and Modified (see the module's
+    /// comment).
+    pub(super) fn object(&self) -> Option<&Blob> {
+        match self.kind {
+            ChangeKind::Deleted => self.sealed.as_deref().or(self.held.as_ref()),
+            _ => None,
+        }
+    }
+
+    /// The replaced state: of a Modified change, and of a Deleted one sealed with its own
+    /// resourceVersion.
+    pub(super) fn previous(&self) -> Option<&Blob> {
+        match self.kind {
+            ChangeKind::Modified => self.held.as_ref(),
+            ChangeKind::Deleted => self.sealed.as_ref().and(self.held.as_ref()),
+            ChangeKind::Added => None,
         }
     }
 
@@ -66,8 +92,8 @@ impl LogEntry {
     fn before(&self, state: &Blob) -> Option<Blob> {
         match self.kind {
             ChangeKind::Added => None,
-            ChangeKind::Modified => self.previous.clone(),
-            ChangeKind::Deleted => Some(self.previous.clone().unwrap_or_else(|| state.clone())),
+            ChangeKind::Modified => self.previous().cloned(),
+            ChangeKind::Deleted => Some(self.previous().unwrap_or(state).clone()),
         }
     }
 }
@@ -116,7 +142,8 @@ impl Log {
                 break;
             };
             self.bytes -= oldest.bytes as usize;
-            for blob in [oldest.object, oldest.previous].into_iter().flatten() {
+            let sealed = oldest.sealed.map(|b| *b);
+            for blob in [oldest.held, sealed].into_iter().flatten() {
                 retire(blob);
             }
         }
@@ -192,7 +219,7 @@ impl Log {
         let mut before: HashMap<u32, Blob> = HashMap::new();
         let mut out = Vec::with_capacity(entries.len());
         for (rev, e) in entries.into_iter().rev() {
-            let state = match (&e.object, before.get(&e.slot)) {
+            let state = match (e.object(), before.get(&e.slot)) {
                 (Some(last), _) => last.clone(),
                 (None, Some(next)) => next.clone(),
                 (None, None) => Blob::from(
@@ -222,8 +249,8 @@ mod tests {
             bytes: 0,
             at: 0,
             slot: 0,
-            object: None,
-            previous: None,
+            held: None,
+            sealed: None,
         }
     }
 
@@ -247,5 +274,12 @@ mod tests {
         // The first entry leaves; the oldest is the second, logged just now.
         log.push(entry(), |_| {});
         assert_eq!(log.oldest_age(), Duration::ZERO);
+    }
+
+    /// A full log of the default 10,000 entries holds 400 KB of entries of its own, and
+    /// nothing more for additions.
+    #[test]
+    fn an_entry_is_forty_bytes() {
+        assert_eq!(size_of::<LogEntry>(), 40);
     }
 }

@@ -194,10 +194,7 @@ impl Store {
             .map(|(rev, e, state)| {
                 let object = StoredObject::from_blob(sh, &st, state, Some(rev), &mut namespaces);
                 // A Deleted entry's replaced state is the log's to retire, not a change's.
-                let previous = e
-                    .previous
-                    .as_ref()
-                    .filter(|_| e.kind == ChangeKind::Modified);
+                let previous = e.previous().filter(|_| e.kind == ChangeKind::Modified);
                 let previous = previous
                     .map(|p| StoredObject::from_blob(sh, &st, p.clone(), None, &mut namespaces));
                 Change {
@@ -223,12 +220,10 @@ impl Store {
         }
         // Not in the store: its newest change, if the log still holds one, is its deletion,
         // the entry holding its last state.
-        let last = st.log.newest(|e| {
-            e.object
-                .as_ref()
-                .is_some_and(|o| blob_is(&st.atoms, o, ns, name))
-        })?;
-        codec::parse_header(last.object.as_ref()?).rv.to_string()
+        let last = st
+            .log
+            .newest(|e| e.object().is_some_and(|o| blob_is(&st.atoms, o, ns, name)))?;
+        codec::parse_header(last.object()?).rv.to_string()
     }
 
     /// What the store holds now.

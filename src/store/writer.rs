@@ -334,8 +334,8 @@ impl Writer {
         let object = StoredObject::from(Handle {
             shared: sh.clone(),
             blob: entry
-                .object
-                .clone()
+                .object()
+                .cloned()
                 .expect("a Deleted entry holds the last state"),
             _pin: st.retired.pin(),
             key: key.clone(),
