@@ -20,11 +20,7 @@ use tower::{retry::RetryLayer, ServiceBuilder};
 use super::FleetError;
 
 /// The most a connection's read buffer grows to (hyper's floor is 8 KiB).
-///
-/// Decision: 16 KiB, not 32: a watch line of a pod is about 9 KB, so one read still holds a
-/// whole event, and each connection keeps 16 KiB less for its life (twenty namespaces'
-/// scopes: 320 KiB, 2 bytes per pod of a 150,000-pod cache of the controller profile).
-pub const READ_BUFFER: usize = 16 * 1024;
+pub const READ_BUFFER: usize = 32 * 1024;
 
 /// Builds the client the fleet watches with.
 pub fn client(config: kube::Config) -> Result<kube::Client, FleetError> {
