@@ -180,8 +180,9 @@ fn replace(
         None,
         Some(replaced.clone()),
     );
-    st.log_push(entry);
-    StoredObject::from(Handle {
+    // The handle takes its pin before the log may let the replaced state go (at once, when the
+    // log keeps nothing or the entry is over its byte limit): the pin keeps its atoms alive.
+    let previous = StoredObject::from(Handle {
         shared: sh.clone(),
         blob: replaced,
         _pin: st.retired.pin(),
@@ -189,7 +190,9 @@ fn replace(
         revision: prior.revision,
         resource_version: prior.resource_version,
         json: prior.json.map(OnceLock::from).unwrap_or_default(),
-    })
+    });
+    st.log_push(entry);
+    previous
 }
 
 impl Writer {

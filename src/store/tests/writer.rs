@@ -217,3 +217,33 @@ fn a_handle_outlives_the_version_it_was_read_at() {
     assert_eq!(only.len(), 1);
     assert_eq!(only[0].to_json_value(), labelled("a", 2, "second"));
 }
+
+/// A modification's replaced state, handed back with the change, decodes as it was even when
+/// the change log keeps nothing (the store lets that state go at once) and other objects then
+/// take the ids of the atoms it named.
+#[test]
+fn a_changes_previous_state_outlives_a_log_that_keeps_nothing() {
+    let store = Writer::new(StoreOptions {
+        log_max_events: 0,
+        ..StoreOptions::default()
+    });
+    let labelled = |name: &str, rv: u64, label: &str| {
+        let mut p = pod("ns", name, "n1", rv);
+        p["metadata"]["labels"] = json!({ "only-here": label });
+        p
+    };
+    store.apply(labelled("a", 1, "first")).unwrap();
+    let change = store.apply(labelled("a", 2, "second")).unwrap().unwrap();
+    for i in 0..200 {
+        store
+            .apply(labelled(&format!("b{i}"), 10 + i, &format!("v{i}")))
+            .unwrap();
+        store.delete(&key("ns", &format!("b{i}")));
+    }
+    store.reclaim();
+    let previous = change
+        .previous
+        .expect("a modification has a previous state");
+    assert_eq!(previous.to_json_value(), labelled("a", 1, "first"));
+    assert_eq!(change.object.to_json_value(), labelled("a", 2, "second"));
+}
