@@ -83,6 +83,7 @@ impl Arena {
         let chunk = match self.tail {
             Some(t) if fits(&self.chunks[t as usize]) => t,
             _ => {
+                self.leave_tail();
                 let size = (live_bytes / 4).clamp(MIN_CHUNK, MAX_CHUNK).max(len);
                 let t = self.new_chunk(size);
                 self.tail = Some(t);
@@ -130,10 +131,14 @@ impl Arena {
         self.dead += len;
         if chunk.dead == chunk.bytes.len() {
             self.dead -= chunk.dead;
-            if self.tail == Some(i as u32) {
+            // The tail is kept for the next values, unless it was made for one large value.
+            if self.tail == Some(i as u32) && chunk.bytes.capacity() <= MAX_CHUNK {
                 chunk.bytes.clear();
                 chunk.dead = 0;
             } else {
+                if self.tail == Some(i as u32) {
+                    self.tail = None;
+                }
                 self.capacity -= chunk.bytes.capacity();
                 *chunk = Chunk::default();
                 self.free_chunks.push(i as u32);
@@ -163,6 +168,19 @@ impl Arena {
         (&bytes[p..p + len], p + len)
     }
 
+    /// New values go to a new chunk from now on; the tail, if it holds nothing (its values
+    /// all freed), is given back rather than left behind unused.
+    fn leave_tail(&mut self) {
+        if let Some(t) = self.tail.take() {
+            let chunk = &mut self.chunks[t as usize];
+            if chunk.bytes.is_empty() {
+                self.capacity -= chunk.bytes.capacity();
+                *chunk = Chunk::default();
+                self.free_chunks.push(t);
+            }
+        }
+    }
+
     /// Bytes of freed values still in chunks.
     pub(super) fn dead(&self) -> usize {
         self.dead
@@ -183,7 +201,7 @@ impl Arena {
     /// Afterwards at most `1/share` of the arena's used bytes are freed ones; the copying
     /// costs at most `share - 1` bytes per byte freed.
     pub(super) fn begin_compaction(&mut self, share: usize) -> Compaction {
-        self.tail = None;
+        self.leave_tail();
         Compaction(
             self.chunks
                 .iter()
@@ -299,5 +317,43 @@ mod tests {
             assert!(bytes[1..].iter().all(|&b| b == n as u8));
             assert!(span > bytes.len(), "the length comes before the bytes");
         }
+    }
+
+    /// An emptied tail is not lost when new values must go elsewhere (a compaction, a value
+    /// too large for it): round after round of filling, freeing and compacting, the arena
+    /// does not grow.
+    #[test]
+    fn emptied_chunks_are_given_back_round_after_round() {
+        let mut arena = Arena::default();
+        for _ in 0..50 {
+            let values: Vec<At> = (0..605).map(|_| arena.store(&[&[1; 100]], 0)).collect();
+            let mut kept = Vec::new();
+            for (n, at) in values.into_iter().enumerate() {
+                if n % 2 == 0 && n < 600 {
+                    kept.push(at);
+                } else {
+                    arena.free(at, 100);
+                }
+            }
+            let c = arena.begin_compaction(4);
+            for at in &mut kept {
+                if let Some(moved) = arena.relocate(&c, *at, 100, 0) {
+                    *at = moved;
+                }
+            }
+            arena.end_compaction(c);
+            for at in kept {
+                arena.free(at, 100);
+            }
+            // A value larger than a chunk, freed at once.
+            let big = arena.store(&[&vec![2; 3 * MAX_CHUNK]], 0);
+            arena.free(big, 3 * MAX_CHUNK);
+        }
+        assert!(
+            arena.capacity <= MAX_CHUNK,
+            "{} bytes of chunks hold nothing",
+            arena.capacity
+        );
+        assert!(arena.chunks.len() < 200, "{} chunks", arena.chunks.len());
     }
 }
