@@ -179,31 +179,43 @@ fn rejects_objects_without_identity() {
     assert_eq!(store.stats().interned_strings, 0);
 }
 
-/// A handle read before its object changed decodes the version it was read at, even after
-/// the store let that version go and other objects took the ids of the atoms it named.
-#[test]
-fn a_handle_outlives_the_version_it_was_read_at() {
-    let store = Writer::new(StoreOptions {
+/// A store whose change log keeps nothing: what it lets go of is retired at once.
+fn store_keeping_no_log() -> Writer {
+    Writer::new(StoreOptions {
         log_max_events: 0,
         ..StoreOptions::default()
-    });
-    let labelled = |name: &str, rv: u64, label: &str| {
-        let mut p = pod("ns", name, "n1", rv);
-        p["metadata"]["labels"] = json!({ "only-here": label });
-        p
-    };
-    store.apply(labelled("a", 1, "first")).unwrap();
-    let read = store.get(&key("ns", "a")).unwrap();
-    let listed = store.list(None).1;
-    // The version read leaves the store (replaced, and the log keeps nothing)...
-    store.apply(labelled("a", 2, "second")).unwrap();
-    // ... and new atoms come and go meanwhile.
+    })
+}
+
+/// A pod with a label value of its own (an atom only it names).
+fn labelled(name: &str, rv: u64, label: &str) -> Value {
+    let mut p = pod("ns", name, "n1", rv);
+    p["metadata"]["labels"] = json!({ "only-here": label });
+    p
+}
+
+/// New atoms come and go, so that freed atom ids are taken again.
+fn churn_atoms(store: &Writer) {
     for i in 0..200 {
         store
             .apply(labelled(&format!("b{i}"), 10 + i, &format!("v{i}")))
             .unwrap();
         store.delete(&key("ns", &format!("b{i}")));
     }
+}
+
+/// A handle read before its object changed decodes the version it was read at, even after
+/// the store let that version go and other objects took the ids of the atoms it named.
+#[test]
+fn a_handle_outlives_the_version_it_was_read_at() {
+    let store = store_keeping_no_log();
+    store.apply(labelled("a", 1, "first")).unwrap();
+    let read = store.get(&key("ns", "a")).unwrap();
+    let listed = store.list(None).1;
+    // The version read leaves the store (replaced, and the log keeps nothing)...
+    store.apply(labelled("a", 2, "second")).unwrap();
+    // ... and new atoms come and go meanwhile.
+    churn_atoms(&store);
     store.reclaim();
     assert_eq!(read.to_json_value(), labelled("a", 1, "first"));
     assert_eq!(listed[0].to_json_value(), labelled("a", 1, "first"));
@@ -223,23 +235,10 @@ fn a_handle_outlives_the_version_it_was_read_at() {
 /// take the ids of the atoms it named.
 #[test]
 fn a_changes_previous_state_outlives_a_log_that_keeps_nothing() {
-    let store = Writer::new(StoreOptions {
-        log_max_events: 0,
-        ..StoreOptions::default()
-    });
-    let labelled = |name: &str, rv: u64, label: &str| {
-        let mut p = pod("ns", name, "n1", rv);
-        p["metadata"]["labels"] = json!({ "only-here": label });
-        p
-    };
+    let store = store_keeping_no_log();
     store.apply(labelled("a", 1, "first")).unwrap();
     let change = store.apply(labelled("a", 2, "second")).unwrap().unwrap();
-    for i in 0..200 {
-        store
-            .apply(labelled(&format!("b{i}"), 10 + i, &format!("v{i}")))
-            .unwrap();
-        store.delete(&key("ns", &format!("b{i}")));
-    }
+    churn_atoms(&store);
     store.reclaim();
     let previous = change
         .previous
