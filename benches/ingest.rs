@@ -63,7 +63,7 @@ use common::stats::round;
 use common::{env_or, results};
 use informerd::{
     config::{self, Config},
-    fleet::{Decoding, Pipeline, Projected, ScopeIngest},
+    fleet::{Decoded, Decoding, Pipeline, Projected, ScopeIngest},
     store::{ObjectKey, Store},
     transform::{CONTROLLER_DROP, CONTROLLER_KEEP},
 };
@@ -765,9 +765,9 @@ impl Stage {
 
 /// The breakdown's stages, in the order of its timings.
 const STAGES: [&str; 3] = [
-    "decode WatchEvent<Projected> (controller profile applied while decoding)",
-    "Store::apply, ADDED events (encode, intern, index, log)",
-    "Store::apply, MODIFIED events (replaces the old version; no index here, so it is not decoded)",
+    "decode WatchEvent<Projected> (controller profile applied while decoding, onto a tape)",
+    "Writer::apply_tape_within, ADDED events (encode from the tape, intern, index, log)",
+    "Writer::apply_tape_within, MODIFIED events (replaces the old version; no index here, so it is not decoded)",
 ];
 
 /// The decodings informerd does not use, each timed in a pass of its own.
@@ -844,7 +844,10 @@ fn breakdown(bodies: &Bodies, config: &Config, iterations: usize) -> Result<Brea
                 _ => bail!("an unexpected event"),
             };
             let t1 = Instant::now();
-            black_box(store.apply(obj.object)?);
+            black_box(match obj.object {
+                Decoded::Tape(tape) => store.apply_tape_within(&tape, u64::MAX)?,
+                Decoded::Json(value) => store.apply(value)?,
+            });
             let t2 = Instant::now();
             t[0] += t1 - t0;
             t[if i < bodies.pods { 1 } else { 2 }] += t2 - t1;

@@ -23,7 +23,10 @@ use ahash::AHashSet;
 use kube::{runtime::watcher, Resource as _};
 use serde_json::Value;
 
-use super::{object::Projected, pipeline::Pipeline};
+use super::{
+    object::{Decoded, Projected},
+    pipeline::Pipeline,
+};
 
 use crate::store::{newer, ObjectKey, StoreError};
 
@@ -143,41 +146,34 @@ impl ScopeIngest {
         let key = key_of(&obj)?;
         let rv = obj.meta().resource_version.clone();
         let transformed = obj.transformed;
-        let mut value = obj.object;
-        // List items carry no apiVersion/kind while watch events do: set both so the stored
-        // JSON does not depend on how the object arrived.
-        if let Value::Object(map) = &mut value {
-            map.insert(
-                "apiVersion".into(),
-                Value::String(self.pipeline.api_version.clone()),
-            );
-            map.insert("kind".into(), Value::String(self.pipeline.kind.clone()));
-        }
-        let keep = match &self.pipeline.filter {
-            None => true,
-            Some(filter) => match filter.matches(&value) {
-                Ok(m) => m,
-                Err(e) => {
-                    // Kubernetes treats a CEL evaluation error as "does not match"; count it
-                    // so that a filter that errors on every object is visible in status.
-                    self.counters.filter_errors += 1;
-                    tracing::debug!(object = %key, error = %e, "filter evaluation error; object not kept");
-                    false
+        let stored = match obj.object {
+            // Decoded with the transform applied and no filter to see it first (see
+            // `Pipeline::decoding`): straight from the tape into the store.
+            Decoded::Tape(mut tape) if self.pipeline.filter.is_none() => {
+                tape.set_root_strings(&[
+                    ("apiVersion", &self.pipeline.api_version),
+                    ("kind", &self.pipeline.kind),
+                ]);
+                self.pipeline
+                    .store
+                    .apply_tape_within(&tape, self.pipeline.max_object_size)
+            }
+            object => {
+                let mut value = object.into_json();
+                self.set_type(&mut value);
+                if !self.keep(&key, &value) {
+                    self.counters.filtered_out += 1;
+                    return self.not_kept(key, rv.as_deref());
                 }
-            },
+                if !transformed {
+                    self.pipeline.transform.apply(&mut value);
+                }
+                self.pipeline
+                    .store
+                    .apply_within(value, self.pipeline.max_object_size)
+            }
         };
-        if !keep {
-            self.counters.filtered_out += 1;
-            return self.not_kept(key, rv.as_deref());
-        }
-        if !transformed {
-            self.pipeline.transform.apply(&mut value);
-        }
-        match self
-            .pipeline
-            .store
-            .apply_within(value, self.pipeline.max_object_size)
-        {
+        match stored {
             Ok(Some(_)) => self.counters.changes += 1,
             Ok(None) => {}
             Err(StoreError::TooLarge { size, .. }) => {
@@ -193,6 +189,35 @@ impl ScopeIngest {
             }
         }
         Some(key)
+    }
+
+    /// List items carry no apiVersion/kind while watch events do: set both so the stored JSON
+    /// does not depend on how the object arrived.
+    fn set_type(&self, value: &mut Value) {
+        if let Value::Object(map) = value {
+            map.insert(
+                "apiVersion".into(),
+                Value::String(self.pipeline.api_version.clone()),
+            );
+            map.insert("kind".into(), Value::String(self.pipeline.kind.clone()));
+        }
+    }
+
+    /// Whether the filter keeps `value` (no filter keeps everything).
+    fn keep(&mut self, key: &ObjectKey, value: &Value) -> bool {
+        let Some(filter) = &self.pipeline.filter else {
+            return true;
+        };
+        match filter.matches(value) {
+            Ok(m) => m,
+            Err(e) => {
+                // Kubernetes treats a CEL evaluation error as "does not match"; count it so
+                // that a filter that errors on every object is visible in status.
+                self.counters.filter_errors += 1;
+                tracing::debug!(object = %key, error = %e, "filter evaluation error; object not kept");
+                false
+            }
+        }
     }
 
     /// An object that is not kept (out of the filter, too large, refused by the store): the

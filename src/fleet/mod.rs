@@ -42,7 +42,7 @@ use tokio::task::JoinHandle;
 pub use client::{client, READ_BUFFER};
 pub use clusters::{qualified, ClusterState};
 pub use ingest::{Applied, Progress, ScopeIngest};
-pub use object::{with_transform, Decoding, Projected};
+pub use object::{with_transform, Decoded, Decoding, Projected};
 pub use on_demand::{OnDemand, OnDemandError, Prepared, Resolved, Running, Target};
 pub use pipeline::Pipeline;
 pub use scope::{RelistReason, ScopeState, ScopeStatus};

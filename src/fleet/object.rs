@@ -5,8 +5,9 @@
 //! `DynamicObject` and converting to JSON afterwards materialised every field of every pod,
 //! managedFields included, only to drop most of them: decoding, converting and dropping took
 //! nearly 80% of ingest time (`cargo bench --bench ingest`). [`Projected`] decodes straight
-//! into the JSON the store keeps, through [`Transform::seed`], so that the fields a transform
-//! removes are skipped by the parser and never allocated.
+//! into what the store keeps, through [`Transform::seed`], so that the fields a transform
+//! removes are skipped by the parser and never allocated, and those it keeps go onto a tape
+//! (`vocab::tape`) that the store encodes from, not into `serde_json::Value`s.
 //!
 //! `Deserialize` has no parameter for the transform, so the stream hands it over in a
 //! thread-local for the duration of each `poll` ([`Decoding::enter`], [`with_transform`]):
@@ -33,6 +34,7 @@ use serde::{de::DeserializeSeed, Deserialize, Deserializer};
 use serde_json::Value;
 
 use crate::transform::Transform;
+use crate::vocab::tape::{Tape, Tree};
 
 thread_local! {
     static TRANSFORM: RefCell<Option<Transform>> = const { RefCell::new(None) };
@@ -46,7 +48,38 @@ pub struct Projected {
     /// Whether [`Projected::object`] has the transform applied (else it is whole).
     pub transformed: bool,
     /// The object as decoded.
-    pub object: Value,
+    pub object: Decoded,
+}
+
+/// An object's JSON, as it was decoded.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decoded {
+    /// Decoded whole (a filter must see it first), or built by hand.
+    Json(Value),
+    /// Decoded with the transform applied, onto a tape that the store encodes from (see
+    /// `vocab::tape`).
+    Tape(Tape),
+}
+
+impl Decoded {
+    /// The object as a `serde_json::Value` (a tape is turned into one, in place).
+    pub fn json_mut(&mut self) -> &mut Value {
+        if let Decoded::Tape(tape) = self {
+            *self = Decoded::Json(tape.to_value());
+        }
+        match self {
+            Decoded::Json(v) => v,
+            Decoded::Tape(_) => unreachable!("turned into JSON above"),
+        }
+    }
+
+    /// The object as a `serde_json::Value`.
+    pub fn into_json(self) -> Value {
+        match self {
+            Decoded::Json(v) => v,
+            Decoded::Tape(tape) => tape.to_value(),
+        }
+    }
 }
 
 impl Projected {
@@ -55,20 +88,15 @@ impl Projected {
         Projected {
             meta: identity(&object),
             transformed: false,
-            object,
+            object: Decoded::Json(object),
         }
     }
 }
 
 /// The metadata fields the watcher and the fleet read; every transform keeps them.
-fn identity(object: &Value) -> ObjectMeta {
-    let field = |name: &str| {
-        object
-            .get("metadata")
-            .and_then(|m| m.get(name))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
+fn identity<'t, T: Tree<'t>>(object: T) -> ObjectMeta {
+    let meta = object.get("metadata");
+    let field = |name: &str| Some(meta?.get(name)?.as_str()?.to_string());
     ObjectMeta {
         name: field("name"),
         namespace: field("namespace"),
@@ -81,14 +109,16 @@ fn identity(object: &Value) -> ObjectMeta {
 impl<'de> Deserialize<'de> for Projected {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // Borrowed, not cloned: nothing decoded inside enters another scope.
-        let (object, transformed) = TRANSFORM.with(|t| match &*t.borrow() {
-            Some(t) => t.seed().deserialize(deserializer).map(|o| (o, true)),
-            None => Value::deserialize(deserializer).map(|o| (o, false)),
-        })?;
-        Ok(Projected {
-            meta: identity(&object),
-            transformed,
-            object,
+        TRANSFORM.with(|t| match &*t.borrow() {
+            Some(t) => {
+                let tape = t.seed().deserialize(deserializer)?;
+                Ok(Projected {
+                    meta: tape.root().map(identity).unwrap_or_default(),
+                    transformed: true,
+                    object: Decoded::Tape(tape),
+                })
+            }
+            None => Value::deserialize(deserializer).map(Projected::from_value),
         })
     }
 }
@@ -185,13 +215,13 @@ mod tests {
         };
         let mut expected = pod();
         transform.apply(&mut expected);
-        assert_eq!(projected.object, expected);
+        assert_eq!(projected.object.clone().into_json(), expected);
         assert!(projected.transformed);
         assert_eq!(projected.meta().resource_version.as_deref(), Some("7"));
         assert_eq!(projected.meta().namespace.as_deref(), Some("ns"));
 
         let whole: Projected = serde_json::from_str(&text).unwrap();
-        assert_eq!(whole.object, pod());
+        assert_eq!(whole.object, Decoded::Json(pod()));
         assert!(!whole.transformed);
     }
 

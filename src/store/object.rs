@@ -108,7 +108,7 @@ pub struct Change {
 /// shapes the store lets go of meanwhile until it is dropped (see `retired`), so hold it for
 /// the duration of a request, not longer.
 #[derive(Clone)]
-pub struct StoredObject(Arc<Handle>);
+pub struct StoredObject(pub(super) Arc<Handle>);
 
 /// What a [`StoredObject`] holds: one version of an object, and the store whose atoms decode it.
 pub(super) struct Handle {

@@ -14,6 +14,7 @@ use super::object::Handle;
 use super::reader::Store;
 use super::state::{Shared, State};
 use super::{Blob, Change, ChangeKind, ObjectKey, StoreError, StoreOptions, StoredObject};
+use crate::vocab::tape::{Tape, Tree, View};
 
 /// The write half of a store: the fleet applies and deletes through it; everything else
 /// holds the read-only [`Store`] it hands out ([`Writer::as_reader`]), as kube-rs's reflector
@@ -34,59 +35,58 @@ struct Prior {
 }
 
 /// Checks an object's identity.
-fn identity(object: &Value) -> Result<(&Map<String, Value>, Identity<'_>), StoreError> {
-    let root = object.as_object().ok_or(StoreError::NotAnObject)?;
-    let meta = root
+fn identity<'t, T: Tree<'t>>(object: T) -> Result<Identity<'t>, StoreError> {
+    if !matches!(object.view(), View::Object(..)) {
+        return Err(StoreError::NotAnObject);
+    }
+    let meta = object
         .get("metadata")
-        .and_then(Value::as_object)
+        .filter(|m| matches!(m.view(), View::Object(..)))
         .ok_or(StoreError::MissingName)?;
     let name = meta
         .get("name")
-        .and_then(Value::as_str)
+        .and_then(T::as_str)
         .filter(|n| !n.is_empty())
         .ok_or(StoreError::MissingName)?;
-    let namespace = match meta.get("namespace") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(ns)) if ns.is_empty() => None,
-        Some(Value::String(ns)) => Some(ns.as_str()),
+    let namespace = match meta.get("namespace").map(T::view) {
+        None | Some(View::Null) => None,
+        Some(View::Str("")) => None,
+        Some(View::Str(ns)) => Some(ns),
         Some(_) => {
             return Err(StoreError::InvalidNamespace {
                 name: name.to_owned(),
             })
         }
     };
-    let resource_version = meta.get("resourceVersion").and_then(Value::as_str);
-    Ok((
-        root,
-        Identity {
-            namespace,
-            name,
-            resource_version,
-        },
-    ))
+    let resource_version = meta.get("resourceVersion").and_then(T::as_str);
+    Ok(Identity {
+        namespace,
+        name,
+        resource_version,
+    })
 }
 
 /// Checks that an object can be stored: its identity, and a depth the codec can recurse into.
-pub(super) fn storable(object: &Value) -> Result<(&Map<String, Value>, Identity<'_>), StoreError> {
-    let (root, id) = identity(object)?;
+pub(super) fn storable<'t, T: Tree<'t>>(object: T) -> Result<Identity<'t>, StoreError> {
+    let id = identity(object)?;
     if codec::too_deep(object, codec::MAX_DEPTH) {
         return Err(StoreError::TooDeep {
             key: ObjectKey::new(id.namespace, id.name).to_string(),
             max: codec::MAX_DEPTH,
         });
     }
-    Ok((root, id))
+    Ok(id)
 }
 
 /// Compares the object in `slot` with the one being applied (`body` encoded from `object`).
 /// `None`: they are the same, nothing changes.
-fn compare(
+fn compare<'t, T: Tree<'t>>(
     st: &State,
     sh: &Shared,
     slot: u32,
     id: &Identity<'_>,
     body: &[u8],
-    object: &Value,
+    object: T,
 ) -> Option<Prior> {
     let old = st.slots.get(slot).expect("found slots are occupied");
     let h = codec::parse_header(old);
@@ -104,7 +104,11 @@ fn compare(
     // differ, and the old one is decoded only if the indexes need its values (an update from a
     // watch, the common case, skips it).
     let json = (same_rv || !sh.indexers.is_empty()).then(|| codec::decode_blob(&st.atoms, old));
-    if same_rv && json.as_ref() == Some(object) {
+    if same_rv
+        && json
+            .as_ref()
+            .is_some_and(|old| object.with_value(|new| old == new))
+    {
         // Same JSON, encoded differently (e.g. another key order).
         return None;
     }
@@ -142,8 +146,8 @@ fn reseal(st: &mut State, key: &ObjectKey, rv: &str, value: &mut Value) -> (u64,
         name: key.name(),
         resource_version: Some(rv),
     };
-    let empty = Map::new();
-    let root = value.as_object().unwrap_or(&empty);
+    let empty = Value::Object(Map::new());
+    let root = if value.is_object() { &*value } else { &empty };
     let body = codec::encode_body(&mut st.atoms, &id, root);
     seal(st, &id, body)
 }
@@ -221,15 +225,45 @@ impl Writer {
     /// over `max_size` bytes, with [`StoreError::TooLarge`]; the stored version, if any, is
     /// left as it is. The size is measured while encoding, not by a walk of its own.
     pub fn apply_within(&self, object: Value, max_size: u64) -> Result<Option<Change>, StoreError> {
+        let change = self.apply_tree(&object, max_size)?;
+        if let Some(change) = &change {
+            // Kept for readers of this change, who would otherwise decode it again.
+            let _ = change.object.0.json.set(object);
+        }
+        Ok(change)
+    }
+
+    /// [`Writer::apply_within`] for an object decoded onto a [`Tape`] (the fleet's path: see
+    /// `transform::seed`). The object is encoded from the tape; no `serde_json::Value` of it
+    /// is built unless the store has indexes, or the stored version has the same
+    /// resourceVersion but other bytes (then both are compared as JSON).
+    pub fn apply_tape_within(
+        &self,
+        object: &Tape,
+        max_size: u64,
+    ) -> Result<Option<Change>, StoreError> {
+        let root = object.root().ok_or(StoreError::NotAnObject)?;
+        self.apply_tree(root, max_size)
+    }
+
+    fn apply_tree<'t, T: Tree<'t>>(
+        &self,
+        object: T,
+        max_size: u64,
+    ) -> Result<Option<Change>, StoreError> {
         let sh = &self.store.shared;
-        let (root, id) = storable(&object)?;
+        let id = storable(object)?;
         let key = ObjectKey::new(id.namespace, id.name);
         let resource_version = id.resource_version.map(Box::from);
-        let values = sh.indexers.values(&object);
+        let values = if sh.indexers.is_empty() {
+            Vec::new()
+        } else {
+            object.with_value(|v| sh.indexers.values(v))
+        };
 
         let mut guard = sh.write();
         let st = &mut *guard;
-        let (body, size) = codec::encode_body_sized(&mut st.atoms, &id, root);
+        let (body, size) = codec::encode_body_sized(&mut st.atoms, &id, object);
         if size > max_size {
             codec::release_body(&mut st.atoms, &body);
             return Err(StoreError::TooLarge {
@@ -241,7 +275,7 @@ impl Writer {
         let hash = st.slots.hash(id.namespace, id.name);
         let prior = match st.slots.find_hashed(&st.atoms, hash, id.namespace, id.name) {
             None => None,
-            Some(slot) => match compare(st, sh, slot, &id, &body, &object) {
+            Some(slot) => match compare(st, sh, slot, &id, &body, object) {
                 None => {
                     codec::release_body(&mut st.atoms, &body);
                     return Ok(None);
@@ -272,7 +306,7 @@ impl Writer {
             key: key.clone(),
             revision,
             resource_version,
-            json: OnceLock::from(object),
+            json: OnceLock::new(),
         });
         Ok(Some(Change {
             revision,

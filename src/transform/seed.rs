@@ -1,20 +1,21 @@
 //! Applying a transform while decoding (the ingest hot path): the fields it removes are skipped
-//! by the decoder and never allocated.
+//! by the decoder and never allocated, and those it keeps go onto a [`Tape`], not into
+//! `serde_json::Value`s (see `vocab::tape` for why).
 
 use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::Deserialize as _;
-use serde_json::{Map, Value};
 
 use super::tree::Node;
 use super::Transform;
+use crate::vocab::tape::Tape;
 
 impl Transform {
-    /// A [`DeserializeSeed`] that decodes one object with the transform already applied: the
-    /// fields that the transform removes are skipped by the decoder and never allocated. The
-    /// result equals decoding the whole object and then calling [`Transform::apply`].
+    /// A [`DeserializeSeed`] that decodes one object with the transform already applied, into
+    /// a [`Tape`]: the fields that the transform removes are skipped by the decoder and never
+    /// allocated. The result equals decoding the whole object and then calling
+    /// [`Transform::apply`].
     ///
     /// ```
     /// use informerd::transform::Transform;
@@ -23,7 +24,7 @@ impl Transform {
     /// let text = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","managedFields":[{}]},
     ///               "spec":{"nodeName":"n","containers":[{"name":"c"}]}}"#;
     /// let mut de = serde_json::Deserializer::from_str(text);
-    /// let pod = Transform::controller().seed().deserialize(&mut de).unwrap();
+    /// let pod = Transform::controller().seed().deserialize(&mut de).unwrap().to_value();
     /// assert_eq!(pod["spec"], serde_json::json!({"nodeName": "n"}));
     /// assert!(pod["metadata"].get("managedFields").is_none());
     /// ```
@@ -43,29 +44,32 @@ pub struct TransformSeed<'a> {
 }
 
 impl<'de> DeserializeSeed<'de> for TransformSeed<'_> {
-    type Value = Value;
+    type Value = Tape;
 
-    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
-        let keep = self.keep.filter(|n| !n.terminal);
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Tape, D::Error> {
+        let mut tape = Tape::new();
         let decode = Decode {
-            keep,
+            keep: self.keep.filter(|n| !n.terminal),
             drop: self.drop,
             element: false,
+            tape: &mut tape,
         };
-        Ok(decode.deserialize(deserializer)?.0)
+        decode.deserialize(deserializer)?;
+        Ok(tape)
     }
 }
 
 /// Decodes a value under a keep node (`None`: keep it whole) and a drop node (`None`: drop
-/// nothing below), into the value and whether it survives the projection in its parent, with
-/// exactly the rules of `keep_in`, `keep_element` and `drop_in` (keep first, then drop: a field
-/// that both select is kept by the projection and then dropped, so it is simply skipped).
-#[derive(Clone, Copy)]
-struct Decode<'a> {
+/// nothing below) onto the tape, and says whether it survives the projection in its parent
+/// (when it does not, the parent cuts it off again), with exactly the rules of `keep_in`,
+/// `keep_element` and `drop_in` (keep first, then drop: a field that both select is kept by
+/// the projection and then dropped, so it is simply skipped).
+struct Decode<'a, 't> {
     keep: Option<&'a Node>,
     drop: Option<&'a Node>,
     /// A list element rather than the value of a field.
     element: bool,
+    tape: &'t mut Tape,
 }
 
 /// A child's fate under a node: `None`, not selected; `Some(None)`, all of it; `Some(Some(n))`,
@@ -83,55 +87,63 @@ fn select(node: Option<&Node>, child: impl FnOnce(&Node) -> Option<&Node>) -> Se
     }
 }
 
-impl<'de> DeserializeSeed<'de> for Decode<'_> {
-    type Value = (Value, bool);
+impl<'de> DeserializeSeed<'de> for Decode<'_, '_> {
+    type Value = bool;
 
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(Value, bool), D::Error> {
-        if self.keep.is_none() && self.drop.is_none() {
-            return Ok((Value::deserialize(d)?, true));
-        }
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Decode<'_> {
-    type Value = (Value, bool);
+impl Decode<'_, '_> {
+    /// A scalar was pushed: it survives unless the path goes on below it.
+    fn scalar(self) -> bool {
+        self.keep.is_none()
+    }
+}
+
+impl<'de> Visitor<'de> for Decode<'_, '_> {
+    type Value = bool;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON value")
     }
 
-    fn visit_bool<E>(self, v: bool) -> Result<(Value, bool), E> {
-        Ok((Value::Bool(v), self.keep.is_none()))
+    fn visit_bool<E>(self, v: bool) -> Result<bool, E> {
+        self.tape.push_bool(v);
+        Ok(self.scalar())
     }
-    fn visit_i64<E>(self, v: i64) -> Result<(Value, bool), E> {
-        Ok((Value::from(v), self.keep.is_none()))
+    fn visit_i64<E>(self, v: i64) -> Result<bool, E> {
+        self.tape.push_i64(v);
+        Ok(self.scalar())
     }
-    fn visit_u64<E>(self, v: u64) -> Result<(Value, bool), E> {
-        Ok((Value::from(v), self.keep.is_none()))
+    fn visit_u64<E>(self, v: u64) -> Result<bool, E> {
+        self.tape.push_u64(v);
+        Ok(self.scalar())
     }
-    fn visit_f64<E>(self, v: f64) -> Result<(Value, bool), E> {
-        let v = serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number);
-        Ok((v, self.keep.is_none()))
+    fn visit_f64<E>(self, v: f64) -> Result<bool, E> {
+        self.tape.push_f64(v);
+        Ok(self.scalar())
     }
-    fn visit_str<E>(self, v: &str) -> Result<(Value, bool), E> {
-        Ok((Value::String(v.to_owned()), self.keep.is_none()))
+    fn visit_str<E>(self, v: &str) -> Result<bool, E> {
+        self.tape.push_str(v);
+        Ok(self.scalar())
     }
-    fn visit_string<E>(self, v: String) -> Result<(Value, bool), E> {
-        Ok((Value::String(v), self.keep.is_none()))
+    fn visit_none<E>(self) -> Result<bool, E> {
+        self.tape.push_null();
+        Ok(self.scalar())
     }
-    fn visit_none<E>(self) -> Result<(Value, bool), E> {
-        Ok((Value::Null, self.keep.is_none()))
+    fn visit_unit<E>(self) -> Result<bool, E> {
+        self.tape.push_null();
+        Ok(self.scalar())
     }
-    fn visit_unit<E>(self) -> Result<(Value, bool), E> {
-        Ok((Value::Null, self.keep.is_none()))
-    }
-    fn visit_some<D: de::Deserializer<'de>>(self, d: D) -> Result<(Value, bool), D::Error> {
+    fn visit_some<D: de::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
         self.deserialize(d)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(Value, bool), A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
         let survives = self.keep.is_none_or(|n| n.any.is_some());
+        let open = self.tape.open_array();
         let keep = match select(self.keep, |n| n.any.as_deref()) {
             Some(keep) => keep,
             // A list element that the path cannot project is kept as is.
@@ -139,31 +151,38 @@ impl<'de> Visitor<'de> for Decode<'_> {
             // A field's list that the path does not enter is removed by the parent.
             None => {
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
-                return Ok((Value::Array(Vec::new()), false));
+                self.tape.close_array(open, 0);
+                return Ok(false);
             }
         };
         let drop = match self.drop.map(|n| n.any.as_deref()) {
             Some(Some(any)) if any.terminal => {
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
-                return Ok((Value::Array(Vec::new()), survives));
+                self.tape.close_array(open, 0);
+                return Ok(survives);
             }
             Some(any) => any,
             None => None,
         };
-        let element = Decode {
-            keep,
-            drop,
-            element: true,
-        };
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
-        while let Some((item, _)) = seq.next_element_seed(element)? {
-            items.push(item);
+        let mut len = 0;
+        loop {
+            let element = Decode {
+                keep,
+                drop,
+                element: true,
+                tape: &mut *self.tape,
+            };
+            if seq.next_element_seed(element)?.is_none() {
+                break;
+            }
+            len += 1;
         }
-        Ok((Value::Array(items), survives))
+        self.tape.close_array(open, len);
+        Ok(survives)
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(Value, bool), A::Error> {
-        let mut out = Map::new();
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        let open = self.tape.open_object();
         while let Some(key) = map.next_key_seed(KeySeed)? {
             let Some(keep) = select(self.keep, |n| n.child(&key)) else {
                 map.next_value::<IgnoredAny>()?;
@@ -176,17 +195,20 @@ impl<'de> Visitor<'de> for Decode<'_> {
                 }
                 drop => drop,
             };
+            let mark = self.tape.mark();
+            self.tape.push_str(&key);
             let decode = Decode {
                 keep,
                 drop,
                 element: false,
+                tape: &mut *self.tape,
             };
-            let (value, survives) = map.next_value_seed(decode)?;
-            if survives {
-                out.insert(key.into_owned(), value);
+            if !map.next_value_seed(decode)? {
+                self.tape.truncate(mark);
             }
         }
-        Ok((Value::Object(out), true))
+        self.tape.close_object(open);
+        Ok(true)
     }
 }
 

@@ -206,7 +206,7 @@ fn a_lagging_relist_never_moves_an_object_back() {
     let watched = p.store.revision();
     // A lagging apiserver lists x as it was at 5: once changed, once outside the filter.
     let mut older = pod("a", "x", "5", "keep");
-    older.object["spec"]["nodeName"] = json!("node-2");
+    older.object.json_mut()["spec"]["nodeName"] = json!("node-2");
     list(&mut scope, vec![older]);
     list(&mut scope, vec![pod("a", "x", "5", "drop")]);
     assert!(changes(&p.store, watched).is_empty());
@@ -231,7 +231,7 @@ fn an_update_the_store_refuses_removes_the_stale_version() {
         deep = json!({ "d": deep });
     }
     let mut update = pod("a", "x", "2", "keep");
-    update.object["spec"]["deep"] = deep;
+    update.object.json_mut()["spec"]["deep"] = deep;
     scope.handle(watcher::Event::Apply(update));
     assert_eq!(
         changes(&p.store, synced),
@@ -247,8 +247,8 @@ fn an_object_listed_without_kind_equals_the_same_object_watched_with_it() {
     list(&mut scope, vec![pod("a", "x", "1", "keep")]);
     let synced = p.store.revision();
     let mut watched = pod("a", "x", "1", "keep");
-    watched.object["apiVersion"] = json!("v1");
-    watched.object["kind"] = json!("Pod");
+    watched.object.json_mut()["apiVersion"] = json!("v1");
+    watched.object.json_mut()["kind"] = json!("Pod");
     scope.handle(watcher::Event::Apply(watched));
     assert!(changes(&p.store, synced).is_empty());
     let stored = p

@@ -1,8 +1,6 @@
 //! Encoding a body: JSON objects become interned templates, and only the values of their holes
 //! (what is unique to this object, each in its compact form) are written to the body.
 
-use serde_json::{Map, Number, Value};
-
 use super::refs::{atom_children, release_all};
 use super::varint::{put_varint, zigzag};
 use super::{
@@ -19,6 +17,7 @@ use crate::store::scalar::{
     is_name_head, name_hash, name_ordinal, pack_suffix, parse_ipv4, parse_timestamp,
     parse_uint_str, parse_uuid, split_generated_name, split_hex64, TS_BASE,
 };
+use crate::vocab::tape::{Num, Tree, View};
 
 /// Names at least this long are looked for inside other strings (see `name_relative`).
 const MIN_AFFIX_NAME: usize = 8;
@@ -85,26 +84,26 @@ enum Enc {
 }
 
 /// True when `v` nests containers deeper than `max`.
-pub(crate) fn too_deep(v: &Value, max: usize) -> bool {
+pub(crate) fn too_deep<'t, T: Tree<'t>>(v: T, max: usize) -> bool {
     let mut stack = vec![(v, 0usize)];
     while let Some((v, d)) = stack.pop() {
         if d > max {
             return true;
         }
-        match v {
-            Value::Array(a) => stack.extend(a.iter().map(|c| (c, d + 1))),
-            Value::Object(m) => stack.extend(m.values().map(|c| (c, d + 1))),
+        match v.view() {
+            View::Array(_, elements) => stack.extend(elements.map(|c| (c, d + 1))),
+            View::Object(_, members) => stack.extend(members.map(|(_, c)| (c, d + 1))),
             _ => {}
         }
     }
     false
 }
 
-/// Encodes the body of `root`, taking references on the atoms it names.
-pub(crate) fn encode_body(
+/// Encodes the body of `root` (an object), taking references on the atoms it names.
+pub(crate) fn encode_body<'t, T: Tree<'t>>(
     atoms: &mut Atoms,
     id: &Identity<'_>,
-    root: &Map<String, Value>,
+    root: T,
 ) -> Vec<u8> {
     encode_body_sized(atoms, id, root).0
 }
@@ -113,10 +112,10 @@ pub(crate) fn encode_body(
 /// (template, array) it references, each counted in full at every use, shared or not. The
 /// size is what the object would cost alone, whatever else the store holds, so it does not
 /// depend on the order objects arrive in (`limits.maxObjectSize` is checked against it).
-pub(crate) fn encode_body_sized(
+pub(crate) fn encode_body_sized<'t, T: Tree<'t>>(
     atoms: &mut Atoms,
     id: &Identity<'_>,
-    root: &Map<String, Value>,
+    root: T,
 ) -> (Vec<u8>, u64) {
     let mut enc = Encoder {
         atoms,
@@ -126,7 +125,7 @@ pub(crate) fn encode_body_sized(
         out: Vec::with_capacity(128),
         referenced: 0,
     };
-    match enc.object(root, false) {
+    match enc.value(root, false) {
         Enc::Const(c) => enc.out.extend_from_slice(c.bytes()),
         Enc::ObjHoles(tid) => enc.tag_id_at(0, T_OBJ, tid),
         Enc::Hole(_) => unreachable!("objects are constants or have holes"),
@@ -165,15 +164,18 @@ struct Encoder<'a, 'i> {
 }
 
 impl Encoder<'_, '_> {
-    fn value(&mut self, v: &Value, owner_refs: bool) -> Enc {
-        match v {
-            Value::Null => Enc::Const(Const::tag(T_NULL)),
-            Value::Bool(false) => Enc::Const(Const::tag(T_FALSE)),
-            Value::Bool(true) => Enc::Const(Const::tag(T_TRUE)),
-            Value::Number(n) => Enc::Const(number(n)),
-            Value::String(s) => self.string(s, owner_refs),
-            Value::Array(a) => self.array(a, owner_refs),
-            Value::Object(m) => self.object(m, owner_refs),
+    fn value<'t, T: Tree<'t>>(&mut self, v: T, owner_refs: bool) -> Enc {
+        match v.view() {
+            View::Null => Enc::Const(Const::tag(T_NULL)),
+            View::Bool(false) => Enc::Const(Const::tag(T_FALSE)),
+            View::Bool(true) => Enc::Const(Const::tag(T_TRUE)),
+            View::Num(n) => Enc::Const(number(n)),
+            View::Str(s) => self.string(s, owner_refs),
+            View::Array(len, elements) => self.array(len, elements, owner_refs),
+            View::Object(len, members) => {
+                let owner_refs = owner_refs && !names_a_job(v);
+                self.object(len, members, owner_refs)
+            }
         }
     }
 
@@ -327,12 +329,16 @@ impl Encoder<'_, '_> {
         }
     }
 
-    fn object(&mut self, m: &Map<String, Value>, owner_refs: bool) -> Enc {
-        let owner_refs = owner_refs && !names_a_job(m);
-        let mut template = Vec::with_capacity(1 + m.len() * 4);
-        put_varint(&mut template, m.len() as u64);
+    fn object<'t, T: Tree<'t>>(
+        &mut self,
+        len: usize,
+        members: impl Iterator<Item = (&'t str, T)>,
+        owner_refs: bool,
+    ) -> Enc {
+        let mut template = Vec::with_capacity(1 + len * 4);
+        put_varint(&mut template, len as u64);
         let mut holes = false;
-        for (k, v) in m {
+        for (k, v) in members {
             let key = self.acquire_str(k);
             put_varint(&mut template, u64::from(key));
             let pos = self.out.len();
@@ -365,15 +371,20 @@ impl Encoder<'_, '_> {
         }
     }
 
-    fn array(&mut self, a: &[Value], owner_refs: bool) -> Enc {
-        if a.is_empty() {
+    fn array<'t, T: Tree<'t>>(
+        &mut self,
+        len: usize,
+        elements: impl Iterator<Item = T>,
+        owner_refs: bool,
+    ) -> Enc {
+        if len == 0 {
             return Enc::Const(Const::tag(T_ARR_EMPTY));
         }
         let pos = self.out.len();
-        let mut template = Vec::with_capacity(1 + a.len() * 2);
-        put_varint(&mut template, a.len() as u64);
+        let mut template = Vec::with_capacity(1 + len * 2);
+        put_varint(&mut template, len as u64);
         let mut holes = false;
-        for v in a {
+        for v in elements {
             match self.value(v, owner_refs) {
                 Enc::Const(c) => template.extend_from_slice(c.bytes()),
                 Enc::Hole(tag) => {
@@ -387,7 +398,7 @@ impl Encoder<'_, '_> {
                 }
             }
         }
-        if !holes && a.len() == 1 && template[1] == T_OBJ {
+        if !holes && len == 1 && template[1] == T_OBJ {
             // Decision: one constant object (an owner reference, nearly always) needs no
             // array atom of its own: the tag says "an array of this one object", and the
             // object's template reference is the constant's. An atom per owner less.
@@ -426,9 +437,9 @@ impl Encoder<'_, '_> {
 /// template would be that pod's alone, 30-odd bytes and an atom table entry for a uid that
 /// costs 16 bytes in the pod's body. As a hole, Jobs whose names have the same length share
 /// one template (the name is relative to the pod's), in practice one per CronJob or fewer.
-fn names_a_job(m: &Map<String, Value>) -> bool {
-    m.get("kind").and_then(Value::as_str) == Some("Job")
-        && m.get("apiVersion").and_then(Value::as_str) == Some("batch/v1")
+fn names_a_job<'t, T: Tree<'t>>(m: T) -> bool {
+    m.get("kind").and_then(T::as_str) == Some("Job")
+        && m.get("apiVersion").and_then(T::as_str) == Some("batch/v1")
 }
 
 /// Keys whose string value is where the object was scheduled: one of a few hundred nodes for
@@ -454,21 +465,23 @@ fn member_in_body(key: &str, c: &Const) -> bool {
     }
 }
 
-fn number(n: &Number) -> Const {
-    if let Some(u) = n.as_u64() {
-        if u <= SMALL_MAX {
-            return Const::tag(T_SMALL + u as u8);
+fn number(n: Num) -> Const {
+    match n {
+        Num::U64(u) if u <= SMALL_MAX => Const::tag(T_SMALL + u as u8),
+        Num::U64(u) => {
+            let mut c = Const::tag(T_U64);
+            c.varint(u);
+            c
         }
-        let mut c = Const::tag(T_U64);
-        c.varint(u);
-        c
-    } else if let Some(i) = n.as_i64() {
-        let mut c = Const::tag(T_NEG);
-        c.varint(!(i as u64));
-        c
-    } else {
-        let mut c = Const::tag(T_F64);
-        c.extend(&n.as_f64().unwrap_or(0.0).to_le_bytes());
-        c
+        Num::I64(i) => {
+            let mut c = Const::tag(T_NEG);
+            c.varint(!(i as u64));
+            c
+        }
+        Num::F64(f) => {
+            let mut c = Const::tag(T_F64);
+            c.extend(&f.to_le_bytes());
+            c
+        }
     }
 }

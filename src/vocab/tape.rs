@@ -1,0 +1,618 @@
+//! A JSON document in two flat buffers, the form the transform decodes into and the store
+//! encodes from, and [`Tree`], the read-only view the store's encoder walks (of a [`Tape`] or
+//! of a `serde_json::Value` alike).
+//!
+//! Why: decoding a watch event into `serde_json::Value` allocated a map node or a string for
+//! every kept field, and dropping it freed them again, only for the store to turn the tree into
+//! its own encoding at once: building and dropping those values was about a third of ingest
+//! time (`cargo bench --bench ingest`). A tape is one vector of fixed-size nodes and one string
+//! holding every key and string value, each grown to the size of an object and reused in
+//! place, so decoding allocates a few times per object instead of a few hundred.
+//!
+//! A tape keeps the semantics of `serde_json::Value` (without `preserve_order`): an object's
+//! members are in key order (byte order), a repeated key keeps its last value, numbers are
+//! unsigned, negative or floating-point as serde_json classifies them. [`Tape::to_value`] and
+//! [`Tape::from_value`] convert exactly, so the store encodes a tape and the equal `Value` to
+//! the same bytes.
+
+use serde_json::{Map, Number, Value};
+
+/// One node of a tape. Containers count the nodes of their subtree, not positions, so a
+/// subtree can be moved (an object's members sorted) without rewriting it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Node {
+    Null,
+    Bool(bool),
+    U64(u64),
+    /// Negative integers only (serde_json's classification).
+    I64(i64),
+    F64(f64),
+    /// A string in the tape's text: byte offset and length.
+    Str {
+        at: u32,
+        len: u32,
+    },
+    /// `len` elements; `size` nodes follow this one in its subtree.
+    Arr {
+        len: u32,
+        size: u32,
+    },
+    /// Members, each a key (`Str`) and its value's subtree, in the order they were decoded;
+    /// `size` nodes follow this one in its subtree. `len` members are read: those in key order
+    /// without repeated keys, or, when `order` is not [`IN_PLACE`], the `len` members whose
+    /// key nodes' positions are at `order` in [`Tape::order`] (sorted, the last of repeated
+    /// keys only).
+    Obj {
+        len: u32,
+        size: u32,
+        order: u32,
+    },
+}
+
+/// `Node::Obj::order` of an object whose members are in key order as decoded.
+const IN_PLACE: u32 = u32::MAX;
+
+impl Node {
+    /// Nodes in the subtree this node starts, itself included.
+    fn extent(self) -> usize {
+        match self {
+            Node::Arr { size, .. } | Node::Obj { size, .. } => 1 + size as usize,
+            _ => 1,
+        }
+    }
+}
+
+/// A JSON document: see the module's documentation.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Tape {
+    nodes: Vec<Node>,
+    text: String,
+    /// For objects whose members were not decoded in key order: the positions of their
+    /// members' key nodes in key order.
+    ///
+    /// Decision: members are left where they were decoded and read through this table, not
+    /// moved. The apiserver writes a struct's fields in Go's declaration order, so nearly
+    /// every object of a pod arrives unsorted; moving each object's subtree into order copied
+    /// the tape again for every level of nesting, and was slower than the `Value` it replaced.
+    order: Vec<u32>,
+    /// Key positions of the object being closed (kept empty between calls, to reuse its
+    /// allocation).
+    keys: Vec<u32>,
+}
+
+/// Where a tape ended at some point ([`Tape::mark`]), to cut it back there.
+#[derive(Clone, Copy, Debug)]
+pub struct Mark {
+    nodes: usize,
+    text: usize,
+    order: usize,
+}
+
+/// A container opened on a tape and not yet closed.
+#[derive(Debug)]
+#[must_use = "a container must be closed"]
+pub struct Open(usize);
+
+/// A number, as serde_json classifies it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Num {
+    /// Non-negative integers.
+    U64(u64),
+    /// Negative integers.
+    I64(i64),
+    /// Everything else.
+    F64(f64),
+}
+
+impl Num {
+    fn of(n: &Number) -> Num {
+        if let Some(u) = n.as_u64() {
+            Num::U64(u)
+        } else if let Some(i) = n.as_i64() {
+            Num::I64(i)
+        } else {
+            Num::F64(n.as_f64().unwrap_or(0.0))
+        }
+    }
+}
+
+impl Tape {
+    /// An empty tape (no document yet).
+    pub fn new() -> Tape {
+        Tape::default()
+    }
+
+    /// The current end, to [`Tape::truncate`] back to.
+    pub fn mark(&self) -> Mark {
+        Mark {
+            nodes: self.nodes.len(),
+            text: self.text.len(),
+            order: self.order.len(),
+        }
+    }
+
+    /// Removes everything pushed since `mark` (a value and its subtree, or a member, whose
+    /// objects, if any, are closed).
+    pub fn truncate(&mut self, mark: Mark) {
+        self.nodes.truncate(mark.nodes);
+        self.text.truncate(mark.text);
+        self.order.truncate(mark.order);
+    }
+
+    /// A null.
+    pub fn push_null(&mut self) {
+        self.nodes.push(Node::Null);
+    }
+
+    /// A boolean.
+    pub fn push_bool(&mut self, v: bool) {
+        self.nodes.push(Node::Bool(v));
+    }
+
+    /// A non-negative integer.
+    pub fn push_u64(&mut self, v: u64) {
+        self.nodes.push(Node::U64(v));
+    }
+
+    /// An integer: non-negative ones are stored as serde_json stores them, unsigned.
+    pub fn push_i64(&mut self, v: i64) {
+        self.nodes.push(match u64::try_from(v) {
+            Ok(u) => Node::U64(u),
+            Err(_) => Node::I64(v),
+        });
+    }
+
+    /// A float; one JSON cannot hold (NaN, infinite) becomes null, as in `serde_json::Value`.
+    pub fn push_f64(&mut self, v: f64) {
+        self.nodes.push(match Number::from_f64(v) {
+            Some(_) => Node::F64(v),
+            None => Node::Null,
+        });
+    }
+
+    /// A string, or an object's key (pushed before the member's value).
+    pub fn push_str(&mut self, s: &str) {
+        let at = self.text.len();
+        self.text.push_str(s);
+        self.nodes.push(Node::Str {
+            at: offset(at),
+            len: offset(s.len()),
+        });
+    }
+
+    /// Opens an array; its elements follow, then [`Tape::close_array`].
+    pub fn open_array(&mut self) -> Open {
+        self.nodes.push(Node::Arr { len: 0, size: 0 });
+        Open(self.nodes.len() - 1)
+    }
+
+    /// Closes the array `open`, whose `len` elements follow it.
+    pub fn close_array(&mut self, open: Open, len: usize) {
+        let size = offset(self.nodes.len() - open.0 - 1);
+        self.nodes[open.0] = Node::Arr {
+            len: offset(len),
+            size,
+        };
+    }
+
+    /// Opens an object; its members follow (each a key, [`Tape::push_str`], then its value),
+    /// then [`Tape::close_object`].
+    pub fn open_object(&mut self) -> Open {
+        self.nodes.push(Node::Obj {
+            len: 0,
+            size: 0,
+            order: IN_PLACE,
+        });
+        Open(self.nodes.len() - 1)
+    }
+
+    /// Closes the object `open`, whose members follow it: they are read in key order, and of
+    /// repeated keys the last only (as `serde_json::Map` inserts them).
+    pub fn close_object(&mut self, open: Open) {
+        let start = open.0 + 1;
+        let end = self.nodes.len();
+        let mut keys = std::mem::take(&mut self.keys);
+        let mut at = start;
+        let mut sorted = true;
+        while at < end {
+            if let Some(&last) = keys.last() {
+                sorted &= self.str_at(last as usize) < self.str_at(at);
+            }
+            keys.push(offset(at));
+            at += 1 + self.nodes[at + 1].extent();
+        }
+        let (len, order) = if sorted {
+            (keys.len(), IN_PLACE)
+        } else {
+            // Stable: of equal keys, the last decoded stays last, and is the one kept.
+            keys.sort_by(|&a, &b| self.str_at(a as usize).cmp(self.str_at(b as usize)));
+            let first = self.order.len();
+            for &at in &keys {
+                let repeated = self.order.len() > first
+                    && self.str_at(self.order[self.order.len() - 1] as usize)
+                        == self.str_at(at as usize);
+                if repeated {
+                    self.order.pop();
+                }
+                self.order.push(at);
+            }
+            (self.order.len() - first, offset(first))
+        };
+        keys.clear();
+        self.keys = keys;
+        self.nodes[open.0] = Node::Obj {
+            len: offset(len),
+            size: offset(end - start),
+            order,
+        };
+    }
+
+    /// Sets string members of the root object (replacing members of the same keys), as
+    /// `serde_json::Map::insert` would. Nothing happens when the root is not an object.
+    pub fn set_root_strings(&mut self, members: &[(&str, &str)]) {
+        let Some(&Node::Obj { order, .. }) = self.nodes.first() else {
+            return;
+        };
+        if order != IN_PLACE {
+            // The root's order is the last one pushed (objects close innermost first).
+            self.order.truncate(order as usize);
+        }
+        for (key, value) in members {
+            self.push_str(key);
+            self.push_str(value);
+        }
+        self.close_object(Open(0));
+    }
+
+    fn str_at(&self, at: usize) -> &str {
+        match self.nodes[at] {
+            Node::Str { at, len } => &self.text[at as usize..(at + len) as usize],
+            _ => "",
+        }
+    }
+
+    /// The document's root; `None` for an empty tape.
+    pub fn root(&self) -> Option<TapeRef<'_>> {
+        (!self.nodes.is_empty()).then_some(TapeRef { tape: self, at: 0 })
+    }
+
+    /// The document as a `serde_json::Value` (null for an empty tape).
+    pub fn to_value(&self) -> Value {
+        self.root().map_or(Value::Null, TapeRef::to_value)
+    }
+
+    /// `value` as a tape.
+    pub fn from_value(value: &Value) -> Tape {
+        let mut tape = Tape::new();
+        tape.push_value(value);
+        tape
+    }
+
+    fn push_value(&mut self, value: &Value) {
+        match value {
+            Value::Null => self.push_null(),
+            Value::Bool(b) => self.push_bool(*b),
+            Value::Number(n) => self.nodes.push(match Num::of(n) {
+                Num::U64(u) => Node::U64(u),
+                Num::I64(i) => Node::I64(i),
+                Num::F64(f) => Node::F64(f),
+            }),
+            Value::String(s) => self.push_str(s),
+            Value::Array(a) => {
+                let open = self.open_array();
+                for v in a {
+                    self.push_value(v);
+                }
+                self.close_array(open, a.len());
+            }
+            Value::Object(m) => {
+                let open = self.open_object();
+                for (k, v) in m {
+                    self.push_str(k);
+                    self.push_value(v);
+                }
+                self.close_object(open);
+            }
+        }
+    }
+
+    /// Bytes held by the tape's buffers (their capacity).
+    pub fn heap_bytes(&self) -> usize {
+        self.nodes.capacity() * std::mem::size_of::<Node>() + self.text.capacity()
+    }
+}
+
+/// Tapes are limited to 4 GiB of text and 4 G nodes, far above any object the store accepts.
+fn offset(n: usize) -> u32 {
+    u32::try_from(n).expect("a tape holds less than 4 GiB")
+}
+
+/// A value inside a tape.
+#[derive(Clone, Copy, Debug)]
+pub struct TapeRef<'a> {
+    tape: &'a Tape,
+    at: usize,
+}
+
+impl<'a> TapeRef<'a> {
+    fn node(self) -> Node {
+        self.tape.nodes[self.at]
+    }
+
+    /// This value as a `serde_json::Value`.
+    pub fn to_value(self) -> Value {
+        match self.view() {
+            View::Null => Value::Null,
+            View::Bool(b) => Value::Bool(b),
+            View::Num(Num::U64(u)) => Value::from(u),
+            View::Num(Num::I64(i)) => Value::from(i),
+            View::Num(Num::F64(f)) => Number::from_f64(f).map_or(Value::Null, Value::Number),
+            View::Str(s) => Value::String(s.to_owned()),
+            View::Array(_, elements) => Value::Array(elements.map(TapeRef::to_value).collect()),
+            View::Object(_, members) => Value::Object(
+                members
+                    .map(|(k, v)| (k.to_owned(), v.to_value()))
+                    .collect::<Map<_, _>>(),
+            ),
+        }
+    }
+}
+
+/// The elements of an array in a tape.
+pub struct Elements<'a> {
+    tape: &'a Tape,
+    at: usize,
+    left: u32,
+}
+
+impl<'a> Iterator for Elements<'a> {
+    type Item = TapeRef<'a>;
+
+    fn next(&mut self) -> Option<TapeRef<'a>> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let item = TapeRef {
+            tape: self.tape,
+            at: self.at,
+        };
+        self.at += item.node().extent();
+        Some(item)
+    }
+}
+
+/// The members of an object in a tape, in key order.
+pub struct Members<'a> {
+    tape: &'a Tape,
+    /// The next member's key node, when read in place.
+    at: usize,
+    /// The positions of the key nodes, when read through the order table.
+    order: &'a [u32],
+    left: u32,
+}
+
+impl<'a> Iterator for Members<'a> {
+    type Item = (&'a str, TapeRef<'a>);
+
+    fn next(&mut self) -> Option<(&'a str, TapeRef<'a>)> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let key = match self.order.split_first() {
+            Some((&at, rest)) => {
+                self.order = rest;
+                at as usize
+            }
+            None => self.at,
+        };
+        let value = TapeRef {
+            tape: self.tape,
+            at: key + 1,
+        };
+        self.at = key + 1 + value.node().extent();
+        Some((self.tape.str_at(key), value))
+    }
+}
+
+/// A JSON value as the store's encoder reads it.
+pub enum View<'a, T: Tree<'a>> {
+    /// `null`.
+    Null,
+    /// `true` or `false`.
+    Bool(bool),
+    /// A number.
+    Num(Num),
+    /// A string.
+    Str(&'a str),
+    /// The length, and the elements.
+    Array(usize, T::Elements),
+    /// The member count, and the members in key order.
+    Object(usize, T::Members),
+}
+
+/// Read-only access to a JSON document, so that one encoder reads a [`Tape`] and a
+/// `serde_json::Value` alike.
+pub trait Tree<'a>: Copy + 'a {
+    /// An array's elements.
+    type Elements: Iterator<Item = Self>;
+    /// An object's members, in key order.
+    type Members: Iterator<Item = (&'a str, Self)>;
+
+    /// What this value is.
+    fn view(self) -> View<'a, Self>;
+
+    /// The member `key` of an object (`None` for other values).
+    fn get(self, key: &str) -> Option<Self> {
+        match self.view() {
+            View::Object(_, mut members) => members.find(|(k, _)| *k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// The string this value is, if it is one.
+    fn as_str(self) -> Option<&'a str> {
+        match self.view() {
+            View::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Calls `f` with this value as a `serde_json::Value` (built for a tape, borrowed for a
+    /// `Value`).
+    fn with_value<R>(self, f: impl FnOnce(&Value) -> R) -> R;
+}
+
+impl<'a> Tree<'a> for TapeRef<'a> {
+    type Elements = Elements<'a>;
+    type Members = Members<'a>;
+
+    fn view(self) -> View<'a, Self> {
+        match self.node() {
+            Node::Null => View::Null,
+            Node::Bool(b) => View::Bool(b),
+            Node::U64(u) => View::Num(Num::U64(u)),
+            Node::I64(i) => View::Num(Num::I64(i)),
+            Node::F64(f) => View::Num(Num::F64(f)),
+            Node::Str { .. } => View::Str(self.tape.str_at(self.at)),
+            Node::Arr { len, .. } => View::Array(
+                len as usize,
+                Elements {
+                    tape: self.tape,
+                    at: self.at + 1,
+                    left: len,
+                },
+            ),
+            Node::Obj { len, order, .. } => View::Object(
+                len as usize,
+                Members {
+                    tape: self.tape,
+                    at: self.at + 1,
+                    order: match order {
+                        IN_PLACE => &[],
+                        at => &self.tape.order[at as usize..at as usize + len as usize],
+                    },
+                    left: len,
+                },
+            ),
+        }
+    }
+
+    fn with_value<R>(self, f: impl FnOnce(&Value) -> R) -> R {
+        f(&self.to_value())
+    }
+}
+
+fn member<'a>((k, v): (&'a String, &'a Value)) -> (&'a str, &'a Value) {
+    (k.as_str(), v)
+}
+
+impl<'a> Tree<'a> for &'a Value {
+    type Elements = std::slice::Iter<'a, Value>;
+    type Members = std::iter::Map<
+        serde_json::map::Iter<'a>,
+        fn((&'a String, &'a Value)) -> (&'a str, &'a Value),
+    >;
+
+    fn view(self) -> View<'a, Self> {
+        match self {
+            Value::Null => View::Null,
+            Value::Bool(b) => View::Bool(*b),
+            Value::Number(n) => View::Num(Num::of(n)),
+            Value::String(s) => View::Str(s),
+            Value::Array(a) => View::Array(a.len(), a.iter()),
+            Value::Object(m) => View::Object(m.len(), m.iter().map(member as fn(_) -> _)),
+        }
+    }
+
+    fn get(self, key: &str) -> Option<Self> {
+        self.as_object()?.get(key)
+    }
+
+    fn with_value<R>(self, f: impl FnOnce(&Value) -> R) -> R {
+        f(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn round_trips_a_value_exactly() {
+        let v = json!({"z": [1, -2, 2.5, null, true, "s", {}], "a": {"y": "", "b": [[]]},
+                       "m": u64::MAX, "n": i64::MIN});
+        let tape = Tape::from_value(&v);
+        assert_eq!(tape.to_value(), v);
+        assert_eq!(tape.root().unwrap().get("a").unwrap().to_value(), v["a"]);
+    }
+
+    #[test]
+    fn puts_members_in_key_order_and_keeps_the_last_of_a_repeated_key() {
+        let mut tape = Tape::new();
+        let open = tape.open_object();
+        for (k, v) in [("kind", "Pod"), ("apiVersion", "v1"), ("kind", "Node")] {
+            tape.push_str(k);
+            tape.push_str(v);
+        }
+        tape.push_str("metadata");
+        let meta = tape.open_object();
+        tape.push_str("name");
+        tape.push_str("p");
+        tape.close_object(meta);
+        tape.close_object(open);
+        let keys: Vec<&str> = match tape.root().unwrap().view() {
+            View::Object(3, members) => members.map(|(k, _)| k).collect(),
+            _ => panic!("an object of three members"),
+        };
+        assert_eq!(keys, ["apiVersion", "kind", "metadata"]);
+        assert_eq!(
+            tape.to_value(),
+            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "p"}})
+        );
+    }
+
+    #[test]
+    fn sets_root_strings_as_a_map_insert_does() {
+        let mut tape = Tape::from_value(&json!({"kind": "Old", "metadata": {"name": "p"}}));
+        tape.set_root_strings(&[("apiVersion", "v1"), ("kind", "Pod")]);
+        assert_eq!(
+            tape.to_value(),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}})
+        );
+        let mut scalar = Tape::from_value(&json!(3));
+        scalar.set_root_strings(&[("kind", "Pod")]);
+        assert_eq!(scalar.to_value(), json!(3));
+    }
+
+    #[test]
+    fn a_truncated_member_leaves_no_trace() {
+        let mut tape = Tape::new();
+        let open = tape.open_object();
+        tape.push_str("a");
+        tape.push_u64(1);
+        let mark = tape.mark();
+        tape.push_str("b");
+        let inner = tape.open_array();
+        tape.push_str("gone");
+        tape.close_array(inner, 1);
+        tape.truncate(mark);
+        tape.close_object(open);
+        assert_eq!(tape.to_value(), json!({"a": 1}));
+        assert_eq!(tape.text, "a");
+    }
+
+    #[test]
+    fn classifies_numbers_as_serde_json_does() {
+        let mut tape = Tape::new();
+        let open = tape.open_array();
+        tape.push_i64(5);
+        tape.push_i64(-5);
+        tape.push_f64(f64::NAN);
+        tape.close_array(open, 3);
+        assert_eq!(tape.to_value(), json!([5, -5, null]));
+        assert_eq!(tape, Tape::from_value(&json!([5u64, -5, null])));
+    }
+}
