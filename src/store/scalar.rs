@@ -219,6 +219,10 @@ pub(crate) fn format_timestamp(t: Timestamp) -> String {
 
 /// `a.b.c.d` or `a.b.c.d/len` in canonical decimal form.
 pub(crate) fn parse_ipv4(s: &str) -> Option<([u8; 4], Option<u8>)> {
+    // `0.0.0.0` to `255.255.255.255/32`: most strings are rejected here, before any scan.
+    if !(7..=18).contains(&s.len()) || !s.as_bytes()[0].is_ascii_digit() {
+        return None;
+    }
     let (addr, prefix) = match s.split_once('/') {
         Some((a, p)) => {
             let p = parse_uint_str(p)?;

@@ -69,7 +69,7 @@ fn identity<'t, T: Tree<'t>>(object: T) -> Result<Identity<'t>, StoreError> {
 /// Checks that an object can be stored: its identity, and a depth the codec can recurse into.
 pub(super) fn storable<'t, T: Tree<'t>>(object: T) -> Result<Identity<'t>, StoreError> {
     let id = identity(object)?;
-    if codec::too_deep(object, codec::MAX_DEPTH) {
+    if object.too_deep(codec::MAX_DEPTH) {
         return Err(StoreError::TooDeep {
             key: ObjectKey::new(id.namespace, id.name).to_string(),
             max: codec::MAX_DEPTH,

@@ -78,6 +78,10 @@ pub struct Tape {
     /// Key positions of the object being closed (kept empty between calls, to reuse its
     /// allocation).
     keys: Vec<u32>,
+    /// Containers open now.
+    open: u32,
+    /// The most containers any node is nested in (the root: 0), for [`Tree::too_deep`].
+    max_depth: u32,
 }
 
 /// Where a tape ended at some point ([`Tape::mark`]), to cut it back there.
@@ -86,6 +90,7 @@ pub struct Mark {
     nodes: usize,
     text: usize,
     order: usize,
+    max_depth: u32,
 }
 
 /// A container opened on a tape and not yet closed.
@@ -128,6 +133,7 @@ impl Tape {
             nodes: self.nodes.len(),
             text: self.text.len(),
             order: self.order.len(),
+            max_depth: self.max_depth,
         }
     }
 
@@ -137,26 +143,32 @@ impl Tape {
         self.nodes.truncate(mark.nodes);
         self.text.truncate(mark.text);
         self.order.truncate(mark.order);
+        self.max_depth = mark.max_depth;
+    }
+
+    fn push(&mut self, node: Node) {
+        self.max_depth = self.max_depth.max(self.open);
+        self.nodes.push(node);
     }
 
     /// A null.
     pub fn push_null(&mut self) {
-        self.nodes.push(Node::Null);
+        self.push(Node::Null);
     }
 
     /// A boolean.
     pub fn push_bool(&mut self, v: bool) {
-        self.nodes.push(Node::Bool(v));
+        self.push(Node::Bool(v));
     }
 
     /// A non-negative integer.
     pub fn push_u64(&mut self, v: u64) {
-        self.nodes.push(Node::U64(v));
+        self.push(Node::U64(v));
     }
 
     /// An integer: non-negative ones are stored as serde_json stores them, unsigned.
     pub fn push_i64(&mut self, v: i64) {
-        self.nodes.push(match u64::try_from(v) {
+        self.push(match u64::try_from(v) {
             Ok(u) => Node::U64(u),
             Err(_) => Node::I64(v),
         });
@@ -164,7 +176,7 @@ impl Tape {
 
     /// A float; one JSON cannot hold (NaN, infinite) becomes null, as in `serde_json::Value`.
     pub fn push_f64(&mut self, v: f64) {
-        self.nodes.push(match Number::from_f64(v) {
+        self.push(match Number::from_f64(v) {
             Some(_) => Node::F64(v),
             None => Node::Null,
         });
@@ -174,7 +186,7 @@ impl Tape {
     pub fn push_str(&mut self, s: &str) {
         let at = self.text.len();
         self.text.push_str(s);
-        self.nodes.push(Node::Str {
+        self.push(Node::Str {
             at: offset(at),
             len: offset(s.len()),
         });
@@ -182,13 +194,15 @@ impl Tape {
 
     /// Opens an array; its elements follow, then [`Tape::close_array`].
     pub fn open_array(&mut self) -> Open {
-        self.nodes.push(Node::Arr { len: 0, size: 0 });
+        self.push(Node::Arr { len: 0, size: 0 });
+        self.open += 1;
         Open(self.nodes.len() - 1)
     }
 
     /// Closes the array `open`, whose `len` elements follow it.
     pub fn close_array(&mut self, open: Open, len: usize) {
         let size = offset(self.nodes.len() - open.0 - 1);
+        self.open -= 1;
         self.nodes[open.0] = Node::Arr {
             len: offset(len),
             size,
@@ -198,11 +212,12 @@ impl Tape {
     /// Opens an object; its members follow (each a key, [`Tape::push_str`], then its value),
     /// then [`Tape::close_object`].
     pub fn open_object(&mut self) -> Open {
-        self.nodes.push(Node::Obj {
+        self.push(Node::Obj {
             len: 0,
             size: 0,
             order: IN_PLACE,
         });
+        self.open += 1;
         Open(self.nodes.len() - 1)
     }
 
@@ -211,6 +226,7 @@ impl Tape {
     pub fn close_object(&mut self, open: Open) {
         let start = open.0 + 1;
         let end = self.nodes.len();
+        self.open -= 1;
         let mut keys = std::mem::take(&mut self.keys);
         let mut at = start;
         let mut sorted = true;
@@ -257,6 +273,7 @@ impl Tape {
             // The root's order is the last one pushed (objects close innermost first).
             self.order.truncate(order as usize);
         }
+        self.open += 1;
         for (key, value) in members {
             self.push_str(key);
             self.push_str(value);
@@ -292,7 +309,7 @@ impl Tape {
         match value {
             Value::Null => self.push_null(),
             Value::Bool(b) => self.push_bool(*b),
-            Value::Number(n) => self.nodes.push(match Num::of(n) {
+            Value::Number(n) => self.push(match Num::of(n) {
                 Num::U64(u) => Node::U64(u),
                 Num::I64(i) => Node::I64(i),
                 Num::F64(f) => Node::F64(f),
@@ -462,6 +479,27 @@ pub trait Tree<'a>: Copy + 'a {
     /// Calls `f` with this value as a `serde_json::Value` (built for a tape, borrowed for a
     /// `Value`).
     fn with_value<R>(self, f: impl FnOnce(&Value) -> R) -> R;
+
+    /// True when this value nests containers deeper than `max` (its members are at depth 1).
+    fn too_deep(self, max: usize) -> bool {
+        nested_deeper(self, max)
+    }
+}
+
+/// [`Tree::too_deep`] by a walk of the whole value.
+fn nested_deeper<'a, T: Tree<'a>>(value: T, max: usize) -> bool {
+    let mut stack = vec![(value, 0usize)];
+    while let Some((v, d)) = stack.pop() {
+        if d > max {
+            return true;
+        }
+        match v.view() {
+            View::Array(_, elements) => stack.extend(elements.map(|c| (c, d + 1))),
+            View::Object(_, members) => stack.extend(members.map(|(_, c)| (c, d + 1))),
+            _ => {}
+        }
+    }
+    false
 }
 
 impl<'a> Tree<'a> for TapeRef<'a> {
@@ -501,6 +539,14 @@ impl<'a> Tree<'a> for TapeRef<'a> {
 
     fn with_value<R>(self, f: impl FnOnce(&Value) -> R) -> R {
         f(&self.to_value())
+    }
+
+    /// For the root, the depth the tape recorded while it was built: no walk.
+    fn too_deep(self, max: usize) -> bool {
+        if self.at == 0 {
+            return self.tape.max_depth as usize > max;
+        }
+        nested_deeper(self, max)
     }
 }
 
@@ -602,6 +648,31 @@ mod tests {
         tape.close_object(open);
         assert_eq!(tape.to_value(), json!({"a": 1}));
         assert_eq!(tape.text, "a");
+    }
+
+    #[test]
+    fn records_its_depth_as_a_walk_finds_it() {
+        let deep = json!({"a": [{"b": [1]}], "c": {"d": {}}});
+        let tape = Tape::from_value(&deep);
+        assert_eq!(tape.max_depth, 4);
+        for max in 0..6 {
+            let root = tape.root().unwrap();
+            assert_eq!(root.too_deep(max), nested_deeper(root, max), "max {max}");
+            assert_eq!(root.too_deep(max), nested_deeper(&deep, max), "max {max}");
+        }
+        // A member cut off takes its depth with it.
+        let mut tape = Tape::new();
+        let open = tape.open_object();
+        let mark = tape.mark();
+        tape.push_str("deep");
+        let inner = tape.open_array();
+        let innermost = tape.open_array();
+        tape.close_array(innermost, 0);
+        tape.close_array(inner, 1);
+        assert_eq!(tape.max_depth, 2);
+        tape.truncate(mark);
+        tape.close_object(open);
+        assert_eq!(tape.max_depth, 0);
     }
 
     #[test]

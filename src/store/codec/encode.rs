@@ -1,6 +1,8 @@
 //! Encoding a body: JSON objects become interned templates, and only the values of their holes
 //! (what is unique to this object, each in its compact form) are written to the body.
 
+use memchr::memmem;
+
 use super::refs::{atom_children, release_all};
 use super::varint::{put_varint, zigzag};
 use super::{
@@ -83,22 +85,6 @@ enum Enc {
     ObjHoles(AtomId),
 }
 
-/// True when `v` nests containers deeper than `max`.
-pub(crate) fn too_deep<'t, T: Tree<'t>>(v: T, max: usize) -> bool {
-    let mut stack = vec![(v, 0usize)];
-    while let Some((v, d)) = stack.pop() {
-        if d > max {
-            return true;
-        }
-        match v.view() {
-            View::Array(_, elements) => stack.extend(elements.map(|c| (c, d + 1))),
-            View::Object(_, members) => stack.extend(members.map(|(_, c)| (c, d + 1))),
-            _ => {}
-        }
-    }
-    false
-}
-
 /// Encodes the body of `root` (an object), taking references on the atoms it names.
 pub(crate) fn encode_body<'t, T: Tree<'t>>(
     atoms: &mut Atoms,
@@ -141,6 +127,9 @@ struct NameParts<'i> {
     gen_prefix: Option<&'i str>,
     ordinal: Option<&'i str>,
     hash: Option<&'i str>,
+    /// Finds the name inside other strings (built once: the standard library's `str::find`
+    /// prepares its search again for every string).
+    finder: memmem::Finder<'i>,
 }
 
 impl<'i> NameParts<'i> {
@@ -149,6 +138,7 @@ impl<'i> NameParts<'i> {
             gen_prefix: split_generated_name(name).map(|(prefix, _)| prefix),
             ordinal: name_ordinal(name),
             hash: name_hash(name),
+            finder: memmem::Finder::new(name),
         }
     }
 }
@@ -304,7 +294,7 @@ impl Encoder<'_, '_> {
         if name.len() < MIN_AFFIX_NAME || s.len() <= name.len() {
             return None;
         }
-        let at = s.find(name)?;
+        let at = self.name.finder.find(s.as_bytes())?;
         let (prefix, suffix) = (&s[..at], &s[at + name.len()..]);
         let mut c = Const::tag(T_KEY_NAME_AFFIX);
         c.extend(self.const_string(prefix).bytes());
