@@ -292,3 +292,50 @@ fn a_filter_sees_the_fields_its_transform_removes() {
     projected.transform = Transform::controller();
     assert!(projected.decoding().is_some());
 }
+
+#[test]
+fn an_object_decoded_onto_a_tape_is_stored_as_the_same_object_decoded_whole() {
+    let mut p = pipeline(None);
+    p.transform = Transform::controller();
+    let text = |kind: bool, rv: &str| {
+        let mut pod = json!({"metadata": {"namespace": "a", "name": "x", "resourceVersion": rv,
+                                          "labels": {"z": "1", "a": "2"},
+                                          "managedFields": [{"manager": "m"}]},
+                             "spec": {"nodeName": "n", "containers": [{"name": "c"}]},
+                             "status": {"phase": "Running", "hostIP": "10.0.0.1"}});
+        if kind {
+            // As a watch event carries them, in the apiserver's order (kind first).
+            pod["kind"] = json!("Pod");
+            pod["apiVersion"] = json!("v1");
+        }
+        pod.to_string()
+    };
+    let decode = |text: &str| -> Projected {
+        let _decoding = Decoding::enter(p.decoding());
+        serde_json::from_str(text).expect("decodes")
+    };
+    let listed = decode(&text(false, "1"));
+    assert!(matches!(listed.object, Decoded::Tape(_)));
+    let mut scope = ScopeIngest::new(p.clone(), Some("a".into()));
+    list(&mut scope, vec![listed]);
+    let key = ObjectKey::new(Some("a"), "x");
+    let mut expected: Value = serde_json::from_str(&text(true, "1")).unwrap();
+    Transform::controller().apply(&mut expected);
+    assert_eq!(p.store.get(&key).expect("stored").to_json_value(), expected);
+
+    // The same object watched (with kind and apiVersion), or whole as JSON: no change.
+    let synced = p.store.revision();
+    scope.handle(watcher::Event::Apply(decode(&text(true, "1"))));
+    scope.handle(watcher::Event::Apply(Projected::from_value(
+        expected.clone(),
+    )));
+    assert!(changes(&p.store, synced).is_empty());
+    // A new version from a tape replaces it.
+    scope.handle(watcher::Event::Apply(decode(&text(true, "2"))));
+    assert_eq!(
+        changes(&p.store, synced),
+        [(ChangeKind::Modified, "a/x".to_string())]
+    );
+    expected["metadata"]["resourceVersion"] = json!("2");
+    assert_eq!(p.store.get(&key).expect("stored").to_json_value(), expected);
+}
