@@ -771,10 +771,12 @@ const STAGES: [&str; 3] = [
 ];
 
 /// The decodings informerd does not use, each timed in a pass of its own.
-const ALTERNATIVES: [&str; 3] = [
+const ALTERNATIVES: [&str; 5] = [
     "decode WatchEvent<Pod> (kube-rs typed; decode only, no reflector)",
     "decode WatchEvent<serde_json::Value> (whole objects)",
     "decode WatchEvent<DynamicObject> (informerd's path before projecting while decoding)",
+    "decode WatchEvent<IgnoredAny> (kube-rs's event envelope, the object skipped: the floor through kube-rs)",
+    "decode WatchEvent<Projected> alone (informerd's decoding, no store between the lines)",
 ];
 
 fn stages(labels: &[&'static str], times: &[Duration]) -> Vec<Stage> {
@@ -874,6 +876,11 @@ fn breakdown(bodies: &Bodies, config: &Config, iterations: usize) -> Result<Brea
             decode_all::<WatchEvent<Pod>>(all())?,
             decode_all::<WatchEvent<Value>>(all())?,
             decode_all::<WatchEvent<DynamicObject>>(all())?,
+            decode_all::<WatchEvent<IgnoredAny>>(all())?,
+            {
+                let _decoding = Decoding::enter(Some(&transform));
+                decode_all::<WatchEvent<Projected>>(all())?
+            },
         ];
         keep_best(&mut best_alt, stages(&ALTERNATIVES, &a));
     }
