@@ -300,3 +300,21 @@ fn transform_is_send_sync_and_cheap_to_clone() {
     fn assert_send_sync<T: Send + Sync + Clone + 'static>() {}
     assert_send_sync::<Transform>();
 }
+
+#[test]
+fn a_key_serde_json_reserves_is_kept_as_written() {
+    // Decision: an object whose key is serde_json's private raw-value marker is decoded as
+    // written. serde_json's own `Value` (with the `raw_value` feature this crate enables) reads
+    // such an object as the JSON text it holds, so the whole-object path (a scope with a filter,
+    // or with nothing to remove) still does: a serde_json artifact that no apiserver object
+    // has, left as it is there.
+    let t = transform(&["metadata.managedFields"], &[]);
+    let text = r#"{"metadata":{"name":"p","managedFields":[]},
+                   "spec":{"$serde_json::private::RawValue":"5"}}"#;
+    let mut de = serde_json::Deserializer::from_str(text);
+    let decoded = t.seed().deserialize(&mut de).unwrap().to_value();
+    assert_eq!(
+        decoded,
+        json!({"metadata": {"name": "p"}, "spec": {"$serde_json::private::RawValue": "5"}})
+    );
+}

@@ -63,7 +63,7 @@ impl Node {
 }
 
 /// A JSON document: see the module's documentation.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Tape {
     nodes: Vec<Node>,
     text: String,
@@ -82,6 +82,9 @@ pub struct Tape {
     open: u32,
     /// The most containers any node is nested in (the root: 0), for [`Tree::too_deep`].
     max_depth: u32,
+    /// Whether `max_depth` is that of the document as read: not when a repeated key hid a
+    /// member (its nodes stay, unread, and may be the deepest), then a walk decides.
+    depth_exact: bool,
 }
 
 /// Where a tape ended at some point ([`Tape::mark`]), to cut it back there.
@@ -91,6 +94,7 @@ pub struct Mark {
     text: usize,
     order: usize,
     max_depth: u32,
+    depth_exact: bool,
 }
 
 /// A container opened on a tape and not yet closed.
@@ -121,6 +125,20 @@ impl Num {
     }
 }
 
+impl Default for Tape {
+    fn default() -> Tape {
+        Tape {
+            nodes: Vec::new(),
+            text: String::new(),
+            order: Vec::new(),
+            keys: Vec::new(),
+            open: 0,
+            max_depth: 0,
+            depth_exact: true,
+        }
+    }
+}
+
 impl Tape {
     /// An empty tape (no document yet).
     pub fn new() -> Tape {
@@ -134,6 +152,7 @@ impl Tape {
             text: self.text.len(),
             order: self.order.len(),
             max_depth: self.max_depth,
+            depth_exact: self.depth_exact,
         }
     }
 
@@ -144,6 +163,7 @@ impl Tape {
         self.text.truncate(mark.text);
         self.order.truncate(mark.order);
         self.max_depth = mark.max_depth;
+        self.depth_exact = mark.depth_exact;
     }
 
     fn push(&mut self, node: Node) {
@@ -186,6 +206,8 @@ impl Tape {
     pub fn push_str(&mut self, s: &str) {
         let at = self.text.len();
         self.text.push_str(s);
+        // Checked whole, so that `str_at` cannot overflow adding the two.
+        offset(at + s.len());
         self.push(Node::Str {
             at: offset(at),
             len: offset(s.len()),
@@ -249,6 +271,7 @@ impl Tape {
                         == self.str_at(at as usize);
                 if repeated {
                     self.order.pop();
+                    self.depth_exact = false;
                 }
                 self.order.push(at);
             }
@@ -543,7 +566,7 @@ impl<'a> Tree<'a> for TapeRef<'a> {
 
     /// For the root, the depth the tape recorded while it was built: no walk.
     fn too_deep(self, max: usize) -> bool {
-        if self.at == 0 {
+        if self.at == 0 && self.tape.depth_exact {
             return self.tape.max_depth as usize > max;
         }
         nested_deeper(self, max)
@@ -673,6 +696,30 @@ mod tests {
         tape.truncate(mark);
         tape.close_object(open);
         assert_eq!(tape.max_depth, 0);
+    }
+
+    #[test]
+    fn a_member_hidden_by_a_repeated_key_does_not_count_for_the_depth() {
+        // `{"a": [[]], "a": 1}`: the deep member is not read, so the tape is one deep.
+        let mut tape = Tape::new();
+        let open = tape.open_object();
+        tape.push_str("a");
+        let outer = tape.open_array();
+        let inner = tape.open_array();
+        tape.close_array(inner, 0);
+        tape.close_array(outer, 1);
+        tape.push_str("a");
+        tape.push_u64(1);
+        tape.close_object(open);
+        let root = tape.root().unwrap();
+        assert_eq!(tape.to_value(), json!({"a": 1}));
+        assert!(!root.too_deep(1));
+        assert!(root.too_deep(0));
+        // Likewise a root member replaced by `set_root_strings`.
+        let mut tape = Tape::from_value(&json!({"kind": [[[]]], "b": 1}));
+        assert!(tape.root().unwrap().too_deep(2));
+        tape.set_root_strings(&[("kind", "Pod")]);
+        assert!(!tape.root().unwrap().too_deep(1));
     }
 
     #[test]
