@@ -41,6 +41,20 @@ pub fn check(bytes: &[u8]) {
                     expected,
                     "decoding with the transform"
                 );
+                // The store refuses the tape exactly when it refuses the equal JSON.
+                if let Decoded::Tape(tape) = &projected.object {
+                    let from_tape = Writer::new(StoreOptions::default())
+                        .apply_tape_within(tape, u64::MAX)
+                        .map(|_| ());
+                    let from_json = Writer::new(StoreOptions::default())
+                        .apply(expected)
+                        .map(|_| ());
+                    assert_eq!(
+                        from_tape.map_err(|e| e.to_string()),
+                        from_json.map_err(|e| e.to_string()),
+                        "storing the tape and its JSON"
+                    );
+                }
             }
             store_round_trip(whole);
             store_decoded_round_trip(projected.object);
