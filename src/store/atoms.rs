@@ -115,17 +115,25 @@ impl Atoms {
     /// Takes one reference on the atom `kind + payload`, creating it if needed. Returns its id
     /// and whether it was created.
     pub(crate) fn acquire(&mut self, kind: u8, payload: &[u8]) -> (AtomId, bool) {
+        let (id, created) = self.intern(kind, payload);
+        self.entries[id as usize].refs += 1;
+        (id, created)
+    }
+
+    /// The id of the atom `kind + payload`, created if needed, without taking a reference:
+    /// the encoder looks atoms up this way and its holders take their references once they are
+    /// known to be new (`codec::encode`). A created atom has no reference until then.
+    pub(crate) fn intern(&mut self, kind: u8, payload: &[u8]) -> (AtomId, bool) {
         let hash = hash_of(&self.hasher, kind, payload);
         if let Some(id) = self.table.find(hash, |id| {
             let b = entry_bytes(&self.arena, self.entries[id as usize]);
             b[0] == kind && b[1..] == *payload
         }) {
-            self.entries[id as usize].refs += 1;
             return (id, false);
         }
         let entry = Entry {
             at: self.arena.store_sized(&[&[kind], payload], self.live_bytes),
-            refs: 1,
+            refs: 0,
         };
         let id = match self.free.pop() {
             Some(id) => {
@@ -143,6 +151,12 @@ impl Atoms {
         self.live += 1;
         self.live_bytes += payload.len() + 1;
         (id, true)
+    }
+
+    /// Takes one more reference on a live atom.
+    pub(crate) fn hold(&mut self, id: AtomId) {
+        debug_assert!(self.entries[id as usize].is_live(), "atom {id} is not live");
+        self.entries[id as usize].refs += 1;
     }
 
     /// The id of an existing atom, without taking a reference.

@@ -3,7 +3,7 @@
 
 use memchr::memmem;
 
-use super::refs::{atom_children, release_all};
+use super::refs::{atom_children, const_ids};
 use super::varint::{put_varint, zigzag};
 use super::{
     Identity, HOLE, OBJ_HOLE, SMALL_MAX, T_ARR, T_ARR_CONST, T_ARR_EMPTY, T_ARR_OBJ1, T_ATOM_STR,
@@ -112,7 +112,7 @@ pub(crate) fn encode_body_sized<'t, T: Tree<'t>>(
         referenced: 0,
     };
     match enc.value(root, false) {
-        Enc::Const(c) => enc.out.extend_from_slice(c.bytes()),
+        Enc::Const(c) => enc.const_to_body(&c, false),
         Enc::ObjHoles(tid) => enc.tag_id_at(0, T_OBJ, tid),
         Enc::Hole(_) => unreachable!("objects are constants or have holes"),
     }
@@ -143,6 +143,14 @@ impl<'i> NameParts<'i> {
     }
 }
 
+/// Decision: the encoder looks atoms up without taking references, and an atom's holders take
+/// theirs once they are known: a template or array when it is new (one reference on each atom
+/// it names), the body for every atom it names. Most of a pod's templates already exist, so
+/// their keys and constants are looked up and nothing else: before, each was acquired and,
+/// once the template turned out to exist, released again. An atom created while encoding has
+/// no reference until its holder takes one; it cannot be named by an existing template (those
+/// name only live atoms, and a new atom's id was free), so its holder is always new or the
+/// body, and nothing created is left unheld.
 struct Encoder<'a, 'i> {
     atoms: &'a mut Atoms,
     id: &'a Identity<'i>,
@@ -169,21 +177,43 @@ impl Encoder<'_, '_> {
         }
     }
 
-    /// Takes a reference on the string atom `s`, counting its bytes.
-    fn acquire_str(&mut self, s: &str) -> AtomId {
+    /// The id of the string atom `s` (no reference taken: see [`Encoder`]), counting its
+    /// bytes.
+    fn str_atom(&mut self, s: &str) -> AtomId {
         self.referenced += s.len() as u64;
-        self.atoms.acquire(KIND_STR, s.as_bytes()).0
+        self.atoms.intern(KIND_STR, s.as_bytes()).0
     }
 
-    /// Inserts `tag id` into the body at `pos` (before the holes of what it introduces).
+    /// Writes the id of the string atom `s` to the body, which holds a reference on it.
+    fn str_atom_to_body(&mut self, s: &str, plus: u64) {
+        let a = self.str_atom(s);
+        self.atoms.hold(a);
+        put_varint(&mut self.out, u64::from(a) + plus);
+    }
+
+    /// Writes the constant `c` to the body (without its tag when `payload_only`), which holds
+    /// a reference on every atom it names.
+    fn const_to_body(&mut self, c: &Const, payload_only: bool) {
+        let atoms = &mut *self.atoms;
+        const_ids(c.bytes(), &mut |id| atoms.hold(id));
+        let bytes = c.bytes();
+        self.out
+            .extend_from_slice(if payload_only { &bytes[1..] } else { bytes });
+    }
+
+    /// Inserts `tag id` into the body at `pos` (before the holes of what it introduces); the
+    /// body holds a reference on `id`.
     fn tag_id_at(&mut self, pos: usize, tag: u8, id: AtomId) {
+        self.atoms.hold(id);
         let head = Const::tag_id(tag, id);
         self.out.splice(pos..pos, head.bytes().iter().copied());
     }
 
     /// Inserts `id` into the body at `pos`: the payload of a hole whose template names its tag
-    /// (`T_OBJ`, `T_ARR`), before the holes of what it introduces.
+    /// (`T_OBJ`, `T_ARR`), before the holes of what it introduces; the body holds a reference
+    /// on `id`.
     fn id_at(&mut self, pos: usize, id: AtomId) {
+        self.atoms.hold(id);
         let mut head = Const::new();
         head.varint(u64::from(id));
         self.out.splice(pos..pos, head.bytes().iter().copied());
@@ -240,8 +270,7 @@ impl Encoder<'_, '_> {
             });
         }
         if let Some((prefix, suffix)) = split_generated_name(s) {
-            let a = self.acquire_str(prefix);
-            put_varint(&mut self.out, u64::from(a));
+            self.str_atom_to_body(prefix, 0);
             self.out.extend_from_slice(&pack_suffix(&suffix));
             return Enc::Hole(T_GEN_NAME);
         }
@@ -257,8 +286,7 @@ impl Encoder<'_, '_> {
                 c.extend(&digest);
                 return Enc::Const(c);
             }
-            let a = self.acquire_str(prefix);
-            put_varint(&mut self.out, u64::from(a) + 1);
+            self.str_atom_to_body(prefix, 1);
             self.out.extend_from_slice(&digest);
             return Enc::Hole(T_HEX64);
         }
@@ -311,10 +339,10 @@ impl Encoder<'_, '_> {
         } else if let Some(packed) = packed::pack(s) {
             // Counted in full, as the object is served (`limits.maxObjectSize`).
             self.referenced += s.len() as u64;
-            let (a, _) = self.atoms.acquire(KIND_STR_LZ4, &packed);
+            let (a, _) = self.atoms.intern(KIND_STR_LZ4, &packed);
             Const::tag_id(T_ATOM_STR, a)
         } else {
-            let a = self.acquire_str(s);
+            let a = self.str_atom(s);
             Const::tag_id(T_ATOM_STR, a)
         }
     }
@@ -329,14 +357,13 @@ impl Encoder<'_, '_> {
         put_varint(&mut template, len as u64);
         let mut holes = false;
         for (k, v) in members {
-            let key = self.acquire_str(k);
+            let key = self.str_atom(k);
             put_varint(&mut template, u64::from(key));
             let pos = self.out.len();
             match self.value(v, owner_refs || k == "ownerReferences") {
                 Enc::Const(c) if member_in_body(k, &c) => {
-                    let (tag, payload) = c.bytes().split_first().expect("a constant has a tag");
-                    self.out.extend_from_slice(payload);
-                    template.extend([HOLE, *tag]);
+                    self.const_to_body(&c, true);
+                    template.extend([HOLE, c.bytes()[0]]);
                     holes = true;
                 }
                 Enc::Const(c) => template.extend_from_slice(c.bytes()),
@@ -406,15 +433,17 @@ impl Encoder<'_, '_> {
         }
     }
 
-    /// Interns a template or array whose payload already holds references on its children;
-    /// when an equal atom exists, those references are returned (the existing atom has its own).
+    /// The id of the template or array `payload` (no reference taken: see [`Encoder`]). A new
+    /// one takes a reference on each atom it names.
     fn intern(&mut self, kind: u8, payload: &[u8]) -> AtomId {
         self.referenced += payload.len() as u64;
-        let (id, created) = self.atoms.acquire(kind, payload);
-        if !created {
+        let (id, created) = self.atoms.intern(kind, payload);
+        if created {
             let mut ids = Vec::new();
             atom_children(kind, payload, &mut ids);
-            release_all(self.atoms, ids);
+            for child in ids {
+                self.atoms.hold(child);
+            }
         }
         id
     }

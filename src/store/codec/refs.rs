@@ -51,6 +51,11 @@ fn const_payload_refs(tag: u8, buf: &[u8], p: &mut usize, on_ref: &mut impl FnMu
     }
 }
 
+/// The atoms the constant `c` (its tag first) references.
+pub(super) fn const_ids(c: &[u8], on_ref: &mut impl FnMut(AtomId)) {
+    const_refs(c, &mut 0, on_ref);
+}
+
 /// The atoms a template or constant-array payload references.
 pub(super) fn atom_children(kind: u8, payload: &[u8], ids: &mut Vec<AtomId>) {
     let mut p = 0;
