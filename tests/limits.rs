@@ -45,6 +45,22 @@ impl Fixture {
         let kube = cluster.client().await.expect("kube client");
         let ns = unique_namespace(&kube, base).await.expect("namespace");
         let fixture_api: Api<ConfigMap> = Api::namespaced(kube.clone(), &ns);
+        // The controller-manager publishes kube-root-ca.crt into every new namespace a moment
+        // after it exists: waited for here, so that the sidecar's first list holds it (the
+        // tests count it; under load it could arrive after the sync, CI saw one such run).
+        let published = tokio::time::Instant::now() + PATIENCE;
+        while fixture_api
+            .get_opt("kube-root-ca.crt")
+            .await
+            .expect("get kube-root-ca.crt")
+            .is_none()
+        {
+            assert!(
+                tokio::time::Instant::now() < published,
+                "kube-root-ca.crt was never published into {ns}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         for (name, size) in configmaps {
             fixture_api
                 .create(&PostParams::default(), &config_map(name, *size))
