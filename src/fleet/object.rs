@@ -34,7 +34,8 @@ use serde::{de::DeserializeSeed, Deserialize, Deserializer};
 use serde_json::Value;
 
 use crate::transform::Transform;
-use crate::vocab::tape::{Tape, Tree};
+use crate::vocab::tape::Tape;
+use crate::vocab::tree::Tree;
 
 thread_local! {
     static TRANSFORM: RefCell<Option<Transform>> = const { RefCell::new(None) };

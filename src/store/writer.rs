@@ -14,7 +14,8 @@ use super::object::Handle;
 use super::reader::Store;
 use super::state::{Shared, State};
 use super::{Blob, Change, ChangeKind, ObjectKey, StoreError, StoreOptions, StoredObject};
-use crate::vocab::tape::{Tape, Tree, View};
+use crate::vocab::tape::Tape;
+use crate::vocab::tree::{Tree, View};
 
 /// The write half of a store: the fleet applies and deletes through it; everything else
 /// holds the read-only [`Store`] it hands out ([`Writer::as_reader`]), as kube-rs's reflector

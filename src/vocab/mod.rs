@@ -10,3 +10,4 @@ pub mod memory;
 pub mod names;
 pub mod path;
 pub mod tape;
+pub mod tree;

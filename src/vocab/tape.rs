@@ -1,11 +1,10 @@
 //! A JSON document in two flat buffers, the form the transform decodes into and the store
-//! encodes from, and [`Tree`], the read-only view the store's encoder walks (of a [`Tape`] or
-//! of a `serde_json::Value` alike).
+//! encodes from (through [`Tree`], `vocab::tree`).
 //!
 //! Why: decoding a watch event into `serde_json::Value` allocated a map node or a string for
 //! every kept field, and dropping it freed them again, only for the store to turn the tree into
-//! its own encoding at once: building and dropping those values was about a third of ingest
-//! time (`cargo bench --bench ingest`). A tape is one vector of fixed-size nodes and one string
+//! its own encoding at once: building and dropping those values was about a fifth of
+//! informerd's ingest pass (`perf record -e cpu-clock` over `cargo bench --bench ingest`). A tape is one vector of fixed-size nodes and one string
 //! holding every key and string value, each grown to the size of an object and reused in
 //! place, so decoding allocates a few times per object instead of a few hundred.
 //!
@@ -16,6 +15,8 @@
 //! the same bytes.
 
 use serde_json::{Map, Number, Value};
+
+use super::tree::{nested_deeper, Num, Tree, View};
 
 /// One node of a tape. Containers count the nodes of their subtree, not positions, so a
 /// subtree can be moved (an object's members sorted) without rewriting it.
@@ -101,29 +102,6 @@ pub struct Mark {
 #[derive(Debug)]
 #[must_use = "a container must be closed"]
 pub struct Open(usize);
-
-/// A number, as serde_json classifies it.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Num {
-    /// Non-negative integers.
-    U64(u64),
-    /// Negative integers.
-    I64(i64),
-    /// Everything else.
-    F64(f64),
-}
-
-impl Num {
-    fn of(n: &Number) -> Num {
-        if let Some(u) = n.as_u64() {
-            Num::U64(u)
-        } else if let Some(i) = n.as_i64() {
-            Num::I64(i)
-        } else {
-            Num::F64(n.as_f64().unwrap_or(0.0))
-        }
-    }
-}
 
 impl Default for Tape {
     fn default() -> Tape {
@@ -355,11 +333,6 @@ impl Tape {
             }
         }
     }
-
-    /// Bytes held by the tape's buffers (their capacity).
-    pub fn heap_bytes(&self) -> usize {
-        self.nodes.capacity() * std::mem::size_of::<Node>() + self.text.capacity()
-    }
 }
 
 /// Tapes are limited to 4 GiB of text and 4 G nodes, far above any object the store accepts.
@@ -456,75 +429,6 @@ impl<'a> Iterator for Members<'a> {
     }
 }
 
-/// A JSON value as the store's encoder reads it.
-pub enum View<'a, T: Tree<'a>> {
-    /// `null`.
-    Null,
-    /// `true` or `false`.
-    Bool(bool),
-    /// A number.
-    Num(Num),
-    /// A string.
-    Str(&'a str),
-    /// The length, and the elements.
-    Array(usize, T::Elements),
-    /// The member count, and the members in key order.
-    Object(usize, T::Members),
-}
-
-/// Read-only access to a JSON document, so that one encoder reads a [`Tape`] and a
-/// `serde_json::Value` alike.
-pub trait Tree<'a>: Copy + 'a {
-    /// An array's elements.
-    type Elements: Iterator<Item = Self>;
-    /// An object's members, in key order.
-    type Members: Iterator<Item = (&'a str, Self)>;
-
-    /// What this value is.
-    fn view(self) -> View<'a, Self>;
-
-    /// The member `key` of an object (`None` for other values).
-    fn get(self, key: &str) -> Option<Self> {
-        match self.view() {
-            View::Object(_, mut members) => members.find(|(k, _)| *k == key).map(|(_, v)| v),
-            _ => None,
-        }
-    }
-
-    /// The string this value is, if it is one.
-    fn as_str(self) -> Option<&'a str> {
-        match self.view() {
-            View::Str(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    /// Calls `f` with this value as a `serde_json::Value` (built for a tape, borrowed for a
-    /// `Value`).
-    fn with_value<R>(self, f: impl FnOnce(&Value) -> R) -> R;
-
-    /// True when this value nests containers deeper than `max` (its members are at depth 1).
-    fn too_deep(self, max: usize) -> bool {
-        nested_deeper(self, max)
-    }
-}
-
-/// [`Tree::too_deep`] by a walk of the whole value.
-fn nested_deeper<'a, T: Tree<'a>>(value: T, max: usize) -> bool {
-    let mut stack = vec![(value, 0usize)];
-    while let Some((v, d)) = stack.pop() {
-        if d > max {
-            return true;
-        }
-        match v.view() {
-            View::Array(_, elements) => stack.extend(elements.map(|c| (c, d + 1))),
-            View::Object(_, members) => stack.extend(members.map(|(_, c)| (c, d + 1))),
-            _ => {}
-        }
-    }
-    false
-}
-
 impl<'a> Tree<'a> for TapeRef<'a> {
     type Elements = Elements<'a>;
     type Members = Members<'a>;
@@ -573,164 +477,5 @@ impl<'a> Tree<'a> for TapeRef<'a> {
     }
 }
 
-fn member<'a>((k, v): (&'a String, &'a Value)) -> (&'a str, &'a Value) {
-    (k.as_str(), v)
-}
-
-impl<'a> Tree<'a> for &'a Value {
-    type Elements = std::slice::Iter<'a, Value>;
-    type Members = std::iter::Map<
-        serde_json::map::Iter<'a>,
-        fn((&'a String, &'a Value)) -> (&'a str, &'a Value),
-    >;
-
-    fn view(self) -> View<'a, Self> {
-        match self {
-            Value::Null => View::Null,
-            Value::Bool(b) => View::Bool(*b),
-            Value::Number(n) => View::Num(Num::of(n)),
-            Value::String(s) => View::Str(s),
-            Value::Array(a) => View::Array(a.len(), a.iter()),
-            Value::Object(m) => View::Object(m.len(), m.iter().map(member as fn(_) -> _)),
-        }
-    }
-
-    fn get(self, key: &str) -> Option<Self> {
-        self.as_object()?.get(key)
-    }
-
-    fn with_value<R>(self, f: impl FnOnce(&Value) -> R) -> R {
-        f(self)
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn round_trips_a_value_exactly() {
-        let v = json!({"z": [1, -2, 2.5, null, true, "s", {}], "a": {"y": "", "b": [[]]},
-                       "m": u64::MAX, "n": i64::MIN});
-        let tape = Tape::from_value(&v);
-        assert_eq!(tape.to_value(), v);
-        assert_eq!(tape.root().unwrap().get("a").unwrap().to_value(), v["a"]);
-    }
-
-    #[test]
-    fn puts_members_in_key_order_and_keeps_the_last_of_a_repeated_key() {
-        let mut tape = Tape::new();
-        let open = tape.open_object();
-        for (k, v) in [("kind", "Pod"), ("apiVersion", "v1"), ("kind", "Node")] {
-            tape.push_str(k);
-            tape.push_str(v);
-        }
-        tape.push_str("metadata");
-        let meta = tape.open_object();
-        tape.push_str("name");
-        tape.push_str("p");
-        tape.close_object(meta);
-        tape.close_object(open);
-        let keys: Vec<&str> = match tape.root().unwrap().view() {
-            View::Object(3, members) => members.map(|(k, _)| k).collect(),
-            _ => panic!("an object of three members"),
-        };
-        assert_eq!(keys, ["apiVersion", "kind", "metadata"]);
-        assert_eq!(
-            tape.to_value(),
-            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "p"}})
-        );
-    }
-
-    #[test]
-    fn sets_root_strings_as_a_map_insert_does() {
-        let mut tape = Tape::from_value(&json!({"kind": "Old", "metadata": {"name": "p"}}));
-        tape.set_root_strings(&[("apiVersion", "v1"), ("kind", "Pod")]);
-        assert_eq!(
-            tape.to_value(),
-            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}})
-        );
-        let mut scalar = Tape::from_value(&json!(3));
-        scalar.set_root_strings(&[("kind", "Pod")]);
-        assert_eq!(scalar.to_value(), json!(3));
-    }
-
-    #[test]
-    fn a_truncated_member_leaves_no_trace() {
-        let mut tape = Tape::new();
-        let open = tape.open_object();
-        tape.push_str("a");
-        tape.push_u64(1);
-        let mark = tape.mark();
-        tape.push_str("b");
-        let inner = tape.open_array();
-        tape.push_str("gone");
-        tape.close_array(inner, 1);
-        tape.truncate(mark);
-        tape.close_object(open);
-        assert_eq!(tape.to_value(), json!({"a": 1}));
-        assert_eq!(tape.text, "a");
-    }
-
-    #[test]
-    fn records_its_depth_as_a_walk_finds_it() {
-        let deep = json!({"a": [{"b": [1]}], "c": {"d": {}}});
-        let tape = Tape::from_value(&deep);
-        assert_eq!(tape.max_depth, 4);
-        for max in 0..6 {
-            let root = tape.root().unwrap();
-            assert_eq!(root.too_deep(max), nested_deeper(root, max), "max {max}");
-            assert_eq!(root.too_deep(max), nested_deeper(&deep, max), "max {max}");
-        }
-        // A member cut off takes its depth with it.
-        let mut tape = Tape::new();
-        let open = tape.open_object();
-        let mark = tape.mark();
-        tape.push_str("deep");
-        let inner = tape.open_array();
-        let innermost = tape.open_array();
-        tape.close_array(innermost, 0);
-        tape.close_array(inner, 1);
-        assert_eq!(tape.max_depth, 2);
-        tape.truncate(mark);
-        tape.close_object(open);
-        assert_eq!(tape.max_depth, 0);
-    }
-
-    #[test]
-    fn a_member_hidden_by_a_repeated_key_does_not_count_for_the_depth() {
-        // `{"a": [[]], "a": 1}`: the deep member is not read, so the tape is one deep.
-        let mut tape = Tape::new();
-        let open = tape.open_object();
-        tape.push_str("a");
-        let outer = tape.open_array();
-        let inner = tape.open_array();
-        tape.close_array(inner, 0);
-        tape.close_array(outer, 1);
-        tape.push_str("a");
-        tape.push_u64(1);
-        tape.close_object(open);
-        let root = tape.root().unwrap();
-        assert_eq!(tape.to_value(), json!({"a": 1}));
-        assert!(!root.too_deep(1));
-        assert!(root.too_deep(0));
-        // Likewise a root member replaced by `set_root_strings`.
-        let mut tape = Tape::from_value(&json!({"kind": [[[]]], "b": 1}));
-        assert!(tape.root().unwrap().too_deep(2));
-        tape.set_root_strings(&[("kind", "Pod")]);
-        assert!(!tape.root().unwrap().too_deep(1));
-    }
-
-    #[test]
-    fn classifies_numbers_as_serde_json_does() {
-        let mut tape = Tape::new();
-        let open = tape.open_array();
-        tape.push_i64(5);
-        tape.push_i64(-5);
-        tape.push_f64(f64::NAN);
-        tape.close_array(open, 3);
-        assert_eq!(tape.to_value(), json!([5, -5, null]));
-        assert_eq!(tape, Tape::from_value(&json!([5u64, -5, null])));
-    }
-}
+mod tests;

@@ -19,7 +19,7 @@ use crate::store::scalar::{
     is_name_head, name_hash, name_ordinal, pack_suffix, parse_ipv4, parse_timestamp,
     parse_uint_str, parse_uuid, split_generated_name, split_hex64, TS_BASE,
 };
-use crate::vocab::tape::{Num, Tree, View};
+use crate::vocab::tree::{Num, Tree, View};
 
 /// Names at least this long are looked for inside other strings (see `name_relative`).
 const MIN_AFFIX_NAME: usize = 8;
