@@ -7,7 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use informerd_testkit::{delete_namespace, repo_root, unique_namespace, ControlPlane, Sidecar};
+use informerd_testkit::{
+    delete_namespace, repo_root, unique_namespace, wait_root_ca_published, ControlPlane, Sidecar,
+};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use serde_json::json;
@@ -189,19 +191,9 @@ async fn requests_answer_as_the_catalogue_says() {
     // the test's own, so that what the sidecar lists (and the revisions in the answers) is the
     // same every run, and `c` is the newest ConfigMap ($RV_C, the namespace's highest
     // resourceVersion: a root CA published after it, on a busy control plane, was not).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while configmaps
-        .get_opt("kube-root-ca.crt")
+    wait_root_ca_published(&kube, &ns)
         .await
-        .expect("get")
-        .is_none()
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "kube-root-ca.crt is published"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+        .expect("kube-root-ca.crt is published");
     let mut versions = Vec::new();
     for name in ["a", "b", "c"] {
         let cm: ConfigMap =

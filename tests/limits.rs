@@ -16,7 +16,9 @@ use informerd::proto::{
     cache_client::CacheClient, watch_request::Start, EventType, GetRequest, ListRequest, Reason,
     StatusRequest, WatchEvent, WatchRequest,
 };
-use informerd_testkit::{delete_namespace, free_port, unique_namespace, ControlPlane, Sidecar};
+use informerd_testkit::{
+    delete_namespace, free_port, unique_namespace, wait_root_ca_published, ControlPlane, Sidecar,
+};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::Client;
@@ -45,22 +47,11 @@ impl Fixture {
         let kube = cluster.client().await.expect("kube client");
         let ns = unique_namespace(&kube, base).await.expect("namespace");
         let fixture_api: Api<ConfigMap> = Api::namespaced(kube.clone(), &ns);
-        // The controller-manager publishes kube-root-ca.crt into every new namespace a moment
-        // after it exists: waited for here, so that the sidecar's first list holds it (the
-        // tests count it; under load it could arrive after the sync, CI saw one such run).
-        let published = tokio::time::Instant::now() + PATIENCE;
-        while fixture_api
-            .get_opt("kube-root-ca.crt")
+        // The sidecar's first list must hold kube-root-ca.crt (the tests count it; under load it
+        // was once published after the sync).
+        wait_root_ca_published(&kube, &ns)
             .await
-            .expect("get kube-root-ca.crt")
-            .is_none()
-        {
-            assert!(
-                tokio::time::Instant::now() < published,
-                "kube-root-ca.crt was never published into {ns}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+            .expect("kube-root-ca.crt is published");
         for (name, size) in configmaps {
             fixture_api
                 .create(&PostParams::default(), &config_map(name, *size))

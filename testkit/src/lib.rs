@@ -32,7 +32,7 @@ use std::{
     sync::OnceLock,
 };
 
-use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ServiceAccount};
 use kube::{
     api::{DeleteParams, Patch, PatchParams, PostParams},
     config::{KubeConfigOptions, Kubeconfig},
@@ -243,6 +243,23 @@ pub async fn wait_default_service_account(client: &Client, namespace: &str) -> R
     Err(Error::Command {
         command: format!("wait for the default ServiceAccount of {namespace}"),
         detail: "not created within 60 s: is kube-controller-manager running?".into(),
+    })
+}
+
+/// Waits until the cluster's root CA ConfigMap (`kube-root-ca.crt`) is in the namespace:
+/// kube-controller-manager publishes it into every namespace a moment after it exists, so a
+/// test that counts or orders a namespace's ConfigMaps waits for it before its own.
+pub async fn wait_root_ca_published(client: &Client, namespace: &str) -> Result<()> {
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    for _ in 0..600 {
+        if configmaps.get_opt("kube-root-ca.crt").await?.is_some() {
+            return Ok(());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    Err(Error::Command {
+        command: format!("wait for kube-root-ca.crt in {namespace}"),
+        detail: "not published within 60 s: is kube-controller-manager running?".into(),
     })
 }
 
