@@ -46,9 +46,26 @@ impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}:{}: ", self.file, self.line, self.column)?;
         if !self.path.is_empty() {
-            write!(f, "{}: ", self.path)?;
+            write!(f, "{}: ", OneLine(&self.path))?;
         }
-        f.write_str(&self.message)
+        write!(f, "{}", OneLine(&self.message))
+    }
+}
+
+/// Text written on one line: a key may hold a line break (a YAML complex key), and each
+/// diagnostic is one `FILE:LINE:COLUMN: …` line, so control characters are escaped.
+struct OneLine<'a>(&'a str);
+
+impl fmt::Display for OneLine<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in self.0.chars() {
+            if c.is_control() {
+                write!(f, "{}", c.escape_default())?;
+            } else {
+                write!(f, "{c}")?;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -510,3 +510,17 @@ fn the_metrics_address_is_any_ip_and_port_without_tls() {
         "c.yaml:4:12: server.metrics: in use"
     );
 }
+
+#[test]
+fn a_key_with_a_line_break_stays_on_its_diagnostic_line() {
+    // A YAML complex key (`? …`) may hold a line break; the diagnostic names it escaped, so
+    // that every diagnostic is one `FILE:LINE:COLUMN: …` line.
+    let text = "? \"app\\nname\"\n: 1\n";
+    let message = match parse("informerd.yaml", text) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("accepted"),
+    };
+    assert_eq!(message.lines().count(), 1, "{message}");
+    assert!(message.starts_with("informerd.yaml:1:"), "{message}");
+    assert!(message.contains("app\\nname"), "{message}");
+}

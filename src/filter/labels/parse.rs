@@ -161,9 +161,6 @@ impl Parser {
             Token::Word(w) if w == "in" || w == "notin" => {
                 self.advance();
                 let values = self.values()?;
-                if values.is_empty() {
-                    return Err((column, format!("the values of '{w}' must not be empty")));
-                }
                 Ok(if w == "in" {
                     Requirement::In(key, values)
                 } else {
@@ -209,7 +206,7 @@ impl Parser {
         }
     }
 
-    /// `( v1, v2, ... )`; an empty element between commas is the empty value.
+    /// `( v1, v2, ... )`; an empty element between commas, or `()`, is the empty value.
     fn values(&mut self) -> ParseResult<BTreeSet<String>> {
         if self.token != Token::Open {
             return self.unexpected("'('");
@@ -217,7 +214,10 @@ impl Parser {
         self.advance();
         let mut values = BTreeSet::new();
         if self.token == Token::Close {
+            // As Kubernetes reads it (`labels.Parse`): `()` is the empty value, the same set
+            // that `(,)` gives, and how Kubernetes writes that set back.
             self.advance();
+            values.insert(String::new());
             return Ok(values);
         }
         loop {

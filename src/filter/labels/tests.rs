@@ -48,6 +48,22 @@ fn parses_the_whole_string_syntax() {
 }
 
 #[test]
+fn an_empty_value_set_is_the_empty_value_as_in_kubernetes() {
+    // `labels.Parse` reads `()` as the set of the empty value, the set `(,)` gives too, and
+    // writes that set as `()`: both parse, and the written form parses back to the same.
+    let empty = LabelSelector::parse("app in ()").unwrap();
+    assert_eq!(LabelSelector::parse("app in (,)").unwrap(), empty);
+    assert_eq!(empty.to_string(), "app in ()");
+    assert_eq!(LabelSelector::parse(&empty.to_string()).unwrap(), empty);
+    assert!(empty.matches(&labels(&[("app", "")])));
+    assert!(!empty.matches(&labels(&[("app", "web")])));
+    assert!(!empty.matches(&labels(&[])));
+    let not_empty = LabelSelector::parse("app notin ()").unwrap();
+    assert!(not_empty.matches(&labels(&[("app", "web")])));
+    assert!(!not_empty.matches(&labels(&[("app", "")])));
+}
+
+#[test]
 fn matches_like_kubernetes() {
     let l = labels(&[("app", "web"), ("tier", "front"), ("replicas", "3")]);
     let cases = [
@@ -90,7 +106,6 @@ fn errors_say_what_and_where() {
     let cases = [
         ("app=~web", "unknown operator '=~' at column 4"),
         ("app in web", "found 'web', expected '(' at column 8"),
-        ("app in ()", "the values of 'in' must not be empty at column 5"),
         ("app in (a", "found the end, expected ',' or ')' at column 10"),
         ("app web", "found 'web', expected an operator (=, ==, !=, in, notin, <, >), ',' or the end at column 5"),
         ("a=b c", "found 'c', expected ',' or the end at column 5"),
