@@ -63,9 +63,10 @@ use common::stats::round;
 use common::{env_or, results};
 use informerd::{
     config::{self, Config},
-    fleet::{Decoded, Decoding, Pipeline, Projected, ScopeIngest},
+    fleet::{decode, Decoded, Decoding, Pipeline, Projected, ScopeIngest},
     store::{ObjectKey, Store},
     transform::{CONTROLLER_DROP, CONTROLLER_KEEP},
+    vocab::reader::Reader,
 };
 use informerd_testkit::ControlPlane;
 use k8s_openapi::api::core::v1::Pod;
@@ -294,10 +295,10 @@ fn write_cache(dir: &Path, recording: &Recording) -> Result<()> {
 struct Bodies {
     namespaces: Vec<String>,
     /// Per namespace: its `PodList` body.
-    lists: Vec<Vec<u8>>,
+    lists: Vec<String>,
     /// Per namespace: the pods of its list in order, each listed once and watched once.
-    added: Vec<Vec<Box<[u8]>>>,
-    modified: Vec<Vec<Box<[u8]>>>,
+    added: Vec<Vec<Box<str>>>,
+    modified: Vec<Vec<Box<str>>>,
     pods: usize,
     /// The same pods in protobuf.
     pb: protobuf::PbBodies,
@@ -352,7 +353,7 @@ impl Bodies {
             }
             bodies.pods += list.items.len();
             bodies.namespaces.push(ns.clone());
-            bodies.lists.push(body.as_bytes().to_vec());
+            bodies.lists.push(body.clone());
             bodies.added.push(added);
             bodies.modified.push(modified);
         }
@@ -360,7 +361,7 @@ impl Bodies {
     }
 
     fn list_bytes(&self) -> usize {
-        self.lists.iter().map(Vec::len).sum()
+        self.lists.iter().map(String::len).sum()
     }
 
     fn watch_bytes(&self) -> usize {
@@ -386,7 +387,7 @@ impl Bodies {
 
 /// A watch event line as the apiserver writes it: the list item with `kind` and `apiVersion`
 /// first.
-fn watch_line(kind: &str, item: &[u8]) -> Box<[u8]> {
+fn watch_line(kind: &str, item: &[u8]) -> Box<str> {
     assert!(item.len() > 2 && item[0] == b'{' && item[1] == b'"');
     let mut line = Vec::with_capacity(item.len() + 64);
     line.extend_from_slice(b"{\"type\":\"");
@@ -394,7 +395,9 @@ fn watch_line(kind: &str, item: &[u8]) -> Box<[u8]> {
     line.extend_from_slice(b"\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",");
     line.extend_from_slice(&item[1..]);
     line.push(b'}');
-    line.into_boxed_slice()
+    String::from_utf8(line)
+        .expect("built from UTF-8 text")
+        .into_boxed_str()
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -423,8 +426,8 @@ fn modified_item(item: &[u8], rv: u64) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-fn check_modified(line: &[u8], rv: u64) -> Result<()> {
-    let v: Value = serde_json::from_slice(line).context("a MODIFIED line is not JSON")?;
+fn check_modified(line: &str, rv: u64) -> Result<()> {
+    let v: Value = serde_json::from_str(line).context("a MODIFIED line is not JSON")?;
     let meta = &v["object"]["metadata"];
     let rv = rv.to_string();
     ensure!(
@@ -528,14 +531,14 @@ fn floor(bodies: &Bodies, input: Input) -> Result<usize> {
         Input::Watch => {
             let mut events = 0;
             for line in bodies.added.iter().chain(&bodies.modified).flatten() {
-                black_box(serde_json::from_slice::<IgnoredAny>(black_box(line))?);
+                black_box(serde_json::from_str::<IgnoredAny>(black_box(line))?);
                 events += 1;
             }
             Ok(events)
         }
         Input::List => {
             for body in &bodies.lists {
-                black_box(serde_json::from_slice::<IgnoredAny>(black_box(body))?);
+                black_box(serde_json::from_str::<IgnoredAny>(black_box(body))?);
             }
             Ok(bodies.pods)
         }
@@ -552,48 +555,83 @@ fn kube_typed(bodies: &Bodies, input: Input, strip: bool) -> Result<(usize, Vec<
         }
         pod
     };
-    let events = feed(bodies, input, |ns, event: watcher::Event<Pod>| {
-        let event = match event {
-            watcher::Event::InitApply(pod) => watcher::Event::InitApply(modify(pod)),
-            watcher::Event::Apply(pod) => watcher::Event::Apply(modify(pod)),
-            other => other,
-        };
-        writers[ns].apply_watcher_event(&event);
-        black_box(&event);
-    })?;
+    let events = feed(
+        bodies,
+        input,
+        &serde_decoder(),
+        |ns, event: watcher::Event<Pod>| {
+            let event = match event {
+                watcher::Event::InitApply(pod) => watcher::Event::InitApply(modify(pod)),
+                watcher::Event::Apply(pod) => watcher::Event::Apply(modify(pod)),
+                other => other,
+            };
+            writers[ns].apply_watcher_event(&event);
+            black_box(&event);
+        },
+    )?;
     Ok((events, writers))
 }
 
+/// How a client decodes the bodies into `T`: a watch line, and a list body.
+struct Decoder<T: Clone> {
+    line: fn(&str) -> Result<WatchEvent<T>>,
+    list: fn(&str) -> Result<ObjectList<T>>,
+}
+
+/// kube-rs's decoding: serde_json from the line's text, as `Client::request_events` and
+/// `Api::list` decode.
+fn serde_decoder<T: DeserializeOwned + Clone>() -> Decoder<T> {
+    Decoder {
+        line: |line| Ok(serde_json::from_str(line)?),
+        list: |body| Ok(serde_json::from_str(body)?),
+    }
+}
+
+/// informerd's decoding, the fleet's own (`fleet::decode`, as its watch and list requests
+/// decode): the transform of the `Decoding` scope applied while reading.
+fn fleet_decoder() -> Decoder<Projected> {
+    Decoder {
+        line: |line| {
+            decode::watch_line(line)
+                .context("a watch line decoded as nothing")?
+                .map_err(|e| anyhow!("{e}"))
+        },
+        list: |body| Ok(decode::list_body(body)?),
+    }
+}
+
 /// Hands the bodies to `handle` as a watcher of each namespace (by index) would, each object
-/// decoded as `T`: for the watch input `Init`, an `InitApply` per ADDED line, `InitDone`, then
-/// an `Apply` per MODIFIED line; for the list input, the body decoded, then `Init`, an
+/// decoded by `decoder`: for the watch input `Init`, an `InitApply` per ADDED line, `InitDone`,
+/// then an `Apply` per MODIFIED line; for the list input, the body decoded, then `Init`, an
 /// `InitApply` per item, `InitDone`. Returns the objects handed over.
-fn feed<T: DeserializeOwned + Clone>(
+fn feed<T: Clone>(
     bodies: &Bodies,
     input: Input,
+    decoder: &Decoder<T>,
     mut handle: impl FnMut(usize, watcher::Event<T>),
 ) -> Result<usize> {
     let mut events = 0;
+    let event = |line: &str, added: bool| event_object((decoder.line)(black_box(line))?, added);
     match input {
         Input::Watch => {
             for (ns, lines) in bodies.added.iter().enumerate() {
                 handle(ns, watcher::Event::Init);
                 for line in lines {
-                    handle(ns, watcher::Event::InitApply(decode_event(line, true)?));
+                    handle(ns, watcher::Event::InitApply(event(line, true)?));
                     events += 1;
                 }
                 handle(ns, watcher::Event::InitDone);
             }
             for (ns, lines) in bodies.modified.iter().enumerate() {
                 for line in lines {
-                    handle(ns, watcher::Event::Apply(decode_event(line, false)?));
+                    handle(ns, watcher::Event::Apply(event(line, false)?));
                     events += 1;
                 }
             }
         }
         Input::List => {
             for (ns, body) in bodies.lists.iter().enumerate() {
-                let list: ObjectList<T> = serde_json::from_slice(black_box(body))?;
+                let list = (decoder.list)(black_box(body))?;
                 handle(ns, watcher::Event::Init);
                 for obj in list.items {
                     handle(ns, watcher::Event::InitApply(obj));
@@ -606,9 +644,9 @@ fn feed<T: DeserializeOwned + Clone>(
     Ok(events)
 }
 
-/// The object of a watch line that must be an ADDED event (`added`) or a MODIFIED one.
-fn decode_event<T: DeserializeOwned>(line: &[u8], added: bool) -> Result<T> {
-    match serde_json::from_slice(black_box(line))? {
+/// The object of an event that must be an ADDED one (`added`) or a MODIFIED one.
+fn event_object<T>(event: WatchEvent<T>, added: bool) -> Result<T> {
+    match event {
         WatchEvent::Added(obj) if added => Ok(obj),
         WatchEvent::Modified(obj) if !added => Ok(obj),
         _ if added => bail!("an ADDED line decoded as another event"),
@@ -654,14 +692,14 @@ fn informerd_config(namespaces: &[String], keep: &[&str], drop: &[&str]) -> Resu
     config::parse("ingest-bench.yaml", &yaml).map_err(|e| anyhow!("{e}"))
 }
 
-/// The fleet's path: kube-rs's decoding into `Projected` (the transform applied while
-/// decoding), then `ScopeIngest` (one per namespace, as the fleet runs them) into one store.
+/// The fleet's path: its own decoding into `Projected` (the transform applied while
+/// decoding, `fleet::decode`), then `ScopeIngest` (one per namespace, as the fleet runs them) into one store.
 /// Returns events and changes made.
 fn informerd_pass(bodies: &Bodies, input: Input, pipeline: &Pipeline) -> Result<(usize, u64)> {
     let mut scopes = scopes(bodies, pipeline);
     // As the fleet's streams decode: the transform applied while decoding (no filter here).
     let _decoding = Decoding::enter(pipeline.decoding());
-    let events = feed(bodies, input, |ns, event: watcher::Event<Projected>| {
+    let events = feed(bodies, input, &fleet_decoder(), |ns, event| {
         black_box(scopes[ns].handle(event));
     })?;
     Ok((events, changes(&scopes, "informerd")?))
@@ -713,7 +751,7 @@ fn check_informerd(
         store.revision()
     );
     for (ns, namespace) in bodies.namespaces.iter().enumerate() {
-        let first: Value = serde_json::from_slice(&bodies.added[ns][0])?;
+        let first: Value = serde_json::from_str(&bodies.added[ns][0])?;
         let name = first["object"]["metadata"]["name"]
             .as_str()
             .context("a pod without a name")?;
@@ -765,18 +803,19 @@ impl Stage {
 
 /// The breakdown's stages, in the order of its timings.
 const STAGES: [&str; 3] = [
-    "decode WatchEvent<Projected> (controller profile applied while decoding, onto a tape)",
+    "decode::watch_line (informerd's reader, controller profile applied while decoding, onto a tape)",
     "Writer::apply_tape_within, ADDED events (encode from the tape, intern, index, log)",
     "Writer::apply_tape_within, MODIFIED events (replaces the old version; no index here, so it is not decoded)",
 ];
 
 /// The decodings informerd does not use, each timed in a pass of its own.
-const ALTERNATIVES: [&str; 5] = [
+const ALTERNATIVES: [&str; 6] = [
     "decode WatchEvent<Pod> (kube-rs typed; decode only, no reflector)",
     "decode WatchEvent<serde_json::Value> (whole objects)",
     "decode WatchEvent<DynamicObject> (informerd's path before projecting while decoding)",
     "decode WatchEvent<IgnoredAny> (kube-rs's event envelope, the object skipped: the floor through kube-rs)",
-    "decode WatchEvent<Projected> alone (informerd's decoding, no store between the lines)",
+    "decode::watch_line alone (informerd's decoding, no store between the lines)",
+    "Reader::skip of the whole line (informerd's reader finding the line's end: its floor)",
 ];
 
 fn stages(labels: &[&'static str], times: &[Duration]) -> Vec<Stage> {
@@ -790,13 +829,21 @@ fn stages(labels: &[&'static str], times: &[Duration]) -> Vec<Stage> {
         .collect()
 }
 
-/// The time to decode every line as `T`, and nothing else.
+/// The time to decode every line as `T` through serde_json, and nothing else.
 fn decode_all<'a, T: DeserializeOwned>(
-    lines: impl Iterator<Item = &'a Box<[u8]>>,
+    lines: impl Iterator<Item = &'a Box<str>>,
+) -> Result<Duration> {
+    time_all(lines, |line| Ok(serde_json::from_str::<T>(line)?))
+}
+
+/// The time `f` takes over every line (its result dropped), and nothing else.
+fn time_all<'a, T>(
+    lines: impl Iterator<Item = &'a Box<str>>,
+    f: impl Fn(&str) -> Result<T>,
 ) -> Result<Duration> {
     let start = Instant::now();
     for line in lines {
-        black_box(serde_json::from_slice::<T>(black_box(line))?);
+        black_box(f(black_box(line))?);
     }
     Ok(start.elapsed())
 }
@@ -841,7 +888,7 @@ fn breakdown(bodies: &Bodies, config: &Config, iterations: usize) -> Result<Brea
         let decoding = Decoding::enter(Some(&transform));
         for (i, line) in all().enumerate() {
             let t0 = Instant::now();
-            let obj: Projected = match serde_json::from_slice(black_box(line))? {
+            let obj: Projected = match (fleet_decoder().line)(black_box(line))? {
                 WatchEvent::Added(o) | WatchEvent::Modified(o) => o,
                 _ => bail!("an unexpected event"),
             };
@@ -879,8 +926,10 @@ fn breakdown(bodies: &Bodies, config: &Config, iterations: usize) -> Result<Brea
             decode_all::<WatchEvent<IgnoredAny>>(all())?,
             {
                 let _decoding = Decoding::enter(Some(&transform));
-                decode_all::<WatchEvent<Projected>>(all())?
+                let line = fleet_decoder().line;
+                time_all(all(), line)?
             },
+            time_all(all(), |l| Ok(Reader::new(l).skip()?))?,
         ];
         keep_best(&mut best_alt, stages(&ALTERNATIVES, &a));
     }

@@ -177,9 +177,9 @@ fn build(bodies: &Bodies, lists: Vec<Vec<u8>>) -> Result<PbBodies> {
             bodies.added[ns].len()
         );
         for (i, mut pod) in list.items.into_iter().enumerate() {
-            let json: Value = serde_json::from_slice(&bodies.modified[ns][i])?;
+            let json: Value = serde_json::from_str(&bodies.modified[ns][i])?;
             let meta = pod.metadata.clone().unwrap_or_default();
-            let added_json: Value = serde_json::from_slice(&bodies.added[ns][i])?;
+            let added_json: Value = serde_json::from_str(&bodies.added[ns][i])?;
             let same = |field: &str, pb: &Option<String>| {
                 added_json["object"]["metadata"][field].as_str() == pb.as_deref()
             };

@@ -19,6 +19,7 @@
 
 mod client;
 pub mod clusters;
+pub mod decode;
 mod ingest;
 mod object;
 mod on_demand;

@@ -5,14 +5,19 @@
 //! `DynamicObject` and converting to JSON afterwards materialised every field of every pod,
 //! managedFields included, only to drop most of them: decoding, converting and dropping took
 //! nearly 80% of ingest time (`cargo bench --bench ingest`). [`Projected`] decodes straight
-//! into what the store keeps, through [`Transform::seed`], so that the fields a transform
+//! into what the store keeps, through [`Transform::read`], so that the fields a transform
 //! removes are skipped by the parser and never allocated, and those it keeps go onto a tape
 //! (`vocab::tape`) that the store encodes from, not into `serde_json::Value`s.
 //!
-//! `Deserialize` has no parameter for the transform, so the stream hands it over in a
-//! thread-local for the duration of each `poll` ([`Decoding::enter`], [`with_transform`]):
-//! decoding is synchronous inside `poll`, so no other task can run on the thread in between.
-//! Decoded outside such a scope, a [`Projected`] holds the whole object.
+//! The fleet's streams decode watch lines and list bodies with our own reader (`super::decode`),
+//! not through serde. The transform reaches the decoding in a thread-local for the duration of
+//! each `poll` ([`Decoding::enter`], [`with_transform`]): decoding is synchronous inside
+//! `poll`, so no other task can run on the thread in between. Decoded outside such a scope, a
+//! [`Projected`] holds the whole object.
+//!
+//! `Projected` is also `Deserialize`, for what still comes through serde (a watch line in
+//! another shape than the apiserver's, kube-rs's own requests): there the whole object is
+//! decoded and the transform applied after it, which gives the same result more slowly.
 //!
 //! A resource with a CEL filter decodes whole objects: the filter sees what the apiserver sent,
 //! and the fleet applies the transform after it ([`super::Pipeline::decoding`]).
@@ -30,7 +35,7 @@ use kube::{
     core::{DynamicResourceScope, Resource},
     discovery::ApiResource,
 };
-use serde::{de::DeserializeSeed, Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use crate::transform::Transform;
@@ -84,6 +89,15 @@ impl Decoded {
 }
 
 impl Projected {
+    /// Wraps an object decoded with the transform applied.
+    pub fn from_tape(tape: Tape) -> Projected {
+        Projected {
+            meta: tape.root().map(identity).unwrap_or_default(),
+            transformed: true,
+            object: Decoded::Tape(tape),
+        }
+    }
+
     /// Wraps a JSON object (whole, untransformed).
     pub fn from_value(object: Value) -> Projected {
         Projected {
@@ -109,19 +123,19 @@ fn identity<'t, T: Tree<'t>>(object: T) -> ObjectMeta {
 
 impl<'de> Deserialize<'de> for Projected {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        // Borrowed, not cloned: nothing decoded inside enters another scope.
-        TRANSFORM.with(|t| match &*t.borrow() {
-            Some(t) => {
-                let tape = t.seed().deserialize(deserializer)?;
-                Ok(Projected {
-                    meta: tape.root().map(identity).unwrap_or_default(),
-                    transformed: true,
-                    object: Decoded::Tape(tape),
-                })
-            }
-            None => Value::deserialize(deserializer).map(Projected::from_value),
+        let mut value = Value::deserialize(deserializer)?;
+        let transformed = decoding_transform(|t| t.map(|t| t.apply(&mut value)).is_some());
+        Ok(Projected {
+            meta: identity(&value),
+            transformed,
+            object: Decoded::Json(value),
         })
     }
+}
+
+/// Calls `f` with the transform of the decoding under way on this thread, if any.
+pub(super) fn decoding_transform<R>(f: impl FnOnce(Option<&Transform>) -> R) -> R {
+    TRANSFORM.with(|t| f(t.borrow().as_ref()))
 }
 
 impl Resource for Projected {

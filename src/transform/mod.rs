@@ -3,7 +3,7 @@
 //! This module changes objects; it never decides which objects are kept (that is
 //! [`filter`](crate::filter)'s business). It owns the [`Transform`] and its compilation; the
 //! path tree lives in `tree`, applying it to a value in `apply`, applying it while decoding in
-//! `seed`, and the identity fields and the benchmarks' profile in `profiles`.
+//! `decode`, and the identity fields and the benchmarks' profile in `profiles`.
 //!
 //! # Paths
 //!
@@ -39,23 +39,23 @@
 //!
 //! Paths are compiled once into a tree; [`Transform::apply`] walks the object once, visiting only
 //! the fields the tree names (a `drop` touches nothing else; a `keep` visits the keys of the
-//! objects it projects). [`Transform::seed`] applies the same transform while decoding, so that
+//! objects it projects). [`Transform::decode`] applies the same transform while decoding, so that
 //! the fields a transform removes are never materialised.
 
 mod apply;
+mod decode;
 mod error;
 mod profiles;
-mod seed;
 mod tree;
 
 use std::fmt;
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use crate::vocab::path::FieldPath;
 
 pub use error::TransformError;
 pub use profiles::{CONTROLLER_DROP, CONTROLLER_KEEP, IDENTITY_FIELDS};
-pub use seed::TransformSeed;
 
 use tree::Node;
 
@@ -70,6 +70,9 @@ struct Inner {
     drop: Option<Node>,
     keep_paths: Vec<FieldPath>,
     drop_paths: Vec<FieldPath>,
+    /// The nodes (high half) and text bytes (low half) of the last tape decoded, to reserve
+    /// as much for the next (`decode`).
+    size_hint: AtomicU64,
 }
 
 impl fmt::Debug for Transform {
@@ -130,6 +133,7 @@ impl Transform {
                 drop,
                 keep_paths,
                 drop_paths,
+                size_hint: AtomicU64::new(0),
             }),
         })
     }

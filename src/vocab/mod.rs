@@ -9,5 +9,6 @@
 pub mod memory;
 pub mod names;
 pub mod path;
+pub mod reader;
 pub mod tape;
 pub mod tree;

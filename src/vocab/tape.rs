@@ -76,9 +76,9 @@ pub struct Tape {
     /// every object of a pod arrives unsorted; moving each object's subtree into order copied
     /// the tape again for every level of nesting, and was slower than the `Value` it replaced.
     order: Vec<u32>,
-    /// Key positions of the object being closed (kept empty between calls, to reuse its
-    /// allocation).
-    keys: Vec<u32>,
+    /// Key prefixes and positions of the object being closed (kept empty between calls, to
+    /// reuse its allocation).
+    keys: Vec<(u64, u32)>,
     /// Containers open now.
     open: u32,
     /// The most containers any node is nested in (the root: 0), for [`Tree::too_deep`].
@@ -121,6 +121,28 @@ impl Tape {
     /// An empty tape (no document yet).
     pub fn new() -> Tape {
         Tape::default()
+    }
+
+    /// Nodes and bytes of text the tape holds, to [`Tape::reserve`] as much for the next.
+    pub fn sizes(&self) -> (usize, usize) {
+        (self.nodes.len(), self.text.len())
+    }
+
+    /// Makes room for `nodes` more nodes and `text` more bytes of text.
+    pub fn reserve(&mut self, nodes: usize, text: usize) {
+        self.nodes.reserve(nodes);
+        self.text.reserve(text);
+    }
+
+    /// Empties the tape, keeping its allocations.
+    pub fn clear(&mut self) {
+        self.nodes.clear();
+        self.text.clear();
+        self.order.clear();
+        self.keys.clear();
+        self.open = 0;
+        self.max_depth = 0;
+        self.depth_exact = true;
     }
 
     /// The current end, to [`Tape::truncate`] back to.
@@ -231,25 +253,31 @@ impl Tape {
         let mut at = start;
         let mut sorted = true;
         while at < end {
+            let key = (self.prefix_at(at), offset(at));
             if let Some(&last) = keys.last() {
-                sorted &= self.str_at(last as usize) < self.str_at(at);
+                sorted &= self.key_order(last, key).is_lt();
             }
-            keys.push(offset(at));
+            keys.push(key);
             at += 1 + self.nodes[at + 1].extent();
         }
         let (len, order) = if sorted {
             (keys.len(), IN_PLACE)
         } else {
             // Stable: of equal keys, the last decoded stays last, and is the one kept.
-            keys.sort_by(|&a, &b| self.str_at(a as usize).cmp(self.str_at(b as usize)));
+            keys.sort_by(|&a, &b| self.key_order(a, b));
             let first = self.order.len();
-            for &at in &keys {
+            for &(_, at) in &keys {
                 let repeated = self.order.len() > first
                     && self.str_at(self.order[self.order.len() - 1] as usize)
                         == self.str_at(at as usize);
                 if repeated {
-                    self.order.pop();
-                    self.depth_exact = false;
+                    // The hidden member's nodes stay, unread: its depth counts only when its
+                    // value is a container (a scalar is as deep as the member that hides it).
+                    // `set_root_strings` hides a watch event's own kind and apiVersion.
+                    let hidden = self.order.pop().expect("a member to hide") as usize;
+                    if matches!(self.nodes[hidden + 1], Node::Arr { .. } | Node::Obj { .. }) {
+                        self.depth_exact = false;
+                    }
                 }
                 self.order.push(at);
             }
@@ -262,6 +290,27 @@ impl Tape {
             size: offset(end - start),
             order,
         };
+    }
+
+    /// The first eight bytes of the key at node `at`, big-endian and zero-padded: keys whose
+    /// prefixes differ are in the order of their prefixes.
+    fn prefix_at(&self, at: usize) -> u64 {
+        let key = self.str_at(at).as_bytes();
+        let mut bytes = [0u8; 8];
+        let n = key.len().min(8);
+        bytes[..n].copy_from_slice(&key[..n]);
+        u64::from_be_bytes(bytes)
+    }
+
+    /// The order of two keys (prefix, node), in byte order of the keys.
+    ///
+    /// Decision: sorted by their first eight bytes first, the whole keys compared only when
+    /// those are equal: a pod has a dozen unsorted objects (Go writes a struct's fields in
+    /// declaration order), and comparing their keys as strings was a tenth of decoding one.
+    #[inline]
+    fn key_order(&self, a: (u64, u32), b: (u64, u32)) -> std::cmp::Ordering {
+        a.0.cmp(&b.0)
+            .then_with(|| self.str_at(a.1 as usize).cmp(self.str_at(b.1 as usize)))
     }
 
     /// Sets string members of the root object (replacing members of the same keys), as

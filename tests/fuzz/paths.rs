@@ -8,9 +8,9 @@
 
 use informerd::transform::{Transform, TransformError};
 use informerd::vocab::path::{FieldPath, Segment};
+use informerd::vocab::tape::Tape;
 use proptest::collection::vec;
 use proptest::prelude::*;
-use serde::de::DeserializeSeed;
 use serde_json::Value;
 
 use crate::corpus;
@@ -110,12 +110,11 @@ fn check_transform(drop: &[FieldPath], keep: &[FieldPath], object: &Value) {
     let text = object.to_string();
     let mut expected: Value = serde_json::from_str(&text).expect("valid JSON decodes");
     transform.apply(&mut expected);
-    let mut de = serde_json::Deserializer::from_str(&text);
-    let decoded = transform
-        .seed()
-        .deserialize(&mut de)
-        .expect("valid JSON decodes")
-        .to_value();
+    let mut tape = Tape::new();
+    transform
+        .decode(&text, &mut tape)
+        .expect("valid JSON decodes");
+    let decoded = tape.to_value();
     assert_eq!(
         decoded, expected,
         "decoding with drop {drop:?} keep {keep:?}"

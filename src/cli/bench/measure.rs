@@ -7,7 +7,7 @@ use std::{collections::BTreeMap, sync::Arc};
 
 use informerd::{
     config::{Config, ResourceConfig, Scope},
-    fleet::{Applied, Decoding, Pipeline, Projected, ScopeIngest},
+    fleet::{decode, Applied, Decoding, Pipeline, ScopeIngest},
     store::Writer,
 };
 use kube::runtime::watcher;
@@ -178,8 +178,7 @@ fn ingest(
         // Decoded as the fleet's watchers decode (the transform applied while decoding).
         let _decoding = Decoding::enter(pipeline.decoding());
         for item in scope_items {
-            let object: Projected =
-                serde_json::from_str(item.json.get()).expect("a JSON object always decodes");
+            let object = decode::object(item.json.get()).expect("a JSON object always decodes");
             ingest.handle(watcher::Event::InitApply(object));
         }
         ingest.handle(watcher::Event::InitDone);

@@ -312,7 +312,7 @@ fn an_object_decoded_onto_a_tape_is_stored_as_the_same_object_decoded_whole() {
     };
     let decode = |text: &str| -> Projected {
         let _decoding = Decoding::enter(p.decoding());
-        serde_json::from_str(text).expect("decodes")
+        crate::fleet::decode::object(text).expect("decodes")
     };
     let listed = decode(&text(false, "1"));
     assert!(matches!(listed.object, Decoded::Tape(_)));

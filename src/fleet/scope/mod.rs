@@ -9,6 +9,7 @@
 //! only names what a stream needs; it must not hold stream logic itself.
 
 mod errors;
+mod lines;
 mod pages;
 mod progress;
 mod quiet;

@@ -23,6 +23,7 @@ use kube::{
 
 use super::{
     super::object::Projected,
+    lines,
     stream::{Next, State, Step},
 };
 
@@ -80,10 +81,7 @@ pub(super) async fn next(api: &Api<Projected>, params: &WatchParams, mut pages: 
             None => (Some(Err(watcher::Error::NoResourceVersion)), State::Empty),
         };
     }
-    match api
-        .list(&list_params(params, pages.continue_token.take()))
-        .await
-    {
+    match lines::list(api, &list_params(params, pages.continue_token.take())).await {
         Ok(page) => {
             let non_empty = |s: Option<String>| s.filter(|s| !s.is_empty());
             let pages = Pages {

@@ -14,7 +14,7 @@
 
 use std::time::Instant;
 
-use futures::{stream::BoxStream, Stream, StreamExt};
+use futures::{Stream, StreamExt};
 use kube::{
     api::{WatchEvent, WatchParams},
     runtime::watcher,
@@ -23,6 +23,7 @@ use kube::{
 
 use super::{
     super::object::Projected,
+    lines::{self, Events},
     pages::{self, Pages},
     quiet::{QuietWindow, TICK},
     state::Lists,
@@ -47,8 +48,6 @@ pub(super) enum Step {
     /// apiserver again once it has applied what follows.
     Resumed,
 }
-
-type Events = BoxStream<'static, kube::Result<WatchEvent<Projected>>>;
 
 pub(super) enum State {
     /// Start a list, in the stream's mode.
@@ -121,7 +120,7 @@ async fn step(source: &Source, state: State) -> Next {
                 send_initial_events: true,
                 ..params.clone()
             };
-            match api.watch(&initial, "0").await {
+            match lines::watch(api, &initial, "0").await {
                 Ok(events) => (
                     Some(Ok(Step::Event(watcher::Event::Init))),
                     State::InitialWatch(events.boxed()),
@@ -130,7 +129,7 @@ async fn step(source: &Source, state: State) -> Next {
             }
         }
         State::InitialWatch(events) => initial_events(events).await,
-        State::Resume { rv, confirm } => match api.watch(params, &rv).await {
+        State::Resume { rv, confirm } => match lines::watch(api, params, &rv).await {
             Ok(events) if confirm => (
                 None,
                 State::Confirming {

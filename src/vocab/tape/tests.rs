@@ -116,6 +116,12 @@ fn a_member_hidden_by_a_repeated_key_does_not_count_for_the_depth() {
     assert!(tape.root().unwrap().too_deep(2));
     tape.set_root_strings(&[("kind", "Pod")]);
     assert!(!tape.root().unwrap().too_deep(1));
+    // A scalar hidden (a watch event's own kind) leaves the recorded depth exact: no walk.
+    let mut tape = Tape::from_value(&json!({"kind": "Pod", "b": {"c": 1}}));
+    tape.set_root_strings(&[("kind", "Pod")]);
+    assert!(tape.depth_exact);
+    assert!(tape.root().unwrap().too_deep(1));
+    assert!(!tape.root().unwrap().too_deep(2));
 }
 
 #[test]
