@@ -1,6 +1,6 @@
 //! Ingest throughput without the network: the same recorded list and watch bodies decoded and
 //! applied by informerd's pipeline and by a kube-rs reflector, beside a parse-only pass over the
-//! same bytes (the floor no decoder beats).
+//! same text (serde_json's floor: what kube-rs cannot go below).
 //!
 //! `cargo bench --bench ingest` (pods: `INGEST_PODS`, default 10000; timed iterations of each
 //! pass: `INGEST_ITERATIONS`, default 5).
@@ -16,16 +16,16 @@
 //!
 //! Every pass runs in this process, on one thread, over the same bytes, with the allocator of
 //! the informerd binary (jemalloc):
-//! - parse-only: `serde_json::from_slice::<IgnoredAny>` of each line (or list body);
-//! - kube-rs typed reflector: each line decoded as `WatchEvent<Pod>` (list bodies as
-//!   `ObjectList<Pod>`), as kube-rs's watcher does, and applied to a reflector `Writer<Pod>`,
+//! - parse-only: `serde_json::from_str::<IgnoredAny>` of each line (or list body);
+//! - kube-rs typed reflector: each line decoded as `WatchEvent<Pod>` with `serde_json::from_str`
+//!   (list bodies as `ObjectList<Pod>`), as kube-rs's watcher does, and applied to a reflector `Writer<Pod>`,
 //!   one per namespace as a reflector per namespace stream would (`Init`, `InitApply` for the
 //!   initial list (the ADDED lines of a streaming list, or the items of a list body),
 //!   `InitDone`, then `Apply` for the MODIFIED lines); also with managedFields cleared before
 //!   the writer, as `.modify(|p| p.managed_fields_mut().clear())` does;
-//! - informerd: each line decoded as `WatchEvent<Projected>` (list bodies as
-//!   `ObjectList<Projected>`: the profile's transform applied while decoding), as the fleet's
-//!   watchers do, and handed to `ScopeIngest` (one
+//! - informerd: each line decoded by `fleet::decode::watch_line` (list bodies by
+//!   `fleet::decode::list_body`: informerd's own reader, the profile's transform applied while
+//!   reading), as the fleet's watch and list requests do, and handed to `ScopeIngest` (one
 //!   per namespace, all feeding one store made by `fleet::Pipeline::new`) configured from YAML
 //!   like the sidecar: the "controller" profile, and everything but managedFields;
 //! - protobuf (issue 17: client-go reads built-in kinds as `application/vnd.kubernetes.protobuf`):
