@@ -46,7 +46,7 @@ fn read_object(r: &mut Reader<'_>) -> Result<Projected, ReadError> {
 fn whole(r: &mut Reader<'_>) -> Result<Value, ReadError> {
     let start = r.position();
     r.skip()?;
-    serde_json::from_str(r.since(start)).map_err(|e| r.error_at(start, e.to_string()))
+    r.decode_since(start)
 }
 
 /// An object's event, made from its object.
@@ -105,10 +105,14 @@ fn read_list(text: &str) -> Result<ObjectList<Projected>, ReadError> {
         metadata: ListMeta::default(),
         items: Vec::new(),
     };
+    let (mut kind, mut api_version, mut items) = (None, None, false);
     let mut members = r.object()?;
     while let Some(key) = members.next(&mut r)? {
-        match key.plain() {
-            Some("items") => {
+        match &*key.decode(&r)? {
+            // A repeated `items` is refused, as serde refuses a repeated field.
+            "items" if items => return Err(r.error("duplicate field `items`")),
+            "items" => {
+                items = true;
                 if r.null()? {
                     continue;
                 }
@@ -117,16 +121,19 @@ fn read_list(text: &str) -> Result<ObjectList<Projected>, ReadError> {
                     list.items.push(read_object(&mut r)?);
                 }
             }
-            Some("metadata") => {
+            "metadata" => {
                 let start = r.position();
                 r.skip()?;
-                list.metadata = serde_json::from_str(r.since(start))
-                    .map_err(|e| r.error_at(start, e.to_string()))?;
+                list.metadata = r.decode_since(start)?;
             }
-            Some("kind") => list.types.kind = r.string()?.decode(&r)?.into_owned(),
-            Some("apiVersion") => list.types.api_version = r.string()?.decode(&r)?.into_owned(),
+            "kind" => kind = Some(r.string()?.decode(&r)?.into_owned()),
+            "apiVersion" => api_version = Some(r.string()?.decode(&r)?.into_owned()),
             _ => r.skip()?,
         }
+    }
+    // Both or neither, as kube-rs reads the flattened type fields.
+    if let (Some(kind), Some(api_version)) = (kind, api_version) {
+        list.types = TypeMeta { api_version, kind };
     }
     r.finish()?;
     Ok(list)

@@ -41,7 +41,9 @@ pub struct ReadError {
 }
 
 /// The most containers a decoder may nest, as serde_json allows (skipping has no limit, as in
-/// serde_json).
+/// serde_json). Counted from the value a decoder starts at: an object read from a watch line may
+/// nest one level deeper than kube-rs allows, whose count starts at the line's envelope (the
+/// store refuses objects past `MAX_DEPTH`, 256, either way).
 pub const RECURSION_LIMIT: usize = 128;
 
 /// What the next value is, from its first byte.
@@ -169,6 +171,15 @@ impl<'a> Reader<'a> {
             return Ok(true);
         }
         Ok(false)
+    }
+
+    /// The text from `start` to where the reader is, decoded by serde_json (a value the
+    /// reader skipped, wanted whole); serde_json's error is placed at `start`.
+    pub fn decode_since<T: serde::de::DeserializeOwned>(
+        &self,
+        start: usize,
+    ) -> Result<T, ReadError> {
+        serde_json::from_str(self.since(start)).map_err(|e| self.error_at(start, strip_position(e)))
     }
 
     /// Where the reader is: the byte offset of what it reads next.

@@ -61,6 +61,7 @@ fn an_empty_value_set_is_the_empty_value_as_in_kubernetes() {
     let not_empty = LabelSelector::parse("app notin ()").unwrap();
     assert!(not_empty.matches(&labels(&[("app", "web")])));
     assert!(!not_empty.matches(&labels(&[("app", "")])));
+    assert!(not_empty.matches(&labels(&[])));
 }
 
 #[test]

@@ -142,3 +142,27 @@ fn a_list_body_is_decoded_as_kube_rs_decodes_it_with_items_transformed() {
     let e = list_body(&body[..body.len() - 3]).unwrap_err();
     assert!(e.to_string().contains("EOF"), "{e}");
 }
+
+#[test]
+fn a_list_body_in_other_spellings_is_read_as_kube_rs_reads_it() {
+    let transform = Transform::controller();
+    let _decoding = Decoding::enter(Some(&transform));
+    // An escaped key is the same key.
+    let body = format!(
+        r#"{{"kind":"PodList","apiVersion":"v1","metadata":{{}},"\u0069tems":[{}]}}"#,
+        pod("1")
+    );
+    assert_eq!(list_body(&body).unwrap().items.len(), 1);
+    // `kind` without `apiVersion`: kube-rs's defaults for both.
+    let list = list_body(r#"{"kind":"PodList","items":[]}"#).unwrap();
+    assert_eq!(
+        (list.types.api_version.as_str(), list.types.kind.as_str()),
+        ("v1", "List")
+    );
+    // A repeated `items` is refused, as serde refuses a repeated field.
+    let e = list_body(r#"{"items":[],"items":[]}"#).unwrap_err();
+    assert!(e.to_string().contains("duplicate field"), "{e}");
+    // serde_json's error names its position once.
+    let e = list_body(r#"{"metadata":{"resourceVersion":7},"items":[]}"#).unwrap_err();
+    assert_eq!(e.to_string().matches(" line ").count(), 1, "{e}");
+}

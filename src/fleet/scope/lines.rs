@@ -4,9 +4,10 @@
 //! change.
 //!
 //! A watch response is split into lines here, each checked to be UTF-8 as kube-rs's line codec
-//! checks it, and a body error that only means the connection ended (an unexpected EOF, as
-//! the apiserver's watch timeout or a proxy's idle timeout leaves it) ends the events, so that
-//! the stream resumes from the last resourceVersion, as kube-rs's `request_events` does.
+//! checks it, and a body error that only means the connection ended (an unexpected EOF, as a
+//! proxy's idle timeout or a dropped TLS connection leaves it) ends the events, so that the
+//! stream resumes from the last resourceVersion, as kube-rs's `request_events` does; any other
+//! body error is `ReadEvents`, after which the response yields nothing more.
 
 use std::io;
 
@@ -68,7 +69,7 @@ fn events(
                 Ok(0) => return None,
                 Ok(_) => {}
                 Err(e) if ends_quietly(&e) => {
-                    tracing::warn!(error = %e, "watch response ended; resuming");
+                    tracing::warn!(error = %e, "watch response cut short; resuming");
                     return None;
                 }
                 // As after a line codec's error: this response yields nothing more.
@@ -94,27 +95,27 @@ fn trim_end_of_line(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 
-/// Whether a body error only means that the connection ended: a timeout, or an unexpected EOF
-/// anywhere in its chain (TLS stacks nest one; the chunked decoder says so in its text), as
-/// kube-rs's `request_events` decides.
+/// Whether a body error only means that the connection ended, as kube-rs's `request_events`
+/// decides: an unexpected EOF anywhere in its chain (TLS stacks nest one; at most 16 sources
+/// deep, so that a cyclic chain cannot stall the stream), or the chunked decoder's text saying
+/// so.
 fn ends_quietly(e: &io::Error) -> bool {
-    if matches!(
-        e.kind(),
-        io::ErrorKind::UnexpectedEof | io::ErrorKind::TimedOut
-    ) || e.to_string().contains("unexpected EOF during chunk")
+    if e.kind() == io::ErrorKind::UnexpectedEof
+        || e.to_string().contains("unexpected EOF during chunk")
     {
         return true;
     }
     let mut source = e
         .get_ref()
         .map(|inner| inner as &(dyn std::error::Error + 'static));
-    while let Some(err) = source {
-        if let Some(io) = err.downcast_ref::<io::Error>() {
-            if io.kind() == io::ErrorKind::UnexpectedEof {
-                return true;
-            }
-        }
-        if err.to_string().contains("unexpected EOF during chunk") {
+    for _ in 0..16 {
+        let Some(err) = source else {
+            return false;
+        };
+        if err
+            .downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::UnexpectedEof)
+        {
             return true;
         }
         source = err.source();

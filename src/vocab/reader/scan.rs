@@ -77,11 +77,16 @@ impl Scan {
     /// Follows one byte; `true` when it closes the container.
     #[inline]
     fn byte(&mut self, c: u8) -> bool {
+        // A backslash escapes the next byte in or out of a string, as in `block` (outside one it
+        // is not JSON, and only the end matters), so that where a container ends does not
+        // depend on where the blocks fall.
+        if c == b'\\' {
+            self.escape = true;
+            return false;
+        }
         if self.string {
-            match c {
-                b'\\' => self.escape = true,
-                b'"' => self.string = false,
-                _ => {}
+            if c == b'"' {
+                self.string = false;
             }
             return false;
         }

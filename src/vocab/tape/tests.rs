@@ -135,3 +135,39 @@ fn classifies_numbers_as_serde_json_does() {
     assert_eq!(tape.to_value(), json!([5, -5, null]));
     assert_eq!(tape, Tape::from_value(&json!([5u64, -5, null])));
 }
+
+#[test]
+fn orders_keys_that_share_their_first_eight_bytes_by_their_whole_text() {
+    // Keys ordered by an eight-byte prefix first: shorter keys, keys sharing the prefix, and a
+    // NUL (which pads the prefix too) must still come out in byte order, the last of a
+    // repeated key kept.
+    let keys = [
+        "lastTransitionTime",
+        "lastProbeTime",
+        "lastTran",
+        "last",
+        "a\u{0}b",
+        "a",
+        "a\u{0}",
+        "lastTransitionTime",
+        "",
+    ];
+    let mut tape = Tape::new();
+    let open = tape.open_object();
+    for (i, key) in keys.iter().enumerate() {
+        tape.push_str(key);
+        tape.push_u64(i as u64);
+    }
+    tape.close_object(open);
+    let mut expected = serde_json::Map::new();
+    for (i, key) in keys.iter().enumerate() {
+        expected.insert(key.to_string(), json!(i));
+    }
+    let got = tape.to_value();
+    assert_eq!(got, Value::Object(expected.clone()));
+    let order: Vec<&String> = got.as_object().unwrap().keys().collect();
+    let mut sorted: Vec<&String> = expected.keys().collect();
+    sorted.sort();
+    assert_eq!(order, sorted);
+    assert_eq!(got["lastTransitionTime"], json!(7));
+}
