@@ -38,15 +38,8 @@ fn read_object(r: &mut Reader<'_>) -> Result<Projected, ReadError> {
             t.read(r, &mut tape)?;
             Ok(Projected::from_tape(tape))
         }
-        None => whole(r).map(Projected::from_value),
+        None => r.deserialize::<Value>().map(Projected::from_value),
     })
-}
-
-/// The next value, whole, as serde_json decodes it.
-fn whole(r: &mut Reader<'_>) -> Result<Value, ReadError> {
-    let start = r.position();
-    r.skip()?;
-    r.decode_since(start)
 }
 
 /// An object's event, made from its object.
@@ -62,7 +55,7 @@ const EVENTS: [(&str, Event); 3] = [
 /// Decodes one line of a watch response as kube-rs's `Client::request_events` does: `None`
 /// for what it skips (an incomplete last line), a `Status` line as `Error::Api`.
 pub fn watch_line(line: &str) -> Option<kube::Result<WatchEvent<Projected>>> {
-    if let Some(Ok(event)) = object_event(line) {
+    if let Some(event) = object_event(line) {
         return Some(Ok(event));
     }
     match serde_json::from_str::<WatchEvent<Projected>>(line) {
@@ -75,17 +68,16 @@ pub fn watch_line(line: &str) -> Option<kube::Result<WatchEvent<Projected>>> {
     }
 }
 
-/// The line as the apiserver writes an object's event; `None` for another shape.
-fn object_event(line: &str) -> Option<Result<WatchEvent<Projected>, ReadError>> {
+/// The line as the apiserver writes an object's event; `None` for another shape, or one our
+/// reader refuses (serde_json then says why, as in kube-rs).
+fn object_event(line: &str) -> Option<WatchEvent<Projected>> {
     let (prefix, event) = EVENTS.iter().find(|(p, _)| line.starts_with(p))?;
     let mut r = Reader::new(line);
     r.seek(prefix.len());
-    let read = read_object(&mut r).and_then(|object| {
-        r.close(b'}')?;
-        r.finish()?;
-        Ok(event(object))
-    });
-    Some(read)
+    let object = read_object(&mut r).ok()?;
+    r.end_object().ok()?;
+    r.finish().ok()?;
+    Some(event(object))
 }
 
 /// Decodes a list response's body as kube-rs's `Api::list` does, each item with the decoding
@@ -121,11 +113,7 @@ fn read_list(text: &str) -> Result<ObjectList<Projected>, ReadError> {
                     list.items.push(read_object(&mut r)?);
                 }
             }
-            "metadata" => {
-                let start = r.position();
-                r.skip()?;
-                list.metadata = r.decode_since(start)?;
-            }
+            "metadata" => list.metadata = r.deserialize()?,
             "kind" => kind = Some(r.string()?.decode(&r)?.into_owned()),
             "apiVersion" => api_version = Some(r.string()?.decode(&r)?.into_owned()),
             _ => r.skip()?,

@@ -100,30 +100,22 @@ impl Decoder<'_, '_, '_> {
             Kind::Object if keep.is_none() && drop.is_none() => self.whole().map(|()| true),
             Kind::Object => self.object(keep, drop),
             Kind::Array => self.array(keep, drop, element),
-            Kind::String => {
-                self.string()?;
-                Ok(keep.is_none())
-            }
-            _ => {
-                self.scalar()?;
+            kind => {
+                self.scalar(kind)?;
                 // A scalar survives unless the path goes on below it.
                 Ok(keep.is_none())
             }
         }
     }
 
-    /// A string; without escapes (nearly every one), straight from the text.
-    #[inline]
-    fn string(&mut self) -> Result<(), ReadError> {
-        let s = self.r.string()?;
-        match s.plain() {
-            Some(plain) => self.tape.push_str(plain),
-            None => self.tape.push_str(&s.decode(self.r)?),
+    /// A scalar of kind `kind`: a string is read straight from the text (without an escape,
+    /// nearly always, it is not copied before the tape).
+    fn scalar(&mut self, kind: Kind) -> Result<(), ReadError> {
+        if kind == Kind::String {
+            let s = self.r.string()?;
+            self.tape.push_str(&s.decode(self.r)?);
+            return Ok(());
         }
-        Ok(())
-    }
-
-    fn scalar(&mut self) -> Result<(), ReadError> {
         match self.r.scalar()? {
             Scalar::Null => self.tape.push_null(),
             Scalar::Bool(b) => self.tape.push_bool(b),
@@ -151,10 +143,7 @@ impl Decoder<'_, '_, '_> {
                 let mut members = self.r.object()?;
                 let open = self.tape.open_object();
                 while let Some(key) = members.next(self.r)? {
-                    match key.plain() {
-                        Some(plain) => self.tape.push_str(plain),
-                        None => self.tape.push_str(&key.decode(self.r)?),
-                    }
+                    self.tape.push_str(&key.decode(self.r)?);
                     self.whole()?;
                 }
                 self.tape.close_object(open);
@@ -172,8 +161,7 @@ impl Decoder<'_, '_, '_> {
                 self.tape.close_array(open, len);
                 self.depth -= 1;
             }
-            Kind::String => self.string()?,
-            _ => self.scalar()?,
+            kind => self.scalar(kind)?,
         }
         Ok(())
     }
@@ -206,6 +194,14 @@ impl Decoder<'_, '_, '_> {
         Ok(true)
     }
 
+    /// A list none of whose elements is kept: skipped, and an empty list on the tape.
+    fn emptied(&mut self) -> Result<(), ReadError> {
+        self.r.skip()?;
+        let open = self.tape.open_array();
+        self.tape.close_array(open, 0);
+        Ok(())
+    }
+
     fn array(
         &mut self,
         keep: Option<&Node>,
@@ -218,20 +214,10 @@ impl Decoder<'_, '_, '_> {
             // A list element that the path cannot project is kept as is.
             None if element => None,
             // A field's list that the path does not enter is removed by the parent.
-            None => {
-                self.r.skip()?;
-                let open = self.tape.open_array();
-                self.tape.close_array(open, 0);
-                return Ok(false);
-            }
+            None => return self.emptied().map(|()| false),
         };
         let drop = match drop.map(|n| n.any.as_deref()) {
-            Some(Some(any)) if any.terminal => {
-                self.r.skip()?;
-                let open = self.tape.open_array();
-                self.tape.close_array(open, 0);
-                return Ok(survives);
-            }
+            Some(Some(any)) if any.terminal => return self.emptied().map(|()| survives),
             Some(any) => any,
             None => None,
         };

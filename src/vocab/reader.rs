@@ -144,24 +144,14 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// The text from `start` (a byte offset) to where the reader is.
-    pub fn since(&self, start: usize) -> &'a str {
-        &self.text[start..self.at]
-    }
-
     /// Moves the reader to byte `at` of the text (where a value starts).
     pub fn seek(&mut self, at: usize) {
         self.at = at.min(self.bytes.len());
     }
 
-    /// Reads the byte `byte` (after whitespace): the end of a container whose start was
-    /// matched without the reader.
-    pub fn close(&mut self, byte: u8) -> Result<(), ReadError> {
-        match byte {
-            b'}' => self.eat(b'}', "`}`"),
-            b']' => self.eat(b']', "`]`"),
-            _ => self.eat(byte, "the end of the value"),
-        }
+    /// Reads the `}` that ends an object whose start was matched without the reader.
+    pub fn end_object(&mut self) -> Result<(), ReadError> {
+        self.eat(b'}', "`}`")
     }
 
     /// Reads a `null` if one is next, and says so.
@@ -173,13 +163,21 @@ impl<'a> Reader<'a> {
         Ok(false)
     }
 
-    /// The text from `start` to where the reader is, decoded by serde_json (a value the
-    /// reader skipped, wanted whole); serde_json's error is placed at `start`.
-    pub fn decode_since<T: serde::de::DeserializeOwned>(
-        &self,
-        start: usize,
-    ) -> Result<T, ReadError> {
-        serde_json::from_str(self.since(start)).map_err(|e| self.error_at(start, strip_position(e)))
+    /// The next value, decoded by serde_json (a value wanted whole, or as a serde type): read
+    /// once, by serde_json, and the reader moved past it. serde_json's error is placed where
+    /// the value starts.
+    pub fn deserialize<T: serde::de::DeserializeOwned>(&mut self) -> Result<T, ReadError> {
+        self.peek();
+        let start = self.at;
+        let mut values = serde_json::Deserializer::from_str(&self.text[start..]).into_iter::<T>();
+        match values.next() {
+            Some(Ok(value)) => {
+                self.at = start + values.byte_offset();
+                Ok(value)
+            }
+            Some(Err(e)) => Err(self.error_at(start, strip_position(e))),
+            None => Err(self.unexpected("a value")),
+        }
     }
 
     /// Where the reader is: the byte offset of what it reads next.
@@ -459,22 +457,40 @@ impl<'a> Reader<'a> {
     }
 }
 
+impl Reader<'_> {
+    /// Between the items of a container closed by `close`: `false` past its end (consumed),
+    /// else `true`, the comma before it consumed (none before the first item).
+    #[inline]
+    fn next_item(
+        &mut self,
+        first: &mut bool,
+        close: u8,
+        what: &'static str,
+    ) -> Result<bool, ReadError> {
+        match self.peek() {
+            Some(b) if b == close => {
+                self.at += 1;
+                return Ok(false);
+            }
+            Some(b',') if !*first => self.at += 1,
+            _ if !*first => return Err(self.unexpected(what)),
+            _ => {}
+        }
+        *first = false;
+        Ok(true)
+    }
+}
+
 impl Members {
     /// The next member's key (the reader then stands at its value, which must be read or
     /// skipped), or `None` past the object's end.
     #[inline]
     pub fn next<'a>(&mut self, r: &mut Reader<'a>) -> Result<Option<Str<'a>>, ReadError> {
-        match r.peek() {
-            Some(b'}') => {
-                r.at += 1;
-                return Ok(None);
-            }
-            Some(b',') if !self.first => r.at += 1,
-            _ if !self.first => return Err(r.unexpected("`,` or `}`")),
-            _ => {}
+        if r.next_item(&mut self.first, b'}', "`,` or `}`")? {
+            r.key().map(Some)
+        } else {
+            Ok(None)
         }
-        self.first = false;
-        r.key().map(Some)
     }
 }
 
@@ -483,17 +499,7 @@ impl Elements {
     /// skipped); `false` past the array's end.
     #[inline]
     pub fn next(&mut self, r: &mut Reader<'_>) -> Result<bool, ReadError> {
-        match r.peek() {
-            Some(b']') => {
-                r.at += 1;
-                return Ok(false);
-            }
-            Some(b',') if !self.first => r.at += 1,
-            _ if !self.first => return Err(r.unexpected("`,` or `]`")),
-            _ => {}
-        }
-        self.first = false;
-        Ok(true)
+        r.next_item(&mut self.first, b']', "`,` or `]`")
     }
 }
 

@@ -1,0 +1,100 @@
+//! The fleet's ingest path alone, once, for an instruction profiler: the ADDED watch lines of
+//! the first namespaces that `cargo bench --bench ingest` recorded, decoded by
+//! `fleet::decode::watch_line` with the controller profile and handed to `ScopeIngest`, all in
+//! one function (`run`) that the profiler can be told to count alone. The README's
+//! instructions per pod come from it:
+//!
+//! ```text
+//! cargo bench --bench ingest            # records benches/results/tmp/ingest-10000-pods once
+//! cargo build --release --example ingest_profile
+//! valgrind --tool=callgrind --toggle-collect='*ingest_profile::run' \
+//!   target/release/examples/ingest_profile benches/results/tmp/ingest-10000-pods 4
+//! callgrind_annotate --inclusive=yes callgrind.out.*
+//! ```
+//!
+//! Arguments: the recording's directory, and how many of its namespaces (`seed-0` on) to read
+//! (default 4: 2,000 pods of the default recording). Counts only; timing is the bench's.
+
+use std::{env, fs};
+
+use anyhow::{bail, Context, Result};
+use informerd::{
+    config,
+    fleet::{decode, Decoding, Pipeline, ScopeIngest},
+    transform::{CONTROLLER_DROP, CONTROLLER_KEEP},
+};
+use kube::{core::WatchEvent, runtime::watcher};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+#[derive(Deserialize)]
+struct Items<'a> {
+    #[serde(borrow)]
+    items: Vec<&'a RawValue>,
+}
+
+fn main() -> Result<()> {
+    let mut args = env::args().skip(1);
+    let dir = args
+        .next()
+        .context("usage: ingest_profile RECORDING_DIR [NAMESPACES]")?;
+    let count: usize = args.next().map_or(Ok(4), |n| n.parse())?;
+    let mut namespaces = Vec::new();
+    let mut lines = Vec::new();
+    for i in 0..count {
+        let body = fs::read_to_string(format!("{dir}/seed-{i}.json"))
+            .with_context(|| format!("the recorded list seed-{i} in {dir}"))?;
+        let list: Items = serde_json::from_str(&body)?;
+        // As the bench builds watch lines: the item with kind and apiVersion first.
+        let added = |item: &RawValue| {
+            format!(
+                r#"{{"type":"ADDED","object":{{"kind":"Pod","apiVersion":"v1",{}}}"#,
+                &item.get()[1..]
+            )
+        };
+        lines.push(
+            list.items
+                .iter()
+                .map(|item| added(item))
+                .collect::<Vec<_>>(),
+        );
+        namespaces.push(format!("seed-{i}"));
+    }
+    let yaml = format!(
+        "apiVersion: informerd.io/v1alpha1\nkind: Config\nresources:\n- name: pods\n  \
+         apiVersion: v1\n  kind: Pod\n  namespaces: {}\n  transform:\n    keep: {}\n    \
+         drop: {}\n",
+        serde_json::to_string(&namespaces)?,
+        serde_json::to_string(CONTROLLER_KEEP)?,
+        serde_json::to_string(CONTROLLER_DROP)?,
+    );
+    let config = config::parse("ingest-profile.yaml", &yaml).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let pipeline = Pipeline::new(&config.change_log, &config.resources[0]);
+    let mut scopes: Vec<ScopeIngest> = namespaces
+        .iter()
+        .map(|ns| ScopeIngest::new(pipeline.clone(), Some(ns.clone())))
+        .collect();
+    let _decoding = Decoding::enter(pipeline.decoding());
+    run(&lines, &mut scopes)?;
+    eprintln!("{} pods stored", pipeline.store.len());
+    Ok(())
+}
+
+/// What the profiler counts: every line decoded and ingested.
+#[inline(never)]
+fn run(lines: &[Vec<String>], scopes: &mut [ScopeIngest]) -> Result<()> {
+    for (lines, scope) in lines.iter().zip(scopes) {
+        scope.handle(watcher::Event::Init);
+        for line in lines {
+            let Some(Ok(WatchEvent::Added(object))) = decode::watch_line(line) else {
+                bail!("a recorded line that is not an ADDED event");
+            };
+            scope.handle(watcher::Event::InitApply(object));
+        }
+        scope.handle(watcher::Event::InitDone);
+    }
+    Ok(())
+}
