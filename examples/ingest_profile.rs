@@ -12,8 +12,11 @@
 //! callgrind_annotate --inclusive=yes callgrind.out.*
 //! ```
 //!
-//! Arguments: the recording's directory, and how many of its namespaces (`seed-0` on) to read
-//! (default 4: 2,000 pods of the default recording). Counts only; timing is the bench's.
+//! Arguments: the recording's directory, how many of its namespaces (`seed-0` on) to read
+//! (default 4: 2,000 pods of the default recording), and how many times to ingest them, each
+//! time into a new store (default 1; more for a sampling profiler such as `perf record -e
+//! cpu-clock`, so that reading the recording is a small part of the samples). Counts only;
+//! timing is the bench's.
 
 use std::{env, fs};
 
@@ -42,6 +45,7 @@ fn main() -> Result<()> {
         .next()
         .context("usage: ingest_profile RECORDING_DIR [NAMESPACES]")?;
     let count: usize = args.next().map_or(Ok(4), |n| n.parse())?;
+    let repeat: usize = args.next().map_or(Ok(1), |n| n.parse())?;
     let mut namespaces = Vec::new();
     let mut lines = Vec::new();
     for i in 0..count {
@@ -72,14 +76,16 @@ fn main() -> Result<()> {
         serde_json::to_string(CONTROLLER_DROP)?,
     );
     let config = config::parse("ingest-profile.yaml", &yaml).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let pipeline = Pipeline::new(&config.change_log, &config.resources[0]);
-    let mut scopes: Vec<ScopeIngest> = namespaces
-        .iter()
-        .map(|ns| ScopeIngest::new(pipeline.clone(), Some(ns.clone())))
-        .collect();
-    let _decoding = Decoding::enter(pipeline.decoding());
-    run(&lines, &mut scopes)?;
-    eprintln!("{} pods stored", pipeline.store.len());
+    for _ in 0..repeat {
+        let pipeline = Pipeline::new(&config.change_log, &config.resources[0]);
+        let mut scopes: Vec<ScopeIngest> = namespaces
+            .iter()
+            .map(|ns| ScopeIngest::new(pipeline.clone(), Some(ns.clone())))
+            .collect();
+        let _decoding = Decoding::enter(pipeline.decoding());
+        run(&lines, &mut scopes)?;
+        eprintln!("{} pods stored", pipeline.store.len());
+    }
     Ok(())
 }
 

@@ -69,6 +69,7 @@ impl Arena {
     }
 
     /// The bytes from `at` to the end of its chunk: for values that say their own length.
+    #[inline]
     fn from(&self, at: At) -> &[u8] {
         &self.chunks[chunk_of(at)].bytes[offset_of(at)..]
     }
@@ -161,6 +162,7 @@ impl Arena {
     }
 
     /// What [`Arena::store_sized`] stored at `at`, and the bytes it takes with its length.
+    #[inline]
     pub(super) fn sized(&self, at: At) -> (&[u8], usize) {
         let bytes = self.from(at);
         let mut p = 0;

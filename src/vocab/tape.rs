@@ -50,6 +50,10 @@ enum Node {
     },
 }
 
+/// Members of one object that [`Tape::reserve`] makes room for in [`Tape::keys`] (more
+/// grow it): a pod's largest kept object has about twenty.
+const KEYS_RESERVED: usize = 32;
+
 /// `Node::Obj::order` of an object whose members are in key order as decoded.
 const IN_PLACE: u32 = u32::MAX;
 
@@ -128,10 +132,13 @@ impl Tape {
         (self.nodes.len(), self.text.len())
     }
 
-    /// Makes room for `nodes` more nodes and `text` more bytes of text.
+    /// Makes room for `nodes` more nodes and `text` more bytes of text, and for the key order
+    /// of the objects they may hold (a member takes two nodes at least).
     pub fn reserve(&mut self, nodes: usize, text: usize) {
         self.nodes.reserve(nodes);
         self.text.reserve(text);
+        self.order.reserve(nodes / 2);
+        self.keys.reserve(KEYS_RESERVED);
     }
 
     /// Empties the tape, keeping its allocations.
@@ -266,10 +273,13 @@ impl Tape {
             // Stable: of equal keys, the last decoded stays last, and is the one kept.
             keys.sort_by(|&a, &b| self.key_order(a, b));
             let first = self.order.len();
-            for &(_, at) in &keys {
-                let repeated = self.order.len() > first
-                    && self.str_at(self.order[self.order.len() - 1] as usize)
-                        == self.str_at(at as usize);
+            let mut previous = None;
+            for &(prefix, at) in &keys {
+                // Equal keys are adjacent once sorted; their prefixes are compared first.
+                let repeated = previous.is_some_and(|(p, last)| {
+                    p == prefix && self.str_at(last as usize) == self.str_at(at as usize)
+                });
+                previous = Some((prefix, at));
                 if repeated {
                     // The hidden member's nodes stay, unread: its depth counts only when its
                     // value is a container (a scalar is as deep as the member that hides it).
@@ -294,12 +304,29 @@ impl Tape {
 
     /// The first eight bytes of the key at node `at`, big-endian and zero-padded: keys whose
     /// prefixes differ are in the order of their prefixes.
+    #[inline]
     fn prefix_at(&self, at: usize) -> u64 {
-        let key = self.str_at(at).as_bytes();
-        let mut bytes = [0u8; 8];
-        let n = key.len().min(8);
-        bytes[..n].copy_from_slice(&key[..n]);
-        u64::from_be_bytes(bytes)
+        let Node::Str { at, len } = self.nodes[at] else {
+            unreachable!("a key is a string node");
+        };
+        let (at, len) = (at as usize, len as usize);
+        let text = self.text.as_bytes();
+        // Eight bytes read at once where the text has them (what follows the key is masked
+        // off), else copied.
+        let word = match text.get(at..at + 8) {
+            Some(word) => u64::from_be_bytes(word.try_into().expect("eight bytes")),
+            None => {
+                let mut bytes = [0u8; 8];
+                let n = len.min(8);
+                bytes[..n].copy_from_slice(&text[at..at + n]);
+                u64::from_be_bytes(bytes)
+            }
+        };
+        if len >= 8 {
+            word
+        } else {
+            word & !(u64::MAX >> (len * 8))
+        }
     }
 
     /// The order of two keys (prefix, node), in byte order of the keys.
