@@ -1,8 +1,9 @@
-//! The fleet's ingest path alone, once, for an instruction profiler: the ADDED watch lines of
-//! the first namespaces that `cargo bench --bench ingest` recorded, decoded by
-//! `fleet::decode::watch_line` with the controller profile and handed to `ScopeIngest`, all in
-//! one function (`run`) that the profiler can be told to count alone. The README's
-//! instructions per pod come from it:
+//! The fleet's ingest path alone, once, for an instruction profiler: the watch lines of the
+//! first namespaces that `cargo bench --bench ingest` recorded (an ADDED line per pod as a
+//! streaming initial list, then a MODIFIED line per pod with a new resourceVersion and one more
+//! label, as the bench builds them), decoded by `fleet::decode::watch_line` with the controller
+//! profile and handed to `ScopeIngest`, all in one function (`run`) that the profiler can be
+//! told to count alone. The README's instructions per pod come from it:
 //!
 //! ```text
 //! cargo bench --bench ingest            # records benches/results/tmp/ingest-10000-pods once
@@ -59,12 +60,25 @@ fn main() -> Result<()> {
                 &item.get()[1..]
             )
         };
-        lines.push(
-            list.items
-                .iter()
-                .map(|item| added(item))
-                .collect::<Vec<_>>(),
-        );
+        let modified = |item: &RawValue, rv: usize| -> Result<String> {
+            let line = added(item).replacen(r#""type":"ADDED""#, r#""type":"MODIFIED""#, 1);
+            let (head, tail) = line
+                .split_once(r#""resourceVersion":""#)
+                .context("a pod without resourceVersion")?;
+            let (_, tail) = tail
+                .split_once('"')
+                .context("an unterminated resourceVersion")?;
+            let line = format!(r#"{head}"resourceVersion":"{rv}"{tail}"#);
+            let (head, tail) = line
+                .split_once(r#""labels":{"#)
+                .context("a seeded pod without labels")?;
+            Ok(format!(r#"{head}"labels":{{"bench-seq":"{rv}",{tail}"#))
+        };
+        let added_lines: Vec<String> = list.items.iter().map(|item| added(item)).collect();
+        let modified_lines = (list.items.iter().enumerate())
+            .map(|(n, item)| modified(item, 1_000_000_000 + i * 100_000 + n))
+            .collect::<Result<Vec<_>>>()?;
+        lines.push((added_lines, modified_lines));
         namespaces.push(format!("seed-{i}"));
     }
     let yaml = format!(
@@ -91,16 +105,22 @@ fn main() -> Result<()> {
 
 /// What the profiler counts: every line decoded and ingested.
 #[inline(never)]
-fn run(lines: &[Vec<String>], scopes: &mut [ScopeIngest]) -> Result<()> {
-    for (lines, scope) in lines.iter().zip(scopes) {
+fn run(lines: &[(Vec<String>, Vec<String>)], scopes: &mut [ScopeIngest]) -> Result<()> {
+    for ((added, modified), scope) in lines.iter().zip(scopes) {
         scope.handle(watcher::Event::Init);
-        for line in lines {
+        for line in added {
             let Some(Ok(WatchEvent::Added(object))) = decode::watch_line(line) else {
                 bail!("a recorded line that is not an ADDED event");
             };
             scope.handle(watcher::Event::InitApply(object));
         }
         scope.handle(watcher::Event::InitDone);
+        for line in modified {
+            let Some(Ok(WatchEvent::Modified(object))) = decode::watch_line(line) else {
+                bail!("a built line that is not a MODIFIED event");
+            };
+            scope.handle(watcher::Event::Apply(object));
+        }
     }
     Ok(())
 }

@@ -19,6 +19,7 @@ use ahash::RandomState;
 
 use super::arena::{Arena, At, NOWHERE};
 use super::ids::IdTable;
+use super::packed::{self, Recent};
 use super::paged::Paged;
 
 pub(crate) type AtomId = u32;
@@ -72,6 +73,8 @@ pub(crate) struct Atoms {
     arena: Arena,
     live: usize,
     live_bytes: usize,
+    /// The atoms large strings became lately (see [`Recent`]).
+    recent: Recent,
 }
 
 fn hash_of(hasher: &RandomState, kind: u8, payload: &[u8]) -> u64 {
@@ -105,6 +108,7 @@ impl Atoms {
             arena: Arena::default(),
             live: 0,
             live_bytes: 0,
+            recent: Recent::default(),
         }
     }
 
@@ -151,6 +155,37 @@ impl Atoms {
         self.live += 1;
         self.live_bytes += payload.len() + 1;
         (id, true)
+    }
+
+    /// The string atom (packed or not) that the large string `s` became lately, if it is
+    /// still that string (see [`Recent`]); else `s`'s hash, to [`Atoms::remember_large`] what
+    /// it becomes.
+    pub(crate) fn recent_large(&self, s: &str) -> Result<AtomId, u64> {
+        let hash = self.hasher.hash_one(s);
+        let Some(id) = self.recent.get(hash) else {
+            return Err(hash);
+        };
+        let live = (id as usize) < self.entries.len() && self.entries[id as usize].is_live();
+        let same = live && {
+            let bytes = self.bytes_of(id);
+            match bytes[0] {
+                KIND_STR => bytes[1..] == *s.as_bytes(),
+                KIND_STR_LZ4 => {
+                    packed::unpacked_len(&bytes[1..]) == s.len() && packed::unpack(&bytes[1..]) == s
+                }
+                _ => false,
+            }
+        };
+        if same {
+            Ok(id)
+        } else {
+            Err(hash)
+        }
+    }
+
+    /// Remembers that the large string of hash `hash` became the atom `id`.
+    pub(crate) fn remember_large(&mut self, hash: u64, id: AtomId) {
+        self.recent.put(hash, id);
     }
 
     /// Takes one more reference on a live atom.
@@ -358,5 +393,6 @@ impl Atoms {
             + self.free.capacity() * size_of::<AtomId>()
             + self.table.allocation_size()
             + self.arena.overhead(self.live_bytes)
+            + self.recent.allocation_size()
     }
 }

@@ -22,14 +22,16 @@
 //! dictionary is part of the encoding: changing it changes the store's layout
 //! (`store::layout`), and old snapshots are refused.
 
+use super::atoms::AtomId;
+
 /// What every packed string is compressed against (see the module's decision).
 const DICTIONARY: &[u8] = include_bytes!("packed.dict");
 
 /// Strings shorter than this are never packed: the saving would not pay for the decoding.
-pub(super) const MIN_LEN: usize = 256;
+pub(crate) const MIN_LEN: usize = 256;
 
 /// `s` compressed, when that saves at least a quarter of its bytes.
-pub(super) fn pack(s: &str) -> Option<Vec<u8>> {
+pub(crate) fn pack(s: &str) -> Option<Vec<u8>> {
     if s.len() < MIN_LEN {
         return None;
     }
@@ -43,6 +45,49 @@ pub(super) fn unpacked_len(packed: &[u8]) -> usize {
     let mut size = [0; 4];
     size.copy_from_slice(&packed[..4]);
     u32::from_le_bytes(size) as usize
+}
+
+/// Slots of [`Recent`].
+const RECENT_SLOTS: usize = 256;
+
+/// Which atom each large string (of [`MIN_LEN`] bytes or more) became lately, by the string's
+/// hash: one slot per hash, the last string wins.
+///
+/// Decision: packing a string compresses it against the whole dictionary, whose 3.8 KB are
+/// hashed again for every string: 40,000 instructions under callgrind, the most expensive
+/// step of storing a pod that has kubectl's `last-applied-configuration`, which its owner's
+/// other pods and its own next versions carry again. Its atom is found here instead, and checked
+/// to be still that string (decompressing is cheap), so a stale or colliding slot only costs
+/// the packing it would have cost anyway. 4 KB per store, taken when the first large string
+/// comes.
+#[derive(Default)]
+pub(super) struct Recent {
+    slots: Vec<Option<(u64, AtomId)>>,
+}
+
+impl Recent {
+    fn slot(hash: u64) -> usize {
+        (hash >> 56) as usize % RECENT_SLOTS
+    }
+
+    /// The atom last remembered for `hash`.
+    pub(super) fn get(&self, hash: u64) -> Option<AtomId> {
+        match self.slots.get(Self::slot(hash))? {
+            Some((h, id)) if *h == hash => Some(*id),
+            _ => None,
+        }
+    }
+
+    pub(super) fn put(&mut self, hash: u64, id: AtomId) {
+        if self.slots.is_empty() {
+            self.slots = vec![None; RECENT_SLOTS];
+        }
+        self.slots[Self::slot(hash)] = Some((hash, id));
+    }
+
+    pub(super) fn allocation_size(&self) -> usize {
+        self.slots.capacity() * size_of::<Option<(u64, AtomId)>>()
+    }
 }
 
 /// The string [`pack`] made `packed` from.

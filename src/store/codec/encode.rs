@@ -336,10 +336,17 @@ impl Encoder<'_, '_> {
             c.push(s.len() as u8);
             c.extend(s.as_bytes());
             c
-        } else if let Some(packed) = packed::pack(s) {
+        } else if s.len() >= packed::MIN_LEN {
             // Counted in full, as the object is served (`limits.maxObjectSize`).
             self.referenced += s.len() as u64;
-            let (a, _) = self.atoms.intern(KIND_STR_LZ4, &packed);
+            let a = self.atoms.recent_large(s).unwrap_or_else(|hash| {
+                let a = match packed::pack(s) {
+                    Some(packed) => self.atoms.intern(KIND_STR_LZ4, &packed).0,
+                    None => self.atoms.intern(KIND_STR, s.as_bytes()).0,
+                };
+                self.atoms.remember_large(hash, a);
+                a
+            });
             Const::tag_id(T_ATOM_STR, a)
         } else {
             let a = self.str_atom(s);

@@ -110,3 +110,46 @@ proptest! {
         check(&atoms, &model);
     }
 }
+
+/// A large string's atom is found again by the string (packed or not) while it is that string,
+/// and never once the atom is gone, even when its id now names another atom.
+#[test]
+fn recent_large_strings_are_found_only_while_their_atom_holds_them() {
+    use crate::store::atoms::KIND_STR_LZ4;
+    use crate::store::packed;
+
+    let manifest = format!(
+        r#"{{"apiVersion":"apps/v1","kind":"Deployment","metadata":{{"name":"web"}},"spec":{{"replicas":3,"template":{{"spec":{{"containers":[{{"image":"acme/web:1.2.3","name":"web"}}]}}}}}}}}{}"#,
+        " ".repeat(200)
+    );
+    let noise: String = (0u64..150)
+        .map(|i| {
+            format!(
+                "{:02x}",
+                (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8
+            )
+        })
+        .collect();
+    let packed = packed::pack(&manifest).expect("a manifest packs");
+    assert_eq!(packed::pack(&noise), None, "noise stays as it is");
+    let mut atoms = Atoms::new();
+    let hash = atoms
+        .recent_large(&manifest)
+        .expect_err("nothing remembered yet");
+    let (id, _) = atoms.acquire(KIND_STR_LZ4, &packed);
+    atoms.remember_large(hash, id);
+    assert_eq!(atoms.recent_large(&manifest), Ok(id));
+    let other = format!("{manifest} ");
+    assert!(atoms.recent_large(&other).is_err(), "another string");
+
+    let noise_hash = atoms.recent_large(&noise).expect_err("not remembered");
+    let (noise_id, _) = atoms.acquire(KIND_STR, noise.as_bytes());
+    atoms.remember_large(noise_hash, noise_id);
+    assert_eq!(atoms.recent_large(&noise), Ok(noise_id));
+
+    // Freed, then its id reused by another atom: the stale slot is not believed.
+    assert!(atoms.release(id, |_, _| {}));
+    let (reused, _) = atoms.acquire(KIND_STR, b"something else");
+    assert_eq!(reused, id, "the freed id is reused");
+    assert!(atoms.recent_large(&manifest).is_err());
+}
