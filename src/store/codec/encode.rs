@@ -360,7 +360,9 @@ impl Encoder<'_, '_> {
         members: impl Iterator<Item = (&'t str, T)>,
         owner_refs: bool,
     ) -> Enc {
-        let mut template = Vec::with_capacity(1 + len * 4);
+        // Room for a key and a short constant per member, and for one long constant (a uid, a
+        // digest): growing the template was two reallocations a pod.
+        let mut template = Vec::with_capacity(1 + len * 4 + 32);
         put_varint(&mut template, len as u64);
         let mut holes = false;
         for (k, v) in members {

@@ -56,11 +56,31 @@ fn strings_decode_their_escapes_as_serde_json_does() {
         r#""\u00e9\u4e2d""#,
         r#""\ud83d\ude00 surrogates""#,
         "\"ünïcödé 中文\"",
+        r#""\u0000\u001f\u007F\uFFFF\uD83D\uDE00""#,
+        r#""{\"kind\":\"Deployment\",\"spec\":{\"args\":[\"--a=\\\"b\\\"\"]}}\n""#,
+        r#""\\""#,
+        r#""ends in an escape\t""#,
     ] {
         let expected: String = serde_json::from_str(text).unwrap();
         match scalar(text).unwrap() {
             Scalar::Str(s) => assert_eq!(s, expected, "{text}"),
             other => panic!("{text}: {other:?}"),
+        }
+    }
+    // Escapes that are no character: refused as serde_json refuses them.
+    for text in [
+        r#""\ud800""#,
+        r#""\ud800x""#,
+        r#""\ud800\n""#,
+        r#""\ud800\u0041""#,
+        r#""\udc00""#,
+        r#""a\udfff b""#,
+    ] {
+        let expected = serde_json::from_str::<String>(text);
+        match (scalar(text), expected) {
+            (Ok(Scalar::Str(s)), Ok(e)) => assert_eq!(s, e, "{text}"),
+            (Err(_), Err(_)) => {}
+            (got, expected) => panic!("{text}: {got:?} against serde_json's {expected:?}"),
         }
     }
     // Without an escape, the string is the text itself, not a copy.
