@@ -249,7 +249,9 @@ fn strings_made_of_the_name_round_trip_and_are_shared_across_names() {
                         "volumes": [{"name": "data", "persistentVolumeClaim":
                                      {"claimName": format!("data-{name}")}}],
                         "env": [format!("{name}.search-nats-headless"), format!("x{name}y"),
-                                format!("日本{name}語")]}})
+                                format!("日本{name}語"),
+                                // The name's first bytes before it, and at the end alone.
+                                format!("sea{name}"), format!("sea{name}{}", &name[..4])]}})
     };
     let store = Writer::new(StoreOptions::default());
     assert_round_trip(&store, &sts_pod("search-nats-0", "1"));
