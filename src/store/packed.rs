@@ -97,6 +97,19 @@ pub(super) fn unpack(packed: &[u8]) -> String {
     String::from_utf8(bytes).expect("packed atoms hold UTF-8")
 }
 
+/// 300 bytes without repeats, which LZ4 cannot shorten: hex of a counter's hash-like sequence.
+#[cfg(test)]
+pub(crate) fn noise() -> String {
+    (0u64..150)
+        .map(|i| {
+            format!(
+                "{:02x}",
+                (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,15 +153,6 @@ mod tests {
     #[test]
     fn short_or_incompressible_strings_stay_as_they_are() {
         assert_eq!(pack(&"a".repeat(MIN_LEN - 1)), None);
-        // 300 bytes without repeats: hex of a counter's hash-like sequence.
-        let noise: String = (0u64..150)
-            .map(|i| {
-                format!(
-                    "{:02x}",
-                    (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8
-                )
-            })
-            .collect();
-        assert_eq!(pack(&noise), None);
+        assert_eq!(pack(&noise()), None);
     }
 }

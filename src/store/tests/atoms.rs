@@ -122,14 +122,7 @@ fn recent_large_strings_are_found_only_while_their_atom_holds_them() {
         r#"{{"apiVersion":"apps/v1","kind":"Deployment","metadata":{{"name":"web"}},"spec":{{"replicas":3,"template":{{"spec":{{"containers":[{{"image":"acme/web:1.2.3","name":"web"}}]}}}}}}}}{}"#,
         " ".repeat(200)
     );
-    let noise: String = (0u64..150)
-        .map(|i| {
-            format!(
-                "{:02x}",
-                (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8
-            )
-        })
-        .collect();
+    let noise = packed::noise();
     let packed = packed::pack(&manifest).expect("a manifest packs");
     assert_eq!(packed::pack(&noise), None, "noise stays as it is");
     let mut atoms = Atoms::new();
