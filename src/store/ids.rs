@@ -56,49 +56,38 @@ impl IdTable {
         self.tags.len() * (1 + size_of::<u32>())
     }
 
-    /// The buckets probed for `hash`, in order, until a free one: (bucket, tag).
-    fn probe(&self, hash: u64) -> impl Iterator<Item = (usize, u8)> + '_ {
-        let n = self.tags.len();
-        let start = if n == 0 { 0 } else { home(hash, n) };
-        (0..n)
-            .map(move |k| {
-                let i = start + k;
-                if i >= n {
-                    i - n
-                } else {
-                    i
-                }
-            })
-            .map(|i| (i, self.tags[i]))
-            .take_while(|&(_, tag)| tag != EMPTY)
-    }
-
-    /// The id whose key hashes to `hash` and for which `is` says yes.
+    /// The bucket of the id whose key hashes to `hash` and for which `is` says yes: the
+    /// buckets from the hash's home on, until a free one.
     ///
-    /// Decision: a plain loop over the buckets rather than the iterator of [`Self::probe`]: it
-    /// runs for every string and template of every object stored (about 90 a pod), and the
-    /// chained adapters compiled to twice the instructions per probe.
+    /// Decision: a plain loop rather than a chain of iterator adapters: it runs for every
+    /// string and template of every object stored (about 90 a pod), and the chain compiled to
+    /// twice the instructions per probe.
     #[inline]
-    pub(super) fn find(&self, hash: u64, is: impl Fn(u32) -> bool) -> Option<u32> {
+    fn bucket(&self, hash: u64, is: impl Fn(u32) -> bool) -> Option<usize> {
         let n = self.tags.len();
         if n == 0 {
             return None;
         }
         let tag = tag_of(hash);
         let mut i = home(hash, n);
-        loop {
+        // At most every bucket once (the table always keeps free ones, see `insert_unique`).
+        for _ in 0..n {
             let t = self.tags[i];
             if t == EMPTY {
                 return None;
             }
             if t == tag && is(self.ids[i]) {
-                return Some(self.ids[i]);
+                return Some(i);
             }
-            i += 1;
-            if i == n {
-                i = 0;
-            }
+            i = if i + 1 == n { 0 } else { i + 1 };
         }
+        None
+    }
+
+    /// The id whose key hashes to `hash` and for which `is` says yes.
+    #[inline]
+    pub(super) fn find(&self, hash: u64, is: impl Fn(u32) -> bool) -> Option<u32> {
+        self.bucket(hash, is).map(|i| self.ids[i])
     }
 
     /// Adds `id`, whose key hashes to `hash` and is not in the table yet. `rehash` gives the
@@ -131,12 +120,7 @@ impl IdTable {
     /// Removes `id`, whose key hashes to `hash`; returns whether it was there. A table left
     /// less than a quarter full is rebuilt smaller.
     pub(super) fn remove(&mut self, hash: u64, id: u32, rehash: impl Fn(u32) -> u64) -> bool {
-        let tag = tag_of(hash);
-        let Some(i) = self
-            .probe(hash)
-            .find(|&(i, t)| t == tag && self.ids[i] == id)
-            .map(|(i, _)| i)
-        else {
+        let Some(i) = self.bucket(hash, |x| x == id) else {
             return false;
         };
         self.tags[i] = TOMBSTONE;
