@@ -21,6 +21,7 @@ use super::arena::{Arena, At, NOWHERE};
 use super::ids::IdTable;
 use super::packed::{self, Recent};
 use super::paged::Paged;
+use super::short::{self, Short};
 
 pub(crate) type AtomId = u32;
 
@@ -75,6 +76,8 @@ pub(crate) struct Atoms {
     live_bytes: usize,
     /// The atoms large strings became lately (see [`Recent`]).
     recent: Recent,
+    /// The atoms of short strings, found without the table (see [`Short`]).
+    short: Short,
 }
 
 fn hash_of(hasher: &RandomState, kind: u8, payload: &[u8]) -> u64 {
@@ -109,6 +112,7 @@ impl Atoms {
             live: 0,
             live_bytes: 0,
             recent: Recent::default(),
+            short: Short::default(),
         }
     }
 
@@ -128,6 +132,24 @@ impl Atoms {
     /// the encoder looks atoms up this way and its holders take their references once they are
     /// known to be new (`codec::encode`). A created atom has no reference until then.
     pub(crate) fn intern(&mut self, kind: u8, payload: &[u8]) -> (AtomId, bool) {
+        if kind == KIND_STR && payload.len() <= short::MAX_LEN {
+            return self.intern_short(payload);
+        }
+        self.intern_in_table(kind, payload)
+    }
+
+    /// [`Atoms::intern`] of a short string, through the cache of short strings first.
+    fn intern_short(&mut self, s: &[u8]) -> (AtomId, bool) {
+        let key = short::Key::of(s).expect("a short string");
+        if let Some(id) = self.short.get(&key) {
+            return (id, false);
+        }
+        let (id, created) = self.intern_in_table(KIND_STR, s);
+        self.short.put(&key, id);
+        (id, created)
+    }
+
+    fn intern_in_table(&mut self, kind: u8, payload: &[u8]) -> (AtomId, bool) {
         let hash = hash_of(&self.hasher, kind, payload);
         if let Some(id) = self.table.find(hash, |id| {
             let b = entry_bytes(&self.arena, self.entries[id as usize]);
@@ -243,7 +265,11 @@ impl Atoms {
     /// Frees the atom `id`, whatever its references, and gives its room back.
     fn free_entry(&mut self, id: AtomId) {
         let e = std::mem::take(&mut self.entries[id as usize]);
-        let hash = hash_entry(&self.hasher, entry_bytes(&self.arena, e));
+        let bytes = entry_bytes(&self.arena, e);
+        if bytes[0] == KIND_STR {
+            self.short.forget(&bytes[1..], id);
+        }
+        let hash = hash_entry(&self.hasher, bytes);
         let rehash = rehasher(&self.hasher, &self.arena, &self.entries);
         self.table.remove(hash, id, rehash);
         let (len, span) = {
@@ -258,6 +284,8 @@ impl Atoms {
             self.free = Vec::new();
             self.table = IdTable::new();
             self.arena = Arena::default();
+            self.recent = Recent::default();
+            self.short = Short::default();
             return;
         }
         self.free.push(id);
@@ -394,5 +422,6 @@ impl Atoms {
             + self.table.allocation_size()
             + self.arena.overhead(self.live_bytes)
             + self.recent.allocation_size()
+            + self.short.allocation_size()
     }
 }

@@ -35,6 +35,7 @@ mod paged;
 mod reader;
 mod retired;
 mod scalar;
+mod short;
 mod slots;
 mod snapshot;
 mod state;

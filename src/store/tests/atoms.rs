@@ -146,3 +146,29 @@ fn recent_large_strings_are_found_only_while_their_atom_holds_them() {
     assert_eq!(reused, id, "the freed id is reused");
     assert!(atoms.recent_large(&manifest).is_err());
 }
+
+/// A short string's atom, found through the cache of short strings, is never one that was
+/// freed, even when its id now names another string.
+#[test]
+fn short_strings_are_found_only_while_their_atom_lives() {
+    let mut atoms = Atoms::new();
+    let (keep, _) = atoms.acquire(KIND_STR, b"metadata");
+    let (gone, created) = atoms.acquire(KIND_STR, b"status");
+    assert!(created);
+    assert_eq!(atoms.intern(KIND_STR, b"status"), (gone, false), "cached");
+    assert!(atoms.release(gone, |_, _| {}));
+    let (reused, created) = atoms.acquire(KIND_STR, b"spec");
+    assert!(created);
+    assert_eq!(reused, gone, "the freed id is reused");
+    let (again, created) = atoms.intern(KIND_STR, b"status");
+    assert!(created, "a freed string is made again");
+    assert_ne!(again, reused);
+    assert_eq!(atoms.payload(reused), b"spec");
+    assert_eq!(atoms.payload(again), b"status");
+    assert_eq!(atoms.intern(KIND_STR, b"metadata"), (keep, false));
+    // A template with the same bytes is another atom.
+    let (template, created) = atoms.intern(KIND_TEMPLATE, b"metadata");
+    assert!(created);
+    assert_ne!(template, keep);
+    assert_eq!(atoms.intern(KIND_STR, b"metadata"), (keep, false));
+}
