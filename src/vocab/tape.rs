@@ -346,6 +346,16 @@ impl Tape {
         let Some(&Node::Obj { order, .. }) = self.nodes.first() else {
             return;
         };
+        // Decision: members that already hold these strings (a watch event's apiVersion and
+        // kind, nearly always) are left as they are: hiding them behind equal ones cost a
+        // walk and a sort of the root's members for every event.
+        let root = TapeRef { tape: self, at: 0 };
+        if members
+            .iter()
+            .all(|(k, v)| root.get(k).and_then(TapeRef::as_str) == Some(v))
+        {
+            return;
+        }
         if order != IN_PLACE {
             // The root's order is the last one pushed (objects close innermost first).
             self.order.truncate(order as usize);

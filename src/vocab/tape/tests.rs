@@ -53,6 +53,25 @@ fn sets_root_strings_as_a_map_insert_does() {
 }
 
 #[test]
+fn root_strings_already_set_leave_the_tape_as_it_is() {
+    let event = json!({"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p"}});
+    let mut tape = Tape::from_value(&event);
+    let before = tape.clone();
+    tape.set_root_strings(&[("apiVersion", "v1"), ("kind", "Pod")]);
+    assert_eq!(tape, before);
+    // One of them differing, both are set.
+    tape.set_root_strings(&[("apiVersion", "v2"), ("kind", "Pod")]);
+    assert_eq!(
+        tape.to_value(),
+        json!({"apiVersion": "v2", "kind": "Pod", "metadata": {"name": "p"}})
+    );
+    // A member of that key that is no string is replaced.
+    let mut tape = Tape::from_value(&json!({"kind": 1}));
+    tape.set_root_strings(&[("kind", "Pod")]);
+    assert_eq!(tape.to_value(), json!({"kind": "Pod"}));
+}
+
+#[test]
 fn a_truncated_member_leaves_no_trace() {
     let mut tape = Tape::new();
     let open = tape.open_object();
@@ -116,8 +135,8 @@ fn a_member_hidden_by_a_repeated_key_does_not_count_for_the_depth() {
     assert!(tape.root().unwrap().too_deep(2));
     tape.set_root_strings(&[("kind", "Pod")]);
     assert!(!tape.root().unwrap().too_deep(1));
-    // A scalar hidden (a watch event's own kind) leaves the recorded depth exact: no walk.
-    let mut tape = Tape::from_value(&json!({"kind": "Pod", "b": {"c": 1}}));
+    // A scalar hidden (a list item's own kind) leaves the recorded depth exact: no walk.
+    let mut tape = Tape::from_value(&json!({"kind": "Old", "b": {"c": 1}}));
     tape.set_root_strings(&[("kind", "Pod")]);
     assert!(tape.depth_exact);
     assert!(tape.root().unwrap().too_deep(1));
