@@ -40,7 +40,7 @@ use serde_json::Value;
 
 use crate::transform::Transform;
 use crate::vocab::tape::Tape;
-use crate::vocab::tree::Tree;
+use crate::vocab::tree::{Tree, View};
 
 thread_local! {
     static TRANSFORM: RefCell<Option<Transform>> = const { RefCell::new(None) };
@@ -50,7 +50,10 @@ thread_local! {
 /// metadata kube-rs's watcher reads (name, namespace, uid, resourceVersion).
 #[derive(Clone, Debug)]
 pub struct Projected {
-    meta: ObjectMeta,
+    /// Decision: boxed. `ObjectMeta` is 360 bytes, most of them fields the fleet never sets,
+    /// and an event is moved from the decoder through the stream to the store half a dozen
+    /// times: copying them was more than the allocation costs.
+    meta: Box<ObjectMeta>,
     /// Whether [`Projected::object`] has the transform applied (else it is whole).
     pub transformed: bool,
     /// The object as decoded.
@@ -92,7 +95,7 @@ impl Projected {
     /// Wraps an object decoded with the transform applied.
     pub fn from_tape(tape: Tape) -> Projected {
         Projected {
-            meta: tape.root().map(identity).unwrap_or_default(),
+            meta: Box::new(tape.root().map(identity).unwrap_or_default()),
             transformed: true,
             object: Decoded::Tape(tape),
         }
@@ -101,7 +104,7 @@ impl Projected {
     /// Wraps a JSON object (whole, untransformed).
     pub fn from_value(object: Value) -> Projected {
         Projected {
-            meta: identity(&object),
+            meta: Box::new(identity(&object)),
             transformed: false,
             object: Decoded::Json(object),
         }
@@ -110,15 +113,22 @@ impl Projected {
 
 /// The metadata fields the watcher and the fleet read; every transform keeps them.
 fn identity<'t, T: Tree<'t>>(object: T) -> ObjectMeta {
-    let meta = object.get("metadata");
-    let field = |name: &str| Some(meta?.get(name)?.as_str()?.to_string());
-    ObjectMeta {
-        name: field("name"),
-        namespace: field("namespace"),
-        uid: field("uid"),
-        resource_version: field("resourceVersion"),
-        ..ObjectMeta::default()
+    let mut meta = ObjectMeta::default();
+    let Some(View::Object(_, members)) = object.get("metadata").map(T::view) else {
+        return meta;
+    };
+    // One pass over metadata's members, not a lookup for each field.
+    for (key, value) in members {
+        let field = match key {
+            "name" => &mut meta.name,
+            "namespace" => &mut meta.namespace,
+            "uid" => &mut meta.uid,
+            "resourceVersion" => &mut meta.resource_version,
+            _ => continue,
+        };
+        *field = value.as_str().map(str::to_string);
     }
+    meta
 }
 
 impl<'de> Deserialize<'de> for Projected {
@@ -126,7 +136,7 @@ impl<'de> Deserialize<'de> for Projected {
         let mut value = Value::deserialize(deserializer)?;
         let transformed = decoding_transform(|t| t.map(|t| t.apply(&mut value)).is_some());
         Ok(Projected {
-            meta: identity(&value),
+            meta: Box::new(identity(&value)),
             transformed,
             object: Decoded::Json(value),
         })

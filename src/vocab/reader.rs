@@ -81,8 +81,11 @@ pub enum Scalar<'a> {
 /// A string as it stands in the text.
 #[derive(Clone, Copy, Debug)]
 pub struct Str<'a> {
-    /// With its quotes.
-    quoted: &'a str,
+    /// The text between its quotes (escapes not decoded).
+    ///
+    /// Decision: without the quotes, so that a string without escapes (nearly every one) is
+    /// handed out as it is, not sliced again with the checks slicing does.
+    inner: &'a str,
     /// Where its opening quote is.
     at: usize,
     escaped: bool,
@@ -91,7 +94,7 @@ pub struct Str<'a> {
 impl<'a> Str<'a> {
     /// The text between the quotes, when there is no escape in it (then it is the string).
     pub fn plain(&self) -> Option<&'a str> {
-        (!self.escaped).then(|| &self.quoted[1..self.quoted.len() - 1])
+        (!self.escaped).then_some(self.inner)
     }
 
     /// The string, its escapes decoded.
@@ -99,10 +102,11 @@ impl<'a> Str<'a> {
         if let Some(s) = self.plain() {
             return Ok(Cow::Borrowed(s));
         }
-        if let Some(s) = unescape(&self.quoted[1..self.quoted.len() - 1]) {
+        if let Some(s) = unescape(self.inner) {
             return Ok(Cow::Owned(s));
         }
-        serde_json::from_str::<String>(self.quoted)
+        // Rare (a lone surrogate): serde_json decides, and words the error.
+        serde_json::from_str::<String>(&format!("\"{}\"", self.inner))
             .map(Cow::Owned)
             .map_err(|e| r.error_at(self.at, strip_position(e)))
     }
@@ -342,7 +346,7 @@ impl<'a> Reader<'a> {
         let start = self.at;
         let escaped = self.string_end()?;
         Ok(Str {
-            quoted: &self.text[start..self.at],
+            inner: &self.text[start + 1..self.at - 1],
             at: start,
             escaped,
         })
