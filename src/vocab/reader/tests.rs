@@ -186,8 +186,9 @@ fn skipping_finds_the_end_of_every_kind_of_value() {
 #[test]
 fn skipping_follows_strings_and_escapes_across_blocks() {
     // Every offset of a quote, an escaped quote, an escaped backslash and a bracket inside a
-    // string relative to the 32-byte blocks the scan reads.
-    for pad in 0..70 {
+    // string relative to the 64- and 32-byte blocks the scan reads, and in the bytes after
+    // the last block.
+    for pad in 0..140 {
         for inner in [
             r#"\""#,
             r#"\\"#,
