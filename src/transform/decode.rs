@@ -143,7 +143,7 @@ impl Decoder<'_, '_, '_> {
                 let mut members = self.r.object()?;
                 let open = self.tape.open_object();
                 while let Some(key) = members.next(self.r)? {
-                    self.tape.push_str(&key.decode(self.r)?);
+                    self.tape.push_key(&key.decode(self.r)?);
                     self.whole()?;
                 }
                 self.tape.close_object(open);
@@ -184,7 +184,7 @@ impl Decoder<'_, '_, '_> {
                 drop => drop,
             };
             let mark = self.tape.mark();
-            self.tape.push_str(&key);
+            self.tape.push_key(&key);
             if !self.value(keep, drop, false)? {
                 self.tape.truncate(mark);
             }

@@ -50,8 +50,8 @@ enum Node {
     },
 }
 
-/// Members of one object that [`Tape::reserve`] makes room for in [`Tape::keys`] (more
-/// grow it): a pod's largest kept object has about twenty.
+/// Members of the open objects that [`Tape::reserve`] makes room for in [`Tape::keys`]
+/// (more grow it): a pod's largest kept object has about twenty.
 const KEYS_RESERVED: usize = 32;
 
 /// `Node::Obj::order` of an object whose members are in key order as decoded.
@@ -80,8 +80,13 @@ pub struct Tape {
     /// every object of a pod arrives unsorted; moving each object's subtree into order copied
     /// the tape again for every level of nesting, and was slower than the `Value` it replaced.
     order: Vec<u32>,
-    /// Key prefixes and positions of the object being closed (kept empty between calls, to
-    /// reuse its allocation).
+    /// The key prefixes and key nodes of the members of the objects open now, innermost
+    /// last: each object's members are there when it closes, in decoded order.
+    ///
+    /// Decision: a key's prefix is taken as the key is pushed ([`Tape::push_key`]), from
+    /// the string in hand, and an object's members are found here when it closes rather than
+    /// by walking its nodes: the walk and the prefixes' loads were two thirds of closing an
+    /// object, a tenth of decoding a pod (callgrind, `examples/ingest_profile.rs`).
     keys: Vec<(u64, u32)>,
     /// Containers open now.
     open: u32,
@@ -97,6 +102,7 @@ pub struct Tape {
 pub struct Mark {
     nodes: usize,
     text: usize,
+    keys: usize,
     order: usize,
     max_depth: u32,
     depth_exact: bool,
@@ -105,7 +111,12 @@ pub struct Mark {
 /// A container opened on a tape and not yet closed.
 #[derive(Debug)]
 #[must_use = "a container must be closed"]
-pub struct Open(usize);
+pub struct Open {
+    /// The container's node.
+    at: usize,
+    /// Where its members start in [`Tape::keys`] (an object's).
+    keys: usize,
+}
 
 impl Default for Tape {
     fn default() -> Tape {
@@ -157,6 +168,7 @@ impl Tape {
         Mark {
             nodes: self.nodes.len(),
             text: self.text.len(),
+            keys: self.keys.len(),
             order: self.order.len(),
             max_depth: self.max_depth,
             depth_exact: self.depth_exact,
@@ -168,6 +180,7 @@ impl Tape {
     pub fn truncate(&mut self, mark: Mark) {
         self.nodes.truncate(mark.nodes);
         self.text.truncate(mark.text);
+        self.keys.truncate(mark.keys);
         self.order.truncate(mark.order);
         self.max_depth = mark.max_depth;
         self.depth_exact = mark.depth_exact;
@@ -209,7 +222,14 @@ impl Tape {
         });
     }
 
-    /// A string, or an object's key (pushed before the member's value).
+    /// An object's key, pushed before the member's value.
+    pub fn push_key(&mut self, key: &str) {
+        let at = offset(self.nodes.len());
+        self.keys.push((prefix_of(key.as_bytes()), at));
+        self.push_str(key);
+    }
+
+    /// A string (not a key: see [`Tape::push_key`]).
     pub fn push_str(&mut self, s: &str) {
         let at = self.text.len();
         self.text.push_str(s);
@@ -225,20 +245,23 @@ impl Tape {
     pub fn open_array(&mut self) -> Open {
         self.push(Node::Arr { len: 0, size: 0 });
         self.open += 1;
-        Open(self.nodes.len() - 1)
+        Open {
+            at: self.nodes.len() - 1,
+            keys: self.keys.len(),
+        }
     }
 
     /// Closes the array `open`, whose `len` elements follow it.
     pub fn close_array(&mut self, open: Open, len: usize) {
-        let size = offset(self.nodes.len() - open.0 - 1);
+        let size = offset(self.nodes.len() - open.at - 1);
         self.open -= 1;
-        self.nodes[open.0] = Node::Arr {
+        self.nodes[open.at] = Node::Arr {
             len: offset(len),
             size,
         };
     }
 
-    /// Opens an object; its members follow (each a key, [`Tape::push_str`], then its value),
+    /// Opens an object; its members follow (each a key, [`Tape::push_key`], then its value),
     /// then [`Tape::close_object`].
     pub fn open_object(&mut self) -> Open {
         self.push(Node::Obj {
@@ -247,34 +270,35 @@ impl Tape {
             order: IN_PLACE,
         });
         self.open += 1;
-        Open(self.nodes.len() - 1)
+        Open {
+            at: self.nodes.len() - 1,
+            keys: self.keys.len(),
+        }
     }
 
     /// Closes the object `open`, whose members follow it: they are read in key order, and of
     /// repeated keys the last only (as `serde_json::Map` inserts them).
     pub fn close_object(&mut self, open: Open) {
-        let start = open.0 + 1;
-        let end = self.nodes.len();
+        let size = offset(self.nodes.len() - open.at - 1);
         self.open -= 1;
         let mut keys = std::mem::take(&mut self.keys);
-        let mut at = start;
-        let mut sorted = true;
-        while at < end {
-            let key = (self.prefix_at(at), offset(at));
-            if let Some(&last) = keys.last() {
-                sorted &= self.key_order(last, key).is_lt();
-            }
-            keys.push(key);
-            at += 1 + self.nodes[at + 1].extent();
-        }
+        let members = &mut keys[open.keys..];
+        debug_assert_eq!(
+            members.len(),
+            self.members_walked(open.at),
+            "every key of the object was pushed with push_key"
+        );
+        let sorted = members
+            .windows(2)
+            .all(|pair| self.key_order(pair[0], pair[1]).is_lt());
         let (len, order) = if sorted {
-            (keys.len(), IN_PLACE)
+            (members.len(), IN_PLACE)
         } else {
             // Stable: of equal keys, the last decoded stays last, and is the one kept.
-            keys.sort_by(|&a, &b| self.key_order(a, b));
+            members.sort_by(|&a, &b| self.key_order(a, b));
             let first = self.order.len();
             let mut previous = None;
-            for &(prefix, at) in &keys {
+            for &(prefix, at) in &*members {
                 // Equal keys are adjacent once sorted; their prefixes are compared first.
                 let repeated = previous.is_some_and(|(p, last)| {
                     p == prefix && self.str_at(last as usize) == self.str_at(at as usize)
@@ -293,40 +317,24 @@ impl Tape {
             }
             (self.order.len() - first, offset(first))
         };
-        keys.clear();
+        keys.truncate(open.keys);
         self.keys = keys;
-        self.nodes[open.0] = Node::Obj {
+        self.nodes[open.at] = Node::Obj {
             len: offset(len),
-            size: offset(end - start),
+            size,
             order,
         };
     }
 
-    /// The first eight bytes of the key at node `at`, big-endian and zero-padded: keys whose
-    /// prefixes differ are in the order of their prefixes.
-    #[inline]
-    fn prefix_at(&self, at: usize) -> u64 {
-        let Node::Str { at, len } = self.nodes[at] else {
-            unreachable!("a key is a string node");
-        };
-        let (at, len) = (at as usize, len as usize);
-        let text = self.text.as_bytes();
-        // Eight bytes read at once where the text has them (what follows the key is masked
-        // off), else copied.
-        let word = match text.get(at..at + 8) {
-            Some(word) => u64::from_be_bytes(word.try_into().expect("eight bytes")),
-            None => {
-                let mut bytes = [0u8; 8];
-                let n = len.min(8);
-                bytes[..n].copy_from_slice(&text[at..at + n]);
-                u64::from_be_bytes(bytes)
-            }
-        };
-        if len >= 8 {
-            word
-        } else {
-            word & !(u64::MAX >> (len * 8))
+    /// The members of the object at `at`, walked (hidden ones included), for checks.
+    fn members_walked(&self, at: usize) -> usize {
+        let mut member = at + 1;
+        let mut n = 0;
+        while member < self.nodes.len() {
+            member += 1 + self.nodes[member + 1].extent();
+            n += 1;
         }
+        n
     }
 
     /// The order of two keys (prefix, node), in byte order of the keys.
@@ -360,12 +368,21 @@ impl Tape {
             // The root's order is the last one pushed (objects close innermost first).
             self.order.truncate(order as usize);
         }
+        // Reopened: its members, hidden ones too, are found again by walking its nodes.
         self.open += 1;
+        let root = Open { at: 0, keys: 0 };
+        self.keys.clear();
+        let mut at = 1;
+        while at < self.nodes.len() {
+            self.keys
+                .push((prefix_of(self.str_at(at).as_bytes()), offset(at)));
+            at += 1 + self.nodes[at + 1].extent();
+        }
         for (key, value) in members {
-            self.push_str(key);
+            self.push_key(key);
             self.push_str(value);
         }
-        self.close_object(Open(0));
+        self.close_object(root);
     }
 
     fn str_at(&self, at: usize) -> &str {
@@ -412,12 +429,30 @@ impl Tape {
             Value::Object(m) => {
                 let open = self.open_object();
                 for (k, v) in m {
-                    self.push_str(k);
+                    self.push_key(k);
                     self.push_value(v);
                 }
                 self.close_object(open);
             }
         }
+    }
+}
+
+/// The first eight bytes of `key`, big-endian and zero-padded: keys whose prefixes differ are
+/// in the order of their prefixes. Read in at most three loads, without a copy.
+#[inline]
+fn prefix_of(key: &[u8]) -> u64 {
+    let len = key.len();
+    let be32 = |at: usize| u64::from(u32::from_be_bytes(key[at..at + 4].try_into().expect("4")));
+    match len {
+        8.. => u64::from_be_bytes(key[..8].try_into().expect("eight bytes")),
+        // The two loads overlap where len < 8, on the same bytes.
+        4..=7 => be32(0) << 32 | be32(len - 4) << (8 * (8 - len)),
+        1..=3 => {
+            let byte = |at: usize| u64::from(key[at]) << (56 - 8 * at);
+            byte(0) | byte(len / 2) | byte(len - 1)
+        }
+        0 => 0,
     }
 }
 

@@ -41,7 +41,7 @@ fn push_reversed(tape: &mut Tape, value: &Value) {
         Value::Object(m) => {
             let open = tape.open_object();
             for (k, v) in m.iter().rev() {
-                tape.push_str(k);
+                tape.push_key(k);
                 push_reversed(tape, v);
             }
             tape.close_object(open);

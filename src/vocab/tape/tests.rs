@@ -19,12 +19,12 @@ fn puts_members_in_key_order_and_keeps_the_last_of_a_repeated_key() {
     let mut tape = Tape::new();
     let open = tape.open_object();
     for (k, v) in [("kind", "Pod"), ("apiVersion", "v1"), ("kind", "Node")] {
-        tape.push_str(k);
+        tape.push_key(k);
         tape.push_str(v);
     }
-    tape.push_str("metadata");
+    tape.push_key("metadata");
     let meta = tape.open_object();
-    tape.push_str("name");
+    tape.push_key("name");
     tape.push_str("p");
     tape.close_object(meta);
     tape.close_object(open);
@@ -75,10 +75,10 @@ fn root_strings_already_set_leave_the_tape_as_it_is() {
 fn a_truncated_member_leaves_no_trace() {
     let mut tape = Tape::new();
     let open = tape.open_object();
-    tape.push_str("a");
+    tape.push_key("a");
     tape.push_u64(1);
     let mark = tape.mark();
-    tape.push_str("b");
+    tape.push_key("b");
     let inner = tape.open_array();
     tape.push_str("gone");
     tape.close_array(inner, 1);
@@ -102,7 +102,7 @@ fn records_its_depth_as_a_walk_finds_it() {
     let mut tape = Tape::new();
     let open = tape.open_object();
     let mark = tape.mark();
-    tape.push_str("deep");
+    tape.push_key("deep");
     let inner = tape.open_array();
     let innermost = tape.open_array();
     tape.close_array(innermost, 0);
@@ -118,12 +118,12 @@ fn a_member_hidden_by_a_repeated_key_does_not_count_for_the_depth() {
     // `{"a": [[]], "a": 1}`: the deep member is not read, so the tape is one deep.
     let mut tape = Tape::new();
     let open = tape.open_object();
-    tape.push_str("a");
+    tape.push_key("a");
     let outer = tape.open_array();
     let inner = tape.open_array();
     tape.close_array(inner, 0);
     tape.close_array(outer, 1);
-    tape.push_str("a");
+    tape.push_key("a");
     tape.push_u64(1);
     tape.close_object(open);
     let root = tape.root().unwrap();
@@ -157,7 +157,7 @@ fn classifies_numbers_as_serde_json_does() {
 
 #[test]
 fn orders_keys_that_share_their_first_eight_bytes_by_their_whole_text() {
-    // Keys ordered by an eight-byte prefix first: shorter keys, keys sharing the prefix, and a
+    // Keys ordered by an eight-byte prefix first (read in overlapping loads): shorter keys, keys sharing the prefix, and a
     // NUL (which pads the prefix too) must still come out in byte order, the last of a
     // repeated key kept.
     let keys = [
@@ -170,11 +170,24 @@ fn orders_keys_that_share_their_first_eight_bytes_by_their_whole_text() {
         "a\u{0}",
         "lastTransitionTime",
         "",
+        // Every length below eight, differing in each byte.
+        "abcdefg",
+        "abcdeff",
+        "abcdefa",
+        "abcde",
+        "abcdf",
+        "abce",
+        "abd",
+        "abc",
+        "aac",
+        "ab",
+        "ba",
+        "b",
     ];
     let mut tape = Tape::new();
     let open = tape.open_object();
     for (i, key) in keys.iter().enumerate() {
-        tape.push_str(key);
+        tape.push_key(key);
         tape.push_u64(i as u64);
     }
     tape.close_object(open);
@@ -189,4 +202,19 @@ fn orders_keys_that_share_their_first_eight_bytes_by_their_whole_text() {
     sorted.sort();
     assert_eq!(order, sorted);
     assert_eq!(got["lastTransitionTime"], json!(7));
+}
+
+#[test]
+fn a_keys_prefix_is_its_first_eight_bytes_zero_padded() {
+    let text = b"abcdefghijk";
+    for len in 0..=text.len() {
+        let mut padded = [0u8; 8];
+        let n = len.min(8);
+        padded[..n].copy_from_slice(&text[..n]);
+        assert_eq!(
+            prefix_of(&text[..len]),
+            u64::from_be_bytes(padded),
+            "len {len}"
+        );
+    }
 }
