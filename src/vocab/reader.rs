@@ -98,10 +98,21 @@ impl<'a> Str<'a> {
     }
 
     /// The string, its escapes decoded.
+    ///
+    /// Decision: inlined, with the decoding of escapes apart: a string without one (nearly
+    /// every key and value) is then the text in hand, with no call and no `Result` written
+    /// through memory (2.4% of the ingest pass's instructions under callgrind).
+    #[inline]
     pub fn decode(&self, r: &Reader<'a>) -> Result<Cow<'a, str>, ReadError> {
-        if let Some(s) = self.plain() {
-            return Ok(Cow::Borrowed(s));
+        match self.plain() {
+            Some(s) => Ok(Cow::Borrowed(s)),
+            None => self.unescaped(r),
         }
+    }
+
+    /// [`Str::decode`] of a string with escapes.
+    #[cold]
+    fn unescaped(&self, r: &Reader<'a>) -> Result<Cow<'a, str>, ReadError> {
         if let Some(s) = unescape(self.inner) {
             return Ok(Cow::Owned(s));
         }
