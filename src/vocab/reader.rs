@@ -28,10 +28,28 @@ use thiserror::Error;
 
 use scan::specials;
 
-/// A document the reader refused: what was wrong, and where.
+/// A document the reader refused: what was wrong, and where (the fields of
+/// [`ReadErrorDetails`], read through it).
+///
+/// Decision: boxed, one pointer. Every step of the reader and of the decoders over it returns
+/// a `Result`; with the 40-byte details inline, each was written to memory and read back by
+/// the caller, while a pointer, null for `Ok`, comes back in a register. Errors are rare.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[error("{0}")]
+pub struct ReadError(Box<ReadErrorDetails>);
+
+impl std::ops::Deref for ReadError {
+    type Target = ReadErrorDetails;
+
+    fn deref(&self) -> &ReadErrorDetails {
+        &self.0
+    }
+}
+
+/// What [`ReadError`] says.
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
 #[error("{what} at line {line} column {column}")]
-pub struct ReadError {
+pub struct ReadErrorDetails {
     /// What was expected or found.
     pub what: Cow<'static, str>,
     /// 1-based line of the offending byte.
@@ -269,11 +287,11 @@ impl<'a> Reader<'a> {
                 .rposition(|&b| b == b'\n')
                 .map_or(0, |nl| nl + 1)
             + 1;
-        ReadError {
+        ReadError(Box::new(ReadErrorDetails {
             what: what.into(),
             line,
             column,
-        }
+        }))
     }
 
     /// An error at the reader's position.
