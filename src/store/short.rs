@@ -71,7 +71,7 @@ impl Words {
     }
 }
 
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 struct Slot {
     words: Words,
     /// [`EMPTY`] when the slot holds nothing.

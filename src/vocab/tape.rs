@@ -14,9 +14,12 @@
 //! [`Tape::from_value`] convert exactly, so the store encodes a tape and the equal `Value` to
 //! the same bytes.
 
-use serde_json::{Map, Number, Value};
+use serde_json::{Number, Value};
 
-use super::tree::{nested_deeper, Num, Tree, View};
+use super::tree::{Num, Tree};
+
+mod view;
+pub use view::{Elements, Members, TapeRef};
 
 /// One node of a tape. Containers count the nodes of their subtree, not positions, so a
 /// subtree can be moved (an object's members sorted) without rewriting it.
@@ -285,7 +288,7 @@ impl Tape {
         let members = &mut keys[open.keys..];
         debug_assert_eq!(
             members.len(),
-            self.members_walked(open.at),
+            self.walk_keys(open.at).count(),
             "every key of the object was pushed with push_key"
         );
         let sorted = members
@@ -326,15 +329,13 @@ impl Tape {
         };
     }
 
-    /// The members of the object at `at`, walked (hidden ones included), for checks.
-    fn members_walked(&self, at: usize) -> usize {
-        let mut member = at + 1;
-        let mut n = 0;
-        while member < self.nodes.len() {
-            member += 1 + self.nodes[member + 1].extent();
-            n += 1;
-        }
-        n
+    /// The key nodes of the members of the object at `at`, the last one pushed, walked
+    /// (hidden members included).
+    fn walk_keys(&self, at: usize) -> impl Iterator<Item = usize> + '_ {
+        let within = |key: usize| (key < self.nodes.len()).then_some(key);
+        std::iter::successors(within(at + 1), move |&key| {
+            within(key + 1 + self.nodes[key + 1].extent())
+        })
     }
 
     /// The order of two keys (prefix, node), in byte order of the keys.
@@ -357,11 +358,12 @@ impl Tape {
         // Decision: members that already hold these strings (a watch event's apiVersion and
         // kind, nearly always) are left as they are: hiding them behind equal ones cost a
         // walk and a sort of the root's members for every event.
-        let root = TapeRef { tape: self, at: 0 };
-        if members
-            .iter()
-            .all(|(k, v)| root.get(k).and_then(TapeRef::as_str) == Some(v))
-        {
+        if members.iter().all(|(k, v)| {
+            self.root()
+                .and_then(|root| root.get(k))
+                .and_then(TapeRef::as_str)
+                == Some(v)
+        }) {
             return;
         }
         if order != IN_PLACE {
@@ -371,13 +373,13 @@ impl Tape {
         // Reopened: its members, hidden ones too, are found again by walking its nodes.
         self.open += 1;
         let root = Open { at: 0, keys: 0 };
-        self.keys.clear();
-        let mut at = 1;
-        while at < self.nodes.len() {
-            self.keys
-                .push((prefix_of(self.str_at(at).as_bytes()), offset(at)));
-            at += 1 + self.nodes[at + 1].extent();
-        }
+        let mut keys = std::mem::take(&mut self.keys);
+        keys.clear();
+        keys.extend(
+            self.walk_keys(0)
+                .map(|at| (prefix_of(self.str_at(at).as_bytes()), offset(at))),
+        );
+        self.keys = keys;
         for (key, value) in members {
             self.push_key(key);
             self.push_str(value);
@@ -459,143 +461,6 @@ fn prefix_of(key: &[u8]) -> u64 {
 /// Tapes are limited to 4 GiB of text and 4 G nodes, far above any object the store accepts.
 fn offset(n: usize) -> u32 {
     u32::try_from(n).expect("a tape holds less than 4 GiB")
-}
-
-/// A value inside a tape.
-#[derive(Clone, Copy, Debug)]
-pub struct TapeRef<'a> {
-    tape: &'a Tape,
-    at: usize,
-}
-
-impl<'a> TapeRef<'a> {
-    fn node(self) -> Node {
-        self.tape.nodes[self.at]
-    }
-
-    /// This value as a `serde_json::Value`.
-    pub fn to_value(self) -> Value {
-        match self.view() {
-            View::Null => Value::Null,
-            View::Bool(b) => Value::Bool(b),
-            View::Num(Num::U64(u)) => Value::from(u),
-            View::Num(Num::I64(i)) => Value::from(i),
-            View::Num(Num::F64(f)) => Number::from_f64(f).map_or(Value::Null, Value::Number),
-            View::Str(s) => Value::String(s.to_owned()),
-            View::Array(_, elements) => Value::Array(elements.map(TapeRef::to_value).collect()),
-            View::Object(_, members) => Value::Object(
-                members
-                    .map(|(k, v)| (k.to_owned(), v.to_value()))
-                    .collect::<Map<_, _>>(),
-            ),
-        }
-    }
-}
-
-/// The elements of an array in a tape.
-pub struct Elements<'a> {
-    tape: &'a Tape,
-    at: usize,
-    left: u32,
-}
-
-impl<'a> Iterator for Elements<'a> {
-    type Item = TapeRef<'a>;
-
-    fn next(&mut self) -> Option<TapeRef<'a>> {
-        if self.left == 0 {
-            return None;
-        }
-        self.left -= 1;
-        let item = TapeRef {
-            tape: self.tape,
-            at: self.at,
-        };
-        self.at += item.node().extent();
-        Some(item)
-    }
-}
-
-/// The members of an object in a tape, in key order.
-pub struct Members<'a> {
-    tape: &'a Tape,
-    /// The next member's key node, when read in place.
-    at: usize,
-    /// The positions of the key nodes, when read through the order table.
-    order: &'a [u32],
-    left: u32,
-}
-
-impl<'a> Iterator for Members<'a> {
-    type Item = (&'a str, TapeRef<'a>);
-
-    fn next(&mut self) -> Option<(&'a str, TapeRef<'a>)> {
-        if self.left == 0 {
-            return None;
-        }
-        self.left -= 1;
-        let key = match self.order.split_first() {
-            Some((&at, rest)) => {
-                self.order = rest;
-                at as usize
-            }
-            None => self.at,
-        };
-        let value = TapeRef {
-            tape: self.tape,
-            at: key + 1,
-        };
-        self.at = key + 1 + value.node().extent();
-        Some((self.tape.str_at(key), value))
-    }
-}
-
-impl<'a> Tree<'a> for TapeRef<'a> {
-    type Elements = Elements<'a>;
-    type Members = Members<'a>;
-
-    fn view(self) -> View<'a, Self> {
-        match self.node() {
-            Node::Null => View::Null,
-            Node::Bool(b) => View::Bool(b),
-            Node::U64(u) => View::Num(Num::U64(u)),
-            Node::I64(i) => View::Num(Num::I64(i)),
-            Node::F64(f) => View::Num(Num::F64(f)),
-            Node::Str { .. } => View::Str(self.tape.str_at(self.at)),
-            Node::Arr { len, .. } => View::Array(
-                len as usize,
-                Elements {
-                    tape: self.tape,
-                    at: self.at + 1,
-                    left: len,
-                },
-            ),
-            Node::Obj { len, order, .. } => View::Object(
-                len as usize,
-                Members {
-                    tape: self.tape,
-                    at: self.at + 1,
-                    order: match order {
-                        IN_PLACE => &[],
-                        at => &self.tape.order[at as usize..at as usize + len as usize],
-                    },
-                    left: len,
-                },
-            ),
-        }
-    }
-
-    fn with_value<R>(self, f: impl FnOnce(&Value) -> R) -> R {
-        f(&self.to_value())
-    }
-
-    /// For the root, the depth the tape recorded while it was built: no walk.
-    fn too_deep(self, max: usize) -> bool {
-        if self.at == 0 && self.tape.depth_exact {
-            return self.tape.max_depth as usize > max;
-        }
-        nested_deeper(self, max)
-    }
 }
 
 #[cfg(test)]

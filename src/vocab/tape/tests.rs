@@ -2,7 +2,7 @@
 //! numbers and depth.
 
 use super::*;
-use crate::vocab::tree::nested_deeper;
+use crate::vocab::tree::{nested_deeper, View};
 use serde_json::json;
 
 #[test]
