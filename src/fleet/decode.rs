@@ -34,7 +34,7 @@ pub fn object(text: &str) -> Result<Projected, ReadError> {
 fn read_object(r: &mut Reader<'_>) -> Result<Projected, ReadError> {
     decoding_transform(|t| match t {
         Some(t) => {
-            let mut tape = Tape::new();
+            let mut tape = Tape::pooled();
             t.read(r, &mut tape)?;
             Ok(Projected::from_tape(tape))
         }

@@ -154,9 +154,13 @@ impl ScopeIngest {
                     ("apiVersion", &self.pipeline.api_version),
                     ("kind", &self.pipeline.kind),
                 ]);
-                self.pipeline
+                let stored = self
+                    .pipeline
                     .store
-                    .apply_tape_within(&tape, self.pipeline.max_object_size)
+                    .apply_tape_within(&tape, self.pipeline.max_object_size);
+                // Decoded into again by the next line (see `vocab::tape::pool`).
+                tape.recycle();
+                stored
             }
             object => {
                 let mut value = object.into_json();

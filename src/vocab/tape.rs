@@ -18,6 +18,7 @@ use serde_json::{Number, Value};
 
 use super::tree::{Num, Tree};
 
+mod pool;
 mod view;
 pub use view::{Elements, Members, TapeRef};
 
@@ -144,6 +145,11 @@ impl Tape {
     /// Nodes and bytes of text the tape holds, to [`Tape::reserve`] as much for the next.
     pub fn sizes(&self) -> (usize, usize) {
         (self.nodes.len(), self.text.len())
+    }
+
+    /// Bytes of text the tape holds room for.
+    pub fn text_capacity(&self) -> usize {
+        self.text.capacity()
     }
 
     /// Makes room for `nodes` more nodes and `text` more bytes of text, and for the key order

@@ -15,6 +15,7 @@ pub struct TapeRef<'a> {
 }
 
 impl<'a> TapeRef<'a> {
+    #[inline]
     fn node(self) -> Node {
         self.tape.nodes[self.at]
     }
@@ -48,6 +49,7 @@ pub struct Elements<'a> {
 impl<'a> Iterator for Elements<'a> {
     type Item = TapeRef<'a>;
 
+    #[inline]
     fn next(&mut self) -> Option<TapeRef<'a>> {
         if self.left == 0 {
             return None;
@@ -75,6 +77,7 @@ pub struct Members<'a> {
 impl<'a> Iterator for Members<'a> {
     type Item = (&'a str, TapeRef<'a>);
 
+    #[inline]
     fn next(&mut self) -> Option<(&'a str, TapeRef<'a>)> {
         if self.left == 0 {
             return None;
@@ -100,6 +103,7 @@ impl<'a> Tree<'a> for TapeRef<'a> {
     type Elements = Elements<'a>;
     type Members = Members<'a>;
 
+    #[inline]
     fn view(self) -> View<'a, Self> {
         match self.node() {
             Node::Null => View::Null,
