@@ -869,9 +869,7 @@ async fn tcp_beyond_loopback_is_served_with_tls() -> anyhow::Result<()> {
     let (cert_file, key_file) = (dir.join("tls.crt"), dir.join("tls.key"));
     std::fs::write(&cert_file, cert.cert.pem())?;
     std::fs::write(&key_file, cert.signing_key.serialize_pem())?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
+    let port = informerd_testkit::free_port();
     let server = format!(
         "  listen: 0.0.0.0:{port}\n  tls:\n    certFile: {}\n    keyFile: {}\n",
         cert_file.display(),

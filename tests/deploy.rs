@@ -351,9 +351,7 @@ async fn deployed_config(
         configured.ends_with(&format!(":{port}")),
         "server.metrics {configured} is not the metrics port {port} the probes call"
     );
-    let free = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
+    let free = informerd_testkit::free_port();
     server["metrics"] = format!("127.0.0.1:{free}").into();
     let path = dir.join("informerd.yaml");
     std::fs::write(&path, serde_yaml::to_string(&config)?)?;

@@ -66,7 +66,32 @@ pub struct ControlPlane {
 static SHARED: OnceLock<std::result::Result<ControlPlane, String>> = OnceLock::new();
 
 /// A free TCP port on loopback (free when asked; the caller binds it just after).
+///
+/// Decision: taken below the kernel's ephemeral range, not from `bind(0)`. A port `bind(0)`
+/// gives is in that range, and between this call and the caller's bind, any outgoing connection
+/// on the machine (the tests open hundreds to the apiserver) may be given it as its local port:
+/// CI once failed on "Address already in use" that way. Below the range only an explicit bind
+/// can take it; the ports are spread by process id so that test processes running side by side
+/// ask for different ones, and each is checked free when handed out.
 pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const FLOOR: u32 = 10_000;
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32_768);
+    let span = low.saturating_sub(FLOOR);
+    let seed = std::process::id().wrapping_mul(2_654_435_761);
+    for _ in 0..span.min(1_000) {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = FLOOR + seed.wrapping_add(n.wrapping_mul(7_919)) % span;
+        let port = u16::try_from(port).expect("below the ephemeral range");
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    // No room below the range (a machine configured so): any free port.
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")
@@ -318,4 +343,31 @@ fn run(cmd: &mut Command) -> Result<String> {
         });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::free_port;
+
+    #[test]
+    fn free_ports_are_bindable_outside_the_ephemeral_range_and_differ() {
+        let low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+            .ok()
+            .and_then(|r| r.split_whitespace().next()?.parse().ok())
+            .unwrap_or(32_768);
+        let ports: Vec<u16> = (0..20).map(|_| free_port()).collect();
+        for &port in &ports {
+            if low > 10_000 {
+                assert!(
+                    port < low,
+                    "port {port} is in the ephemeral range from {low}"
+                );
+            }
+            std::net::TcpListener::bind(("127.0.0.1", port)).expect("the port is free");
+        }
+        let mut distinct = ports.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), ports.len(), "{ports:?}");
+    }
 }
