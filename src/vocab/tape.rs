@@ -147,9 +147,12 @@ impl Tape {
         (self.nodes.len(), self.text.len())
     }
 
-    /// Bytes of text the tape holds room for.
-    pub fn text_capacity(&self) -> usize {
-        self.text.capacity()
+    /// Bytes the tape's vectors hold room for (nodes, text, key order and keys).
+    pub fn capacity_bytes(&self) -> usize {
+        self.nodes.capacity() * size_of::<Node>()
+            + self.text.capacity()
+            + self.order.capacity() * size_of::<u32>()
+            + self.keys.capacity() * size_of::<(u64, u32)>()
     }
 
     /// Makes room for `nodes` more nodes and `text` more bytes of text, and for the key order

@@ -6,7 +6,7 @@
 //! decodes a scope's lines and stores them in the same task, so a tape is nearly always handed
 //! back on the thread that will decode the next line; one handed back elsewhere waits for that
 //! thread's next event, and a thread holds at most [`POOL_MAX`] tapes of at most
-//! [`POOLED_MAX_TEXT`] bytes of text each (a tape that grew for a large object is dropped).
+//! [`POOLED_MAX_BYTES`] each (a tape that grew for a large object is freed).
 
 use std::cell::RefCell;
 
@@ -15,8 +15,9 @@ use super::Tape;
 /// Tapes a thread keeps.
 const POOL_MAX: usize = 4;
 
-/// A tape whose text grew past this is freed rather than kept.
-const POOLED_MAX_TEXT: usize = 64 * 1024;
+/// A tape whose vectors grew past this many bytes is freed rather than kept (a pod's tape holds
+/// a few kilobytes).
+const POOLED_MAX_BYTES: usize = 256 * 1024;
 
 thread_local! {
     static POOL: RefCell<Vec<Tape>> = const { RefCell::new(Vec::new()) };
@@ -31,7 +32,7 @@ impl Tape {
 
     /// Hands this tape back, emptied, for [`Tape::pooled`] to give out again on this thread.
     pub fn recycle(mut self) {
-        if self.text_capacity() > POOLED_MAX_TEXT {
+        if self.capacity_bytes() > POOLED_MAX_BYTES {
             return;
         }
         self.clear();
@@ -55,12 +56,12 @@ mod tests {
         tape.push_key("name");
         tape.push_str("web-0");
         tape.close_object(open);
-        let room = tape.text_capacity();
+        let room = tape.capacity_bytes();
         tape.recycle();
 
         let again = Tape::pooled();
         assert_eq!(again.sizes(), (0, 0), "a pooled tape is empty");
-        assert_eq!(again.text_capacity(), room, "it keeps the room it had");
+        assert_eq!(again.capacity_bytes(), room, "it keeps the room it had");
         assert!(again.root().is_none());
     }
 
@@ -68,9 +69,18 @@ mod tests {
     fn a_tape_grown_for_a_large_object_is_not_kept() {
         while POOL.with(|p| p.borrow_mut().pop()).is_some() {}
         let mut tape = Tape::new();
-        tape.push_str(&"x".repeat(POOLED_MAX_TEXT + 1));
+        tape.push_str(&"x".repeat(POOLED_MAX_BYTES + 1));
         tape.recycle();
-        assert!(POOL.with(|p| p.borrow().is_empty()));
+        assert!(POOL.with(|p| p.borrow().is_empty()), "a long string's tape");
+
+        let mut tape = Tape::new();
+        let open = tape.open_array();
+        for _ in 0..POOLED_MAX_BYTES / 8 {
+            tape.push_null();
+        }
+        tape.close_array(open, POOLED_MAX_BYTES / 8);
+        tape.recycle();
+        assert!(POOL.with(|p| p.borrow().is_empty()), "a long array's tape");
     }
 
     #[test]
