@@ -87,7 +87,8 @@ pub fn free_port() -> u16 {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let port = FLOOR + seed.wrapping_add(n.wrapping_mul(7_919)) % span;
         let port = u16::try_from(port).expect("below the ephemeral range");
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+        // Checked on every address: a port held on any of them fails a later bind on all.
+        if std::net::TcpListener::bind(("0.0.0.0", port)).is_ok() {
             return port;
         }
     }

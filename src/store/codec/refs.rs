@@ -239,14 +239,14 @@ pub(crate) fn exclusive_bytes(atoms: &Atoms, blob: &[u8]) -> usize {
             alone.push(id);
         }
     });
+    let mut children = Vec::new();
     while let Some(id) = alone.pop() {
         let payload = atoms.payload(id);
         total += payload.len() + ATOM_OVERHEAD;
         let kind = atoms.kind(id);
         if names_atoms(kind) {
-            let mut children = Vec::new();
             atom_children(kind, payload, &mut children);
-            alone.extend(children.into_iter().filter(|&c| atoms.refs(c) == 1));
+            alone.extend(children.drain(..).filter(|&c| atoms.refs(c) == 1));
         }
     }
     total

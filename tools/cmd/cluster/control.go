@@ -288,6 +288,13 @@ func readyz(l layout, server string) error {
 	return nil
 }
 
+// freePorts returns n ports free on loopback, taken below the kernel's ephemeral range.
+//
+// Decision: not from listening on port 0. Such a port is in the ephemeral range, and between
+// this call and etcd's or the apiserver's bind, any outgoing connection on the machine may be
+// given it as its local port (the test suite once lost a sidecar's port that way). Below the
+// range only an explicit bind can take it; the ports are spread by process id and each is
+// checked free (held open until all n are chosen, so that they differ).
 func freePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
@@ -295,8 +302,30 @@ func freePorts(n int) ([]int, error) {
 			l.Close()
 		}
 	}()
+	const floor = 10000
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			if v, err := strconv.Atoi(f[0]); err == nil {
+				low = v
+			}
+		}
+	}
 	var ports []int
-	for i := 0; i < n; i++ {
+	span := low - floor
+	next := os.Getpid() * 7919
+	for tries := 0; len(ports) < n && span > 0 && tries < 1000; tries++ {
+		port := floor + (next%span+span)%span
+		next += 7919
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		ls = append(ls, l)
+		ports = append(ports, port)
+	}
+	// No room below the range (a machine configured so): any free ports.
+	for len(ports) < n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, err
