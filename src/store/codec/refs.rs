@@ -229,7 +229,7 @@ const ATOM_OVERHEAD: usize = 40;
 /// atoms nothing else references.
 pub(crate) fn exclusive_bytes(atoms: &Atoms, blob: &[u8]) -> usize {
     // Decision: the blob's references are looked at as they are found, not gathered first:
-    // nearly all are shared with the version that replaced it, and gathering them was a third
+    // nearly all are shared with the version that replaced it, and gathering them was a fifth
     // of the estimate (callgrind, `examples/ingest_profile.rs`). Only the atoms this blob alone
     // holds are followed to the atoms they name in turn.
     let mut total = blob.len();

@@ -76,15 +76,7 @@ fn container_end_from(b: &[u8], mut at: usize) -> Option<usize> {
         }
         at += 32;
     }
-    while let Some(&c) = b.get(at) {
-        at += 1;
-        if scan.escape {
-            scan.escape = false;
-        } else if scan.byte(c) {
-            return Some(at);
-        }
-    }
-    None
+    scan.bytewise(&b[at..]).map(|end| at + end)
 }
 
 /// The state of [`Reader::container_end`] between blocks.
@@ -217,7 +209,8 @@ impl Scan {
         None
     }
 
-    #[cold]
+    /// Follows `chunk` byte by byte: a block with an escaped backslash, and the bytes after
+    /// the last block.
     fn bytewise(&mut self, chunk: &[u8]) -> Option<usize> {
         for (i, &c) in chunk.iter().enumerate() {
             if self.escape {
