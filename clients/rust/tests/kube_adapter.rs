@@ -177,6 +177,17 @@ async fn reflect_pods(
     Ok((reader, log, task))
 }
 
+/// Waits until the sidecar holds `name` at `version` or later, and so every write before it.
+/// Decision: the tests that count a reflector's events wait for this before starting it. The
+/// sidecar watches on its own; on a busy machine its initial list can be taken before the last
+/// write, which then arrives as a late `Apply` after `InitDone` (seen in CI: `Apply(c)` where
+/// the relist test expected its restart's `Init` first).
+async fn sidecar_has_seen(fx: &Fixture, name: &str, version: &str) -> anyhow::Result<()> {
+    let pods: Api<Pod> = Api::namespaced(fx.cache().await?, "pods", &fx.ns);
+    pods.get_at_least(name, version).await?;
+    Ok(())
+}
+
 /// The log's entries without the errors, from `from`.
 fn events(log: &Log, from: usize) -> Vec<String> {
     log.lock().unwrap()[from..]
@@ -206,9 +217,11 @@ fn assert_init_cycle(events: &[String], names: &[&str]) {
 #[tokio::test]
 async fn a_reflector_over_informerd_holds_the_apiservers_objects() -> anyhow::Result<()> {
     let fx = Fixture::new("kubers-reflect").await?;
+    let mut last = String::new();
     for name in ["a", "b", "c"] {
-        apply_pod(&fx.kube, &fx.ns, name, &labels(&[("v", "1")])).await?;
+        last = apply_pod(&fx.kube, &fx.ns, name, &labels(&[("v", "1")])).await?;
     }
+    sidecar_has_seen(&fx, "c", &last).await?;
     let (store, log, task) = reflect_pods(&fx).await?;
     store.wait_until_ready().await?;
     assert_init_cycle(&events(&log, 0), &["a", "b", "c"]);
@@ -250,9 +263,11 @@ async fn a_reflector_over_informerd_holds_the_apiservers_objects() -> anyhow::Re
 #[tokio::test]
 async fn a_sidecar_restart_is_a_new_init_cycle_that_drops_vanished_objects() -> anyhow::Result<()> {
     let mut fx = Fixture::new("kubers-relist").await?;
+    let mut last = String::new();
     for name in ["a", "b", "c"] {
-        apply_pod(&fx.kube, &fx.ns, name, &labels(&[])).await?;
+        last = apply_pod(&fx.kube, &fx.ns, name, &labels(&[])).await?;
     }
+    sidecar_has_seen(&fx, "c", &last).await?;
     let (store, log, task) = reflect_pods(&fx).await?;
     store.wait_until_ready().await?;
     let before = log.lock().unwrap().len();
