@@ -14,6 +14,13 @@
 //!   figures are read (default 10, the peers' own default);
 //! - `BENCH_RESERVE_GB`: memory left to the rest of the machine (the apiserver grows while it
 //!   serves the lists) when deciding whether a system fits (default 2);
+//! - `BENCH_SEED`: how missing pods are written: `apply` (default: `seed pods` through the
+//!   apiserver, about 65 pods a second on two cores) or `etcd` (`seed pods --etcd`: the same
+//!   pods, with the managedFields the apiserver would record, written straight into etcd, a
+//!   few thousand a second; owners are not written, so only for a control plane without the
+//!   garbage collector, as `make bench-large` starts);
+//! - `BENCH_OUT`: base name of the result files (default `compare`; `make bench-large` writes
+//!   `compare-500k`);
 //! - `BENCH_PEER_KUBE`: the peer-kube binary (default: next to the informerd binary cargo built,
 //!   i.e. `cargo build --release -p informerd-peers`, which `make bench` runs).
 //!
@@ -55,7 +62,7 @@
 //!
 //! Output: `benches/results/compare.md` (also printed), `compare.json` (one record per system,
 //! profile and N) and `compare.svg` (bytes per pod against pods, log scale), rewritten after
-//! each N so that a long run that stops keeps what it measured.
+//! each N so that a long run that stops keeps what it measured (other names with `BENCH_OUT`).
 
 mod common;
 
@@ -197,6 +204,10 @@ struct Settings {
     own_prefix: bool,
     hold: Duration,
     reserve: u64,
+    /// Pods written straight into etcd (`seed pods --etcd`) instead of through the apiserver.
+    seed_etcd: bool,
+    /// Base name of the result files in benches/results.
+    out: String,
     /// The settings given, as `VAR=value` words for the command line in the outputs.
     given: Vec<String>,
 }
@@ -297,6 +308,19 @@ impl Settings {
             "a size in GiB",
         )?
         .unwrap_or(2.0);
+        let seed_etcd = match var(&mut given, "BENCH_SEED").as_deref() {
+            None | Some("apply") => false,
+            Some("etcd") => true,
+            Some(other) => bail!("BENCH_SEED: {other:?} is neither apply nor etcd"),
+        };
+        let out = var(&mut given, "BENCH_OUT").unwrap_or_else(|| "compare".into());
+        if out.is_empty()
+            || !out
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            bail!("BENCH_OUT: {out:?} is not a file name (letters, digits, '-', '_', '.')");
+        }
         Ok(Settings {
             pods,
             namespaces,
@@ -305,6 +329,8 @@ impl Settings {
             own_prefix,
             hold,
             reserve: (reserve * GIB) as u64,
+            seed_etcd,
+            out,
             given,
         })
     }
@@ -504,7 +530,8 @@ fn main() -> Result<()> {
     }
     print!("{}", markdown(&settings, &records, started));
     eprintln!(
-        "compare: wrote benches/results/compare.md, compare.json, compare.svg ({} records)",
+        "compare: wrote benches/results/{0}.md, {0}.json, {0}.svg ({1} records)",
+        settings.out,
         records.len()
     );
     Ok(())
@@ -529,7 +556,7 @@ fn baselines(
         return Ok(baselines);
     }
     let empty_prefix = format!("{}-empty", settings.prefix);
-    seed(cp, &empty_prefix, 0, settings.namespaces, 1)?;
+    seed(cp, settings, &empty_prefix, 0, 1)?;
     let empty = settings.namespaces_of(&empty_prefix);
     for s in profiles {
         let b = run_informerd(
@@ -644,13 +671,7 @@ fn top_up(
             "compare: {present} pods present, seeding {missing} (generator seed {generator}, round {})",
             round + 1
         );
-        seed(
-            cp,
-            &settings.prefix,
-            missing,
-            settings.namespaces,
-            generator,
-        )?;
+        seed(cp, settings, &settings.prefix, missing, generator)?;
         let now = rt.block_on(count_pods(&client, namespaces))?;
         if now <= present {
             bail!(
@@ -671,20 +692,22 @@ fn top_up(
 
 fn seed(
     cp: &ControlPlane,
+    settings: &Settings,
     prefix: &str,
     pods: usize,
-    namespaces: usize,
     generator: u64,
 ) -> Result<()> {
-    let line = run_logged(
-        seeder(cp, "pods", prefix)
-            .arg("--pods")
-            .arg(pods.to_string())
-            .arg("--namespaces")
-            .arg(namespaces.to_string())
-            .arg("--seed")
-            .arg(generator.to_string()),
-    )?;
+    let mut cmd = seeder(cp, "pods", prefix);
+    cmd.arg("--pods")
+        .arg(pods.to_string())
+        .arg("--namespaces")
+        .arg(settings.namespaces.to_string())
+        .arg("--seed")
+        .arg(generator.to_string());
+    if settings.seed_etcd {
+        cmd.arg("--etcd").arg(cp.etcd_url()?);
+    }
+    let line = run_logged(&mut cmd)?;
     eprintln!("compare: {}", line.trim());
     Ok(())
 }
@@ -988,9 +1011,13 @@ fn pods_label(n: usize) -> String {
 
 fn write_outputs(settings: &Settings, records: &[Record], started: SystemTime) -> Result<()> {
     let dir = results::dir()?;
-    std::fs::write(dir.join("compare.md"), markdown(settings, records, started))?;
-    results::write_json("compare.json", &records)?;
-    std::fs::write(dir.join("compare.svg"), svg(settings, records))?;
+    let out = &settings.out;
+    std::fs::write(
+        dir.join(format!("{out}.md")),
+        markdown(settings, records, started),
+    )?;
+    results::write_json(&format!("{out}.json"), &records)?;
+    std::fs::write(dir.join(format!("{out}.svg")), svg(settings, records))?;
     Ok(())
 }
 

@@ -55,7 +55,7 @@ impl ControlPlane {
     }
 
     /// etcd's client URL, from the command line of the etcd process of this control plane.
-    pub(crate) fn etcd_url(&self) -> Result<String> {
+    pub fn etcd_url(&self) -> Result<String> {
         let state_path = self.dir.join("state.json");
         let bad = |detail: String| Error::Command {
             command: format!("find etcd's client URL through {}", state_path.display()),

@@ -61,7 +61,13 @@ func withLock(l layout, f func() error) error {
 	return f()
 }
 
-func up(dir, bin string) (string, error) {
+// defaultControllers are what makes the cluster behave like a real one for a cache:
+// namespaces finish terminating, owner references are garbage-collected, every namespace gets
+// its default ServiceAccount and the root CA ConfigMap that pod token volumes project.
+const defaultControllers = "namespace-controller,garbage-collector-controller,serviceaccount-controller," +
+	"serviceaccount-token-controller,root-ca-certificate-publisher-controller"
+
+func up(dir, bin string, opts options) (string, error) {
 	absDir, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
@@ -80,7 +86,7 @@ func up(dir, bin string) (string, error) {
 			stopAll(st)
 			_ = os.Remove(l.state())
 		}
-		return start(l, absBin)
+		return start(l, absBin, opts)
 	})
 	if err != nil {
 		return "", err
@@ -88,7 +94,7 @@ func up(dir, bin string) (string, error) {
 	return l.kubeconfig(), nil
 }
 
-func start(l layout, bin string) error {
+func start(l layout, bin string, opts options) error {
 	p := l.pki()
 	if err := p.ensure(); err != nil {
 		return fmt.Errorf("certificates: %w", err)
@@ -137,7 +143,7 @@ func start(l layout, bin string) error {
 	// Seeding and benchmarks write objects as fast as the apiserver takes them, and a third of
 	// its CPU went to garbage collection at Go's default GOGC=100. A loopback test cluster has
 	// memory to spare: collect less often, within a ceiling.
-	apiserver, err := spawnEnv(l, bin, "kube-apiserver", []string{"GOGC=400", "GOMEMLIMIT=8GiB"},
+	apiserverArgs := append([]string{
 		"--etcd-servers", etcdURL,
 		"--bind-address", "127.0.0.1",
 		"--advertise-address", "127.0.0.1",
@@ -156,7 +162,8 @@ func start(l layout, bin string) error {
 		"--max-requests-inflight", "2000",
 		"--max-mutating-requests-inflight", "1000",
 		"--profiling=false",
-		"--v", "1")
+		"--v", "1"}, opts.apiserverArgs...)
+	apiserver, err := spawnEnv(l, bin, "kube-apiserver", []string{"GOGC=400", "GOMEMLIMIT=8GiB"}, apiserverArgs...)
 	if err != nil {
 		return fail(err)
 	}
@@ -181,10 +188,7 @@ func start(l layout, bin string) error {
 		"--secure-port", strconv.Itoa(ports[3]),
 		"--leader-elect=false",
 		"--use-service-account-credentials=true",
-		// Only what makes the cluster behave like a real one for a cache: namespaces finish
-		// terminating, owner references are garbage-collected, every namespace gets its
-		// default ServiceAccount and the root CA ConfigMap that pod token volumes project.
-		"--controllers", "namespace-controller,garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller",
+		"--controllers", opts.controllers,
 		"--service-account-private-key-file", p.saKey(),
 		"--root-ca-file", p.caCert(),
 		"--kube-api-qps", "200",

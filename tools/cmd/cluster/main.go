@@ -4,6 +4,9 @@
 // the admin kubeconfig, the pids it started) lives in one state directory.
 //
 //	cluster up    --dir DIR --bin BINDIR   start (or confirm running) and print the kubeconfig path
+//	              [--apiserver-arg=--FLAG=VALUE ...] [--controllers LIST]
+//	                                       extra kube-apiserver flags; the controller manager's
+//	                                       controllers (for benchmarks at scale: `make bench-large`)
 //	cluster down  --dir DIR                stop what `up` started, by the pids it recorded
 //	cluster token --dir DIR --namespace NS --service-account SA
 //	                                       create the ServiceAccount if needed, print a token for it
@@ -16,7 +19,26 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 )
+
+// options are what `up` may change of the control plane it starts.
+type options struct {
+	apiserverArgs flagList
+	controllers   string
+}
+
+// flagList is a repeatable string flag.
+type flagList []string
+
+func (l *flagList) String() string { return strings.Join(*l, " ") }
+func (l *flagList) Set(v string) error {
+	if !strings.HasPrefix(v, "--") {
+		return fmt.Errorf("%q is not a flag: give it as --FLAG=VALUE", v)
+	}
+	*l = append(*l, v)
+	return nil
+}
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: cluster up|down|token --dir DIR [flags]; cluster CMD -h for flags")
@@ -33,9 +55,13 @@ func main() {
 	switch os.Args[1] {
 	case "up":
 		bin := fs.String("bin", ".cache/bin", "directory holding etcd, kube-apiserver and kube-controller-manager")
+		var opts options
+		fs.Var(&opts.apiserverArgs, "apiserver-arg", "an extra kube-apiserver flag, as --FLAG=VALUE (repeatable)")
+		fs.StringVar(&opts.controllers, "controllers", defaultControllers,
+			"kube-controller-manager's --controllers: the controllers it runs")
 		_ = fs.Parse(os.Args[2:])
 		var kubeconfig string
-		kubeconfig, err = up(*dir, *bin)
+		kubeconfig, err = up(*dir, *bin, opts)
 		if err == nil {
 			fmt.Println(kubeconfig)
 		}

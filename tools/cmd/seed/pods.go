@@ -34,6 +34,8 @@ func runPods(ctx context.Context, args []string) error {
 			"then only deletions with grace period 0 (as seed clean does) remove them: nothing confirms a graceful deletion")
 		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the seeder to this file")
 		mode       = fs.String("mode", "apply", `how pods are written: "apply" (server-side apply of pod and status) or "create" (create, then update status, as controllers and kubelets do)`)
+		etcd       = fs.String("etcd", "", "write the pods straight into the API server's etcd at this client URL instead of through the API server "+
+			"(hundreds of thousands of pods in minutes; owners are not written: only for a control plane without the garbage collector, see etcd.go)")
 	)
 	common.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -71,7 +73,7 @@ func runPods(ctx context.Context, args []string) error {
 	debug.SetGCPercent(400)
 	start := time.Now()
 	p := newPlanWith(*seed, common.prefix, *pods, *namespaces, *nodes, start.UTC(), *graceful)
-	s := &seeder{clients: clients, plan: p, concurrency: *concurrency, mode: *mode}
+	s := &seeder{clients: clients, plan: p, concurrency: *concurrency, mode: *mode, etcd: *etcd}
 	if err := s.run(ctx); err != nil {
 		return err
 	}
@@ -86,6 +88,7 @@ type seeder struct {
 	plan        *plan
 	concurrency int
 	mode        string // "apply" (server-side apply) or "create" (create and update, as controllers do)
+	etcd        string // when set, pods go straight into this etcd (etcd.go) and owners are not written
 
 	owners atomic.Int64
 	pods   atomic.Int64
@@ -104,6 +107,9 @@ func (s *seeder) run(ctx context.Context) error {
 			nOwners++ // and its Deployment
 		}
 	}
+	if s.etcd != "" {
+		nOwners = 0 // not written (etcd.go)
+	}
 	var lastPods int64
 	var lastAt time.Duration
 	stopProgress := progress(5*time.Second, func(el time.Duration) string {
@@ -121,11 +127,14 @@ func (s *seeder) run(ctx context.Context) error {
 		return err
 	}
 	t1 := time.Now()
-	if err := s.createOwners(ctx); err != nil {
+	writePods := s.createPods
+	if s.etcd != "" {
+		writePods = func(ctx context.Context) error { return s.writePodsToEtcd(ctx, s.etcd) }
+	} else if err := s.createOwners(ctx); err != nil {
 		return err
 	}
 	t2 := time.Now()
-	if err := s.createPods(ctx); err != nil {
+	if err := writePods(ctx); err != nil {
 		return err
 	}
 	stopProgress()
