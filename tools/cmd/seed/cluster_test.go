@@ -6,8 +6,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,4 +112,95 @@ func statefulSetPod(ctx context.Context, t *testing.T, pods interface {
 	}
 	t.Fatalf("no StatefulSet pod among the %d seeded pods", len(list.Items))
 	return nil
+}
+
+// `seed pods --etcd`: the API server serves the pods written into its etcd as it serves those
+// it wrote, each with a resourceVersion of its own. Only the bare pods are checked by name: the
+// test control plane runs the garbage collector, which deletes pods whose owners are absent
+// (this mode writes none; see etcd.go).
+func TestPodsWrittenToEtcdAreServedByTheAPIServer(t *testing.T) {
+	prefix, flags, ctx := clusterTest(t, "seedetcd")
+	endpoint := etcdBeside(t, flags[1])
+	if err := runPods(ctx, append(flags, "--pods", "300", "--namespaces", "1", "--etcd", endpoint)); err != nil {
+		t.Fatalf("seed pods --etcd: %v", err)
+	}
+	common := commonFlags{kubeconfig: flags[1], prefix: prefix, connections: 1, timeout: time.Minute}
+	clients, _, err := newClients(&common)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := clients[0].CoreV1().Pods(prefix+"-0").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions := map[string]string{}
+	bare := map[string]*corev1.Pod{}
+	for i := range list.Items {
+		p := &list.Items[i]
+		if other, ok := versions[p.ResourceVersion]; ok {
+			t.Errorf("pods %s and %s share resourceVersion %s", other, p.Name, p.ResourceVersion)
+		}
+		versions[p.ResourceVersion] = p.Name
+		if len(p.OwnerReferences) == 0 {
+			bare[p.Name] = p
+		}
+	}
+	plan := newPlan(1, prefix, 300, 1, 20, time.Now())
+	planned := 0
+	for _, o := range plan.Owners {
+		if o.Kind != kindBare {
+			continue
+		}
+		for _, s := range o.Pods {
+			planned++
+			p, ok := bare[s.Name]
+			if !ok {
+				t.Errorf("bare pod %s was written but is not served", s.Name)
+				continue
+			}
+			if p.UID == "" || p.Status.PodIP == "" || p.Status.QOSClass == "" || len(p.ManagedFields) != 2 || len(p.Spec.Containers) == 0 {
+				t.Errorf("pod %s is not served whole: %+v", s.Name, p)
+			}
+		}
+	}
+	if planned == 0 {
+		t.Fatal("the plan of 300 pods has no bare pod: the test checks nothing by name")
+	}
+}
+
+// etcdBeside is the client URL of the etcd of the control plane whose kubeconfig is given
+// (`cluster up` keeps its state.json beside it): from the etcd process's command line.
+func etcdBeside(t *testing.T, kubeconfig string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(filepath.Dir(kubeconfig), "state.json"))
+	if err != nil {
+		t.Skipf("no state.json beside %s (not a control plane `cluster up` started): %v", kubeconfig, err)
+	}
+	var st struct {
+		Processes []struct {
+			Name string `json:"name"`
+			Pid  int    `json:"pid"`
+		} `json:"processes"`
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range st.Processes {
+		if p.Name != "etcd" {
+			continue
+		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.Pid))
+		if err != nil {
+			t.Fatalf("etcd process %d: %v", p.Pid, err)
+		}
+		args := strings.Split(string(cmdline), "\x00")
+		for i, a := range args {
+			if a == "--listen-client-url" && i+1 < len(args) {
+				return args[i+1]
+			}
+		}
+		t.Fatalf("no --listen-client-url in etcd's command line %q", args)
+	}
+	t.Fatalf("no etcd in %s", filepath.Join(filepath.Dir(kubeconfig), "state.json"))
+	return ""
 }
