@@ -1049,12 +1049,18 @@ fn markdown(settings: &Settings, records: &[Record], started: SystemTime) -> Str
     );
     let _ = writeln!(
         md,
-        "`{}` (what `make bench` runs), started {when}: pods seeded in {} namespaces of \
+        "`{}` ({}), started {when}: pods seeded in {} namespaces of \
          the local control plane, every system a process of its own, one at a time, over the same \
          pods; {} cores, {:.0} GiB of memory shared with the control plane. Each system runs {} s \
          after sync before its steady figures are read. Figures are measured, never asserted; the \
          targets are goals.\n",
         settings.command(),
+        if settings.seed_etcd {
+            "what `make bench-large` runs: the pods written straight into etcd, an apiserver \
+             without a watch cache of pods, which serves every list from etcd"
+        } else {
+            "what `make bench` runs"
+        },
         settings.namespaces,
         cpus(),
         meminfo_bytes("MemTotal") as f64 / GIB,
