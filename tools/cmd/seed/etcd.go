@@ -37,7 +37,6 @@ import (
 	"k8s.io/client-go/applyconfigurations"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
-	"sigs.k8s.io/structured-merge-diff/v6/typed"
 )
 
 // etcdPodsPrefix is where kube-apiserver (default --etcd-prefix /registry) keeps pods.
@@ -87,7 +86,13 @@ var notManaged = fieldpath.NewSet(
 // moment later (the fields that update added, as the API server records an update).
 func (e *podEncoder) managedFields(o *owner, s *podSlot, p *plan, created metav1.Time) ([]metav1.ManagedFieldsEntry, error) {
 	pa := o.podApply(s)
-	applied, err := e.typed(pa)
+	// An apply's fields are the body's, read as the field manager reads it: only what it sets.
+	var body map[string]any
+	if err := convert(pa, &body); err != nil {
+		return nil, err
+	}
+	body["apiVersion"], body["kind"] = podType.APIVersion, podType.Kind
+	applied, err := e.types.ObjectToTyped(&unstructured.Unstructured{Object: body})
 	if err != nil {
 		return nil, err
 	}
@@ -114,36 +119,32 @@ func (e *podEncoder) managedFields(o *owner, s *podSlot, p *plan, created metav1
 	if err != nil {
 		return nil, err
 	}
+	applyV1, err := fieldsV1(applyFields)
+	if err != nil {
+		return nil, err
+	}
+	statusV1, err := fieldsV1(update.Added.Union(update.Modified))
+	if err != nil {
+		return nil, err
+	}
 	statusAt := metav1.NewTime(created.Add(2 * time.Second))
 	return []metav1.ManagedFieldsEntry{
 		{Manager: fieldManager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1",
-			Time: &created, FieldsType: "FieldsV1", FieldsV1: fieldsV1(applyFields)},
+			Time: &created, FieldsType: "FieldsV1", FieldsV1: applyV1},
 		{Manager: statusManager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
-			Time: &statusAt, FieldsType: "FieldsV1", FieldsV1: fieldsV1(update.Added.Union(update.Modified)),
-			Subresource: "status"},
+			Time: &statusAt, FieldsType: "FieldsV1", FieldsV1: statusV1, Subresource: "status"},
 	}, nil
 }
 
 var podType = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
 
-// typed is a pod given as an apply configuration or a map, as the API server's field manager
-// reads a request body: only the fields the body sets.
-func (e *podEncoder) typed(body any) (*typed.TypedValue, error) {
-	var fields map[string]any
-	if err := convert(body, &fields); err != nil {
-		return nil, err
-	}
-	fields["apiVersion"], fields["kind"] = "v1", "Pod"
-	return e.types.ObjectToTyped(&unstructured.Unstructured{Object: fields})
-}
-
 // fieldsV1 is set as managedFields records it.
-func fieldsV1(set *fieldpath.Set) *metav1.FieldsV1 {
+func fieldsV1(set *fieldpath.Set) (*metav1.FieldsV1, error) {
 	raw, err := set.Difference(notManaged).ToJSON()
 	if err != nil {
-		panic(fmt.Sprintf("a field set does not encode: %v", err)) // ToJSON fails only on write errors to memory
+		return nil, err
 	}
-	return &metav1.FieldsV1{Raw: raw}
+	return &metav1.FieldsV1{Raw: raw}, nil
 }
 
 // writePodsToEtcd writes every pod of the plan to the etcd at endpoint, on s.concurrency
