@@ -29,6 +29,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	corev1defaults "k8s.io/kubernetes/pkg/apis/core/v1"
 	"k8s.io/kubernetes/pkg/apis/core/v1/helper/qos"
 )
@@ -137,22 +138,41 @@ func randUID(r *rand.Rand) types.UID {
 
 // listedPod is the i-th pod of the plan as a list from the API server returns it.
 func listedPod(p *plan, o *owner, s *podSlot, i int) (*corev1.Pod, error) {
-	pa := o.podApply(s)
-	start := seedStartTime(s.Seed, p.Base)
+	planned, err := planPod(p, o, s)
+	if err != nil {
+		return nil, err
+	}
+	return planned.listed(s, i)
+}
+
+// plannedPod is what the seeder writes of one pod: its apply configuration, and its status as
+// the kubelet reports it (in a Pod).
+type plannedPod struct {
+	apply  *corev1ac.PodApplyConfiguration
+	status corev1.Pod
+	start  time.Time
+}
+
+func planPod(p *plan, o *owner, s *podSlot) (*plannedPod, error) {
+	pp := &plannedPod{apply: o.podApply(s), start: seedStartTime(s.Seed, p.Base)}
+	if err := convert(podStatus(pp.apply, ipFor(s.IP), s.Seed, pp.start, p.Base), &pp.status); err != nil {
+		return nil, err
+	}
+	return pp, nil
+}
+
+// listed is the pod, the i-th of its plan, as a list from the API server returns it.
+func (pp *plannedPod) listed(s *podSlot, i int) (*corev1.Pod, error) {
 	var pod corev1.Pod
-	if err := convert(pa, &pod); err != nil {
+	if err := convert(pp.apply, &pod); err != nil {
 		return nil, err
 	}
-	var st corev1.Pod
-	if err := convert(podStatus(pa, ipFor(s.IP), s.Seed, start, p.Base), &st); err != nil {
-		return nil, err
-	}
-	pod.Status = st.Status
+	pod.Status = *pp.status.Status.DeepCopy() // defaulted below; the plan's stays as planned
 	r := newRand(s.Seed, 7)
 	pod.APIVersion, pod.Kind = "v1", "Pod"
 	pod.UID = randUID(r)
 	// Created a moment before it was scheduled and started.
-	pod.CreationTimestamp = metav1.NewTime(start.Add(-time.Duration(r.IntN(3)) * time.Second))
+	pod.CreationTimestamp = metav1.NewTime(pp.start.Add(-time.Duration(r.IntN(3)) * time.Second))
 	pod.Generation = 1
 	// etcd revisions: unique, increasing in creation order, gaps for the writes in between.
 	pod.ResourceVersion = strconv.Itoa(1_000_000 + 3*i + r.IntN(3))

@@ -57,13 +57,18 @@ func newPodEncoder() *podEncoder {
 
 // stored is the i-th pod of the plan as kube-apiserver would store it: its etcd key and value.
 func (e *podEncoder) stored(p *plan, o *owner, s *podSlot, i int) (string, []byte, error) {
-	pod, err := listedPod(p, o, s, i)
+	// Planned once, for both the pod and its managedFields.
+	planned, err := planPod(p, o, s)
+	if err != nil {
+		return "", nil, err
+	}
+	pod, err := planned.listed(s, i)
 	if err != nil {
 		return "", nil, err
 	}
 	// The API server never stores a resourceVersion: it is the revision of the etcd write.
 	pod.ResourceVersion = ""
-	if pod.ManagedFields, err = e.managedFields(o, s, p, pod.CreationTimestamp); err != nil {
+	if pod.ManagedFields, err = e.managedFields(planned, pod.CreationTimestamp); err != nil {
 		return "", nil, fmt.Errorf("managedFields of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	var buf bytes.Buffer
@@ -84,11 +89,10 @@ var notManaged = fieldpath.NewSet(
 // managedFields are the two entries a seeded pod carries: the seeder's apply of metadata and
 // spec (the fields of the apply body), and the kubelet's update of the status subresource a
 // moment later (the fields that update added, as the API server records an update).
-func (e *podEncoder) managedFields(o *owner, s *podSlot, p *plan, created metav1.Time) ([]metav1.ManagedFieldsEntry, error) {
-	pa := o.podApply(s)
+func (e *podEncoder) managedFields(planned *plannedPod, created metav1.Time) ([]metav1.ManagedFieldsEntry, error) {
 	// An apply's fields are the body's, read as the field manager reads it: only what it sets.
 	var body map[string]any
-	if err := convert(pa, &body); err != nil {
+	if err := convert(planned.apply, &body); err != nil {
 		return nil, err
 	}
 	body["apiVersion"], body["kind"] = podType.APIVersion, podType.Kind
@@ -103,15 +107,11 @@ func (e *podEncoder) managedFields(o *owner, s *podSlot, p *plan, created metav1
 	// An update's fields are those that differ between the objects before and after it, as
 	// typed structs (so the conditions' lastProbeTime, null, is among them, as it is in the
 	// API server's record).
-	var status corev1.Pod
-	if err := convert(podStatus(pa, ipFor(s.IP), s.Seed, seedStartTime(s.Seed, p.Base), p.Base), &status); err != nil {
-		return nil, err
-	}
 	before, err := e.types.ObjectToTyped(&corev1.Pod{TypeMeta: podType})
 	if err != nil {
 		return nil, err
 	}
-	after, err := e.types.ObjectToTyped(&corev1.Pod{TypeMeta: podType, Status: status.Status})
+	after, err := e.types.ObjectToTyped(&corev1.Pod{TypeMeta: podType, Status: planned.status.Status})
 	if err != nil {
 		return nil, err
 	}
