@@ -8,7 +8,8 @@
 # kube-apiserver) are required (`make test` sets them); INFORMERD_SEED_BIN (the project's
 # seeder) is optional. The virtualenv is .cache/venv at the repository root (created when
 # missing, or $INFORMERD_PY_VENV); the package and its test extras are installed into it from
-# PyPI, so this runs on a fresh machine with python3 (3.11 or later) alone.
+# PyPI, so this runs on a fresh machine with python3 (3.11 or later) alone. Before the tests,
+# ruff and mypy --strict check the code (pyproject.toml says over what); a finding fails the run.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -36,7 +37,12 @@ fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$here"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$here[test]"
 
+cd "$here"
+# The package ships py.typed: mypy --strict and ruff (pinned in the test extras, configured in
+# pyproject.toml) check it first, and any finding fails the run before a test starts.
+"$venv/bin/ruff" check
+"$venv/bin/mypy"
+
 # pytest's own entry point (not `python -m pytest`) so that the installed package is imported,
 # not the source tree.
-cd "$here"
 exec "$venv/bin/pytest" "$@"

@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self, cast
 
 import grpc
 
@@ -23,7 +23,7 @@ DEFAULT_TARGET = "unix://" + DEFAULT_SOCKET
 
 # Objects travel as JSON; the server chunks lists at about 1 MiB, but one object may be larger.
 _MAX_MESSAGE = 64 * 1024 * 1024
-_CHANNEL_OPTIONS = [
+_CHANNEL_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.max_receive_message_length", _MAX_MESSAGE),
     # A restarted sidecar should be reached again within a second or two, not after gRPC's
     # default reconnect backoff (up to 120 s).
@@ -151,6 +151,11 @@ def _index(index: pb.IndexLookup | tuple[str, str] | None) -> pb.IndexLookup | N
     return pb.IndexLookup(name=name, value=value)
 
 
+def _predicates(predicates: Iterable[Predicate | int]) -> list[pb.Predicate]:
+    # The proto's enum values are ints at run time, which its stub calls pb.Predicate.
+    return [cast(pb.Predicate, int(p)) for p in predicates]
+
+
 class Watch:
     """An open Watch call: iterate it for Events; `cancel()` (from any thread) ends it.
 
@@ -187,7 +192,7 @@ class Watch:
         """cancel() was called (before the call ended by itself, or after)."""
         return self._cancelled.is_set()
 
-    def __enter__(self) -> Watch:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -246,7 +251,7 @@ class Client:
         if self._own_channel:
             self._channel.close()
 
-    def __enter__(self) -> Client:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -275,7 +280,7 @@ class Client:
         30 s without one) until the cache holds this resourceVersion of the object or later,
         else fails with DEADLINE_EXCEEDED (NotCaughtUp).
         """
-        return json.loads(
+        obj: dict[str, Any] = json.loads(
             self.get_response(
                 resource,
                 name,
@@ -287,6 +292,7 @@ class Client:
                 timeout=timeout,
             ).object.json
         )
+        return obj
 
     def get_response(
         self,
@@ -311,7 +317,8 @@ class Client:
             wait_for_sync=wait_for_sync,
         )
         try:
-            return self._stub.Get(req, timeout=self._timeout(timeout))
+            resp: pb.GetResponse = self._stub.Get(req, timeout=self._timeout(timeout))
+            return resp
         except grpc.RpcError as err:
             raise from_rpc_error(err) from None
 
@@ -440,7 +447,7 @@ class Client:
             field_selector=field_selector,
             index=_index(index),
             fields=list(fields),
-            predicates=[int(p) for p in predicates],
+            predicates=_predicates(predicates),
             predicate_cel=predicate_cel,
             bookmark_interval_seconds=bookmark_interval or 0,
             wait_for_sync=wait_for_sync,
@@ -476,7 +483,8 @@ class Client:
         UNAVAILABLE with reason NotSynced, naming it."""
         req = pb.EnsureRequest(api_version=api_version, kind=kind, namespaces=list(namespaces), cluster=cluster)
         try:
-            return self._stub.Ensure(req, timeout=self._timeout(timeout)).resource
+            resource: str = self._stub.Ensure(req, timeout=self._timeout(timeout)).resource
+            return resource
         except grpc.RpcError as err:
             raise from_rpc_error(err) from None
 
@@ -487,7 +495,8 @@ class Client:
         only that cluster's resources (and its entry of `clusters`)."""
         req = pb.StatusRequest(resource=resource, cluster=cluster)
         try:
-            return self._stub.Status(req, timeout=self._timeout(timeout))
+            st: pb.StatusResponse = self._stub.Status(req, timeout=self._timeout(timeout))
+            return st
         except grpc.RpcError as err:
             raise from_rpc_error(err) from None
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import cast
+
 import grpc
 
 from .v1 import cache_pb2 as pb
@@ -104,7 +107,12 @@ def from_rpc_error(err: grpc.RpcError) -> InformerdError:
     code = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
     message = err.details() if hasattr(err, "details") else str(err)
     reason = None
-    trailers = err.trailing_metadata() if hasattr(err, "trailing_metadata") else None
+    # grpc's stubs type RpcError's trailers as opaque _Metadatum items; at run time they are
+    # (key, value) pairs, grpc's own MetadataType.
+    trailers = cast(
+        "Iterable[tuple[str, str | bytes]] | None",
+        err.trailing_metadata() if hasattr(err, "trailing_metadata") else None,
+    )
     for key, value in trailers or ():
         if key == REASON_TRAILER:
             reason = value.decode() if isinstance(value, bytes) else value

@@ -9,7 +9,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from ._client import (
     Client,
@@ -25,6 +25,20 @@ from ._errors import InformerdError
 from .v1 import cache_pb2 as pb
 
 log = logging.getLogger("informerd")
+
+
+class _WatchArgs(TypedDict):
+    """What every watch call of an Informer passes to Client.watch besides its start."""
+
+    namespace: str
+    label_selector: str
+    field_selector: str
+    index: pb.IndexLookup | tuple[str, str] | None
+    fields: list[str]
+    predicates: list[Predicate | int]
+    predicate_cel: str
+    bookmark_interval: int | None
+    wait_for_sync: bool
 
 
 @dataclass(frozen=True)
@@ -126,17 +140,17 @@ class Informer:
     ):
         self.client = client
         self.resource = resource
-        self._watch_args = dict(
-            namespace=namespace,
-            label_selector=label_selector,
-            field_selector=field_selector,
-            index=index,
-            fields=list(fields),
-            predicates=list(predicates),
-            predicate_cel=predicate_cel,
-            bookmark_interval=bookmark_interval,
-            wait_for_sync=True,
-        )
+        self._watch_args: _WatchArgs = {
+            "namespace": namespace,
+            "label_selector": label_selector,
+            "field_selector": field_selector,
+            "index": index,
+            "fields": list(fields),
+            "predicates": list(predicates),
+            "predicate_cel": predicate_cel,
+            "bookmark_interval": bookmark_interval,
+            "wait_for_sync": True,
+        }
         self.on_add = on_add
         self.on_update = on_update
         self.on_delete = on_delete
@@ -191,19 +205,20 @@ class Informer:
 
     def run(self) -> None:
         """Delivers changes to the handlers until stop(). Blocks."""
+        # deltas() gives ADDED and UPDATED the object, UPDATED also the old ref, and DELETED the
+        # object or a tombstone: the casts say so to the type checker.
         for d in self.deltas():
             if d.type is DeltaType.ADDED:
                 if self.on_add:
-                    self.on_add(d.object)
+                    self.on_add(cast("dict[str, Any]", d.object))
             elif d.type is DeltaType.UPDATED:
                 if self.on_update:
-                    self.on_update(d.old, d.object)
+                    self.on_update(cast(ObjectRef, d.old), cast("dict[str, Any]", d.object))
             elif d.type is DeltaType.DELETED:
                 if self.on_delete:
-                    self.on_delete(d.object)
-            elif d.type is DeltaType.SYNCED:
-                if self.on_synced:
-                    self.on_synced()
+                    self.on_delete(cast("dict[str, Any] | DeletedFinalStateUnknown", d.object))
+            elif d.type is DeltaType.SYNCED and self.on_synced:
+                self.on_synced()
 
     def start(self) -> threading.Thread:
         """Runs run() in a daemon thread; a handler's exception is kept in `error`."""
@@ -211,7 +226,7 @@ class Informer:
         def target() -> None:
             try:
                 self.run()
-            except BaseException as err:  # noqa: BLE001 - kept for the owner to see
+            except BaseException as err:  # kept for the owner to see (and logged)
                 self.error = err
                 log.exception("informer for %s stopped", self.resource)
 
@@ -279,7 +294,7 @@ class Informer:
                                     self._synced.set()
                                     yield Delta(DeltaType.SYNCED)
                             elif ev.type in (EventType.ADDED, EventType.MODIFIED):
-                                seen.add(ev.key)
+                                seen.add(cast(str, ev.key))  # these events carry their object
                                 yield from self._apply(ev, relist=self.relists > 0)
                             elif ev.type is EventType.DELETED:
                                 seen.discard(ev.key)
@@ -321,8 +336,9 @@ class Informer:
     def _apply(self, ev: Event, *, relist: bool) -> Iterator[Delta]:
         if ev.type in (EventType.BOOKMARK, EventType.SYNCED):
             return
-        raw = ev.raw
-        key = ev.key
+        # ADDED, MODIFIED and DELETED events carry their object (and so a key).
+        raw = cast(pb.Object, ev.raw)
+        key = cast(str, ev.key)
         prev = self._known.get(key)
         if ev.type is EventType.DELETED:
             if prev is not None:

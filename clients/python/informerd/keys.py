@@ -19,11 +19,11 @@ import queue
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Self
 
 import grpc
 
-from ._client import Client, Predicate, ResumeToken, _index
+from ._client import Client, Predicate, ResumeToken, _index, _predicates
 from ._errors import InformerdError, from_rpc_error
 from .v1 import cache_pb2 as pb
 
@@ -130,7 +130,7 @@ class KeyWatch:
             self._requests.put(_DONE)
             self._call.cancel()
 
-    def __enter__(self) -> KeyWatch:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -170,7 +170,7 @@ def watch_keys(
         label_selector=label_selector,
         field_selector=field_selector,
         index=_index(index),
-        predicates=[int(p) for p in predicates],
+        predicates=_predicates(predicates),
         predicate_cel=predicate_cel,
         debounce_millis=round(debounce * 1000),
         max_delay_millis=round(max_delay * 1000),

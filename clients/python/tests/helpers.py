@@ -166,10 +166,10 @@ class View:
             else:
                 self.delete(key_of(obj), obj["metadata"]["resourceVersion"])
 
-        return dict(
-            on_add=lambda o: self.add(key_of(o), o["metadata"]["resourceVersion"]),
-            on_update=lambda old, new: self.update(
+        return {
+            "on_add": lambda o: self.add(key_of(o), o["metadata"]["resourceVersion"]),
+            "on_update": lambda old, new: self.update(
                 key_of(new), new["metadata"]["resourceVersion"], old.resource_version
             ),
-            on_delete=on_delete,
-        )
+            "on_delete": on_delete,
+        }

@@ -119,5 +119,6 @@ def test_reason_constants_cover_the_proto() -> None:
     """Every reason cache.proto defines is a value of `Reason`, so a reason added to the proto
     without one (as Unauthenticated and Forbidden once were) fails."""
     constants = {v for k, v in vars(Reason).items() if k.isupper()}
-    defined = {name for name in pb.Reason.keys() if pb.Reason.Value(name) != 0}
+    # pb.Reason is protobuf's EnumTypeWrapper, not a dict: keys() is how it lists its names.
+    defined = {name for name in pb.Reason.keys() if pb.Reason.Value(name) != 0}  # noqa: SIM118
     assert defined <= constants, f"no Reason constant for {sorted(defined - constants)}"

@@ -34,9 +34,8 @@ def test_cluster_picks_the_cache(core, namespaces, sidecar, kubeconfig):
     assert [(r.cluster, r.name) for r in status.resources] == [("mirror", "pods")]
     assert [(cl.name, cl.reachable) for cl in status.clusters] == [("mirror", True)]
     # watch_keys takes the cluster as the other calls do: an unknown one is NOT_FOUND.
-    with pytest.raises(NotFoundError):
-        with watch_keys(c, "pods", namespace=ns, cluster="nowhere", timeout=30) as keys:
-            next(iter(keys))
+    with pytest.raises(NotFoundError), watch_keys(c, "pods", namespace=ns, cluster="nowhere", timeout=30) as keys:
+        next(iter(keys))
     with watch_keys(c, "pods", namespace=ns, cluster="mirror", timeout=30) as keys:
         first = next(iter(keys))
         assert first.type is KeyEventType.RESYNC_START, first

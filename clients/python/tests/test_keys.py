@@ -117,8 +117,7 @@ def test_keys_coalesce_each_burst_and_resume(core, namespaces, sidecar):
 def test_keys_refused_subscription_names_the_field(namespaces, sidecar):
     ns = namespaces.create()
     c = sidecar([ns]).client()
-    with watch_keys(c, "pods", namespace=ns, debounce=2, max_delay=1) as keys:
-        with pytest.raises(InformerdError) as err:
-            next(iter(keys))
+    with watch_keys(c, "pods", namespace=ns, debounce=2, max_delay=1) as keys, pytest.raises(InformerdError) as err:
+        next(iter(keys))
     assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert err.value.message.startswith("subscribe.max_delay_millis")

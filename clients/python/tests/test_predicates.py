@@ -52,7 +52,7 @@ def test_generation_changed_skips_status_updates(core, namespaces, sidecar, pred
     gens = [x.metadata.generation for x in (s1, l1, spec1, s2, spec2, s3)]
     assert gens == [1, 1, 2, 2, 3, 3], gens
 
-    rv = lambda x: x.metadata.resource_version  # noqa: E731
+    rv = lambda x: x.metadata.resource_version
     every_update = [("MODIFIED", "p", rv(x)) for x in (s1, l1, spec1, s2, spec2, s3)]
     spec_updates = [("MODIFIED", "p", rv(x)) for x in (spec1, spec2)]
     try:

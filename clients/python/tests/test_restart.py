@@ -68,12 +68,15 @@ def test_sidecar_restart_relists(core, namespaces, sidecar):
         sc.start()  # on the same socket
         sc.wait_synced()
         truth = api_pods(core, [ns])
-        wait_until(lambda: informer.relists >= round_, f"the informer to relist (round {round_})")
+        # wait_until calls each lambda before it returns, within this round: they see its values.
+        wait_until(lambda: informer.relists >= round_, f"the informer to relist (round {round_})")  # noqa: B023
         wait_until(
-            lambda: informer.token is not None and informer.token.epoch != epoch, "a token of the new epoch"
+            lambda: informer.token is not None and informer.token.epoch != epoch,  # noqa: B023
+            "a token of the new epoch",
         )
         wait_until(
-            lambda: view.snapshot() == truth, f"the informer's view to equal the apiserver's (round {round_})"
+            lambda: view.snapshot() == truth,  # noqa: B023
+            f"the informer's view to equal the apiserver's (round {round_})",
         )
         assert informer.relists == round_
         assert isinstance(informer.last_error, InformerdError)
