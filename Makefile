@@ -73,6 +73,15 @@ $(BIN)/grpcurl:
 	@mkdir -p $(BIN)
 	GOBIN=$(abspath $(BIN)) GOFLAGS= go install github.com/fullstorydev/grpcurl/cmd/grpcurl@$(GRPCURL_VERSION)
 
+# staticcheck, which make test runs over the Go client modules and tools/cmd/image: a release built
+# with (and so able to read) the Go that the modules name. Not yet over tools/ (the control-plane
+# module): it reports FieldsV1.Raw as deprecated (SA1019, cmd/seed/etcd.go and etcd_test.go) and
+# a loop that is an append (S1011, cmd/seed/gen.go); it joins once those are fixed.
+STATICCHECK_VERSION := v0.8.2
+$(BIN)/staticcheck:
+	@mkdir -p $(BIN)
+	GOBIN=$(abspath $(BIN)) GOFLAGS= go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
 .PHONY: control-plane tools
 control-plane: $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd $(BIN)/cluster
 tools: control-plane $(BIN)/seed
@@ -143,17 +152,17 @@ $(PROMPARSE):
 	  prometheus_client==$(PROMETHEUS_CLIENT_VERSION)
 
 .PHONY: test
-test: tools $(BIN)/grpcurl $(BIN)/kubectl image $(PROMPARSE)
+test: tools $(BIN)/grpcurl $(BIN)/kubectl $(BIN)/staticcheck image $(PROMPARSE)
 	@set -eo pipefail; trap '$(BIN)/cluster down --dir $(TEST_CLUSTER_DIR)' EXIT; \
 	$(BIN)/cluster up --dir $(TEST_CLUSTER_DIR) --bin $(BIN); \
 	(cd tools && go vet ./... && INFORMERD_KUBECONFIG=$(abspath $(TEST_CLUSTER_DIR))/kubeconfig go test ./...); \
-	(cd tools/cmd/image && go vet ./... && INFORMERD_IMAGE=$(abspath $(IMAGE_OCI)) go test -count=1 -v ./...) 2>&1 | tee .cache/image-test.log; \
+	(cd tools/cmd/image && go vet ./... && $(abspath $(BIN))/staticcheck ./... && INFORMERD_IMAGE=$(abspath $(IMAGE_OCI)) go test -count=1 -v ./...) 2>&1 | tee .cache/image-test.log; \
 	INFORMERD_CLUSTER_DIR=$(abspath $(TEST_CLUSTER_DIR)) cargo test --workspace 2>&1 | tee .cache/cargo-test.log; \
 	cargo build --bin informerd; \
 	export INFORMERD_BIN=$(abspath $(CARGO_TARGET))/debug/informerd \
 	  INFORMERD_KUBECONFIG=$(abspath $(TEST_CLUSTER_DIR))/kubeconfig \
 	  INFORMERD_SEED_BIN=$(abspath $(BIN))/seed; \
-	(cd clients/go && go vet ./... && go test -count=1 -v ./... && cd crcache && go vet ./... && go test -count=1 -v ./...) 2>&1 | tee .cache/go-client-test.log; \
+	(cd clients/go && go vet ./... && $(abspath $(BIN))/staticcheck ./... ./crcache/... && go test -count=1 -v ./... && cd crcache && go vet ./... && go test -count=1 -v ./...) 2>&1 | tee .cache/go-client-test.log; \
 	clients/python/run-tests.sh -v 2>&1 | tee .cache/python-client-test.log; \
 	awk '/^test result:/ { p += $$4; f += $$6 } END { printf "tests: cargo %d passed, %d failed; ", p, f }' .cache/cargo-test.log; \
 	awk '/^--- PASS/ { p++ } /^--- FAIL/ { f++ } END { printf "go client %d passed, %d failed; ", p, f }' .cache/go-client-test.log; \

@@ -5,7 +5,6 @@ go 1.26.0
 require (
 	github.com/go-logr/logr v1.4.3
 	google.golang.org/grpc v1.79.3
-	informerd.io/clients/go v0.0.0
 	k8s.io/api v0.36.3
 	k8s.io/apimachinery v0.36.3
 	k8s.io/client-go v0.36.3
@@ -62,5 +61,3 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.3 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
-
-replace informerd.io/clients/go => ../
