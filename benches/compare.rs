@@ -82,10 +82,10 @@ use common::stats::round;
 use common::{cpus, results};
 use informerd::vocab::memory::status_bytes;
 use informerd::{
-    client,
     proto::StatusRequest,
     transform::{CONTROLLER_DROP, CONTROLLER_KEEP},
 };
+use informerd_client as client;
 use informerd_testkit::{ControlPlane, Sidecar};
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;

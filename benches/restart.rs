@@ -35,8 +35,8 @@ use std::{
 };
 
 use common::{cluster, env_or, results, sidecar};
-use informerd::client::connect;
 use informerd::transform::{CONTROLLER_DROP, CONTROLLER_KEEP};
+use informerd_client::connect;
 use informerd_testkit::{ControlPlane, Sidecar};
 
 const BIN: &str = env!("CARGO_BIN_EXE_informerd");
@@ -195,7 +195,7 @@ async fn measure(
     started: Instant,
     lists_before: f64,
 ) -> anyhow::Result<Start> {
-    let mut api = informerd::client::connect(&sc.socket().display().to_string()).await?;
+    let mut api = informerd_client::connect(&sc.socket().display().to_string()).await?;
     loop {
         let status = sidecar::status(&mut api, "pods").await?;
         if status.synced {

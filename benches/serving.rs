@@ -67,12 +67,12 @@ use common::watch::{
 use common::writes::{revision_after, write_labels, writes_in, Churn, Write, Written};
 use common::{cpus, env_or, join_sections, print_log_tail, profile, results, InNamespace};
 use futures::{StreamExt, TryStreamExt};
-use informerd::client::{self, ConnectOptions};
 use informerd::proto::{
     cache_client::CacheClient, watch_request::Start, EventType, GetRequest, IndexLookup,
     ListRequest, ResumeToken, WatchRequest,
 };
 use informerd::transform::{CONTROLLER_DROP, CONTROLLER_KEEP};
+use informerd_client::{self as client, ConnectOptions};
 use informerd_testkit::Sidecar;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, Patch, PatchParams};

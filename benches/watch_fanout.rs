@@ -39,12 +39,12 @@ use common::writes::{revision_after, write_labels, writes_in, Churn, Write, Writ
 use common::{cpus, env_or, join_sections, print_log_tail, profile, results, InNamespace};
 use futures::{StreamExt, TryStreamExt};
 use informerd::api::WATCHER_BUFFER;
-use informerd::client;
 use informerd::proto::{
     cache_client::CacheClient, watch_request::Start, EventType, ResumeToken, WatchEvent,
     WatchRequest,
 };
 use informerd::vocab::memory::status_bytes;
+use informerd_client as client;
 use informerd_testkit::Sidecar;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, PostParams, WatchParams};

@@ -19,6 +19,3 @@ pub mod snapshot;
 pub mod store;
 pub mod transform;
 pub mod vocab;
-
-/// Connecting to a running sidecar: the `informerd-client` crate, under its former path.
-pub use informerd_client as client;

@@ -1,19 +1,5 @@
-//! The wire vocabulary: the messages, client and reasons of `informerd-client` (re-exported, so
-//! that `informerd::proto` paths keep working), plus what only the server has: the service
-//! trait `cache_server` and the encoded descriptors for server reflection.
+//! The wire vocabulary: the `informerd-proto` crate (messages, client and service stubs,
+//! reasons, the descriptors for server reflection), re-exported so that `informerd::proto`
+//! paths read as the API's own.
 
-pub use informerd_client::proto::*;
-
-/// The generated service trait, against the client crate's messages (see build.rs), kept
-/// apart so that lints the generator does not meet stay on for the rest of this file.
-mod generated {
-    #![allow(missing_docs, clippy::all, clippy::pedantic)]
-
-    tonic::include_proto!("informerd.v1");
-}
-
-pub use generated::*;
-
-/// The encoded descriptors of the API, for server reflection.
-pub const FILE_DESCRIPTOR_SET: &[u8] =
-    include_bytes!(concat!(env!("OUT_DIR"), "/informerd_descriptor.bin"));
+pub use informerd_proto::*;

@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures::{stream, StreamExt, TryStreamExt};
-use informerd::client;
 use informerd::proto::{
     self, cache_client::CacheClient, watch_request::Start, EventType, GetRequest, IndexLookup,
     ListRequest, Predicate, ResumeToken, StatusRequest, WatchEvent, WatchRequest,
 };
+use informerd_client as client;
 use informerd_testkit::{
     delete_namespace, unique_namespace, wait_default_service_account, ControlPlane, Sidecar,
 };

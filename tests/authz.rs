@@ -13,10 +13,12 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use informerd::client::{self, connect_with_token, AuthorizedCache, ConnectOptions, Reason, Token};
 use informerd::proto::{
     watch_keys_request, watch_request::Start, EventType, GetRequest, KeysSubscription, ListRequest,
     StatusRequest, WatchEvent, WatchKeysRequest, WatchRequest,
+};
+use informerd_client::{
+    self as client, connect_with_token, AuthorizedCache, ConnectOptions, Reason, Token,
 };
 use informerd_testkit::{
     delete_namespace, forge_token, free_port, grant_pod_readers, scrape_metrics, unique_namespace,

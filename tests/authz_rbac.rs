@@ -11,8 +11,8 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use informerd::client::{connect_with_token, AuthorizedCache, ConnectOptions, Reason, Token};
 use informerd::proto::{ListRequest, StatusRequest};
+use informerd_client::{connect_with_token, AuthorizedCache, ConnectOptions, Reason, Token};
 use informerd_testkit::{
     delete_namespace, documents, grant_pod_readers, unique_namespace, wait_default_service_account,
     ControlPlane, Sidecar,

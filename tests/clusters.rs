@@ -8,10 +8,10 @@
 //! serves its own cluster, is ready, and picks the remote one up when it answers.
 
 use futures::StreamExt;
-use informerd::client;
 use informerd::proto::{
     watch_request::Start, EventType, ListRequest, StatusResponse, WatchEvent, WatchRequest,
 };
+use informerd_client as client;
 use informerd_testkit::{
     delete_namespace, free_port, scrape_metrics, unique_namespace, ControlPlane, FaultProxy,
     Sidecar,

@@ -521,7 +521,7 @@ impl Serve {
                 panic!("informerd serve exited with {status}: {}", self.log());
             }
             let target = format!("unix://{}", self.socket.display());
-            if let Ok(mut api) = informerd::client::connect(&target).await {
+            if let Ok(mut api) = informerd_client::connect(&target).await {
                 let request = StatusRequest {
                     resource: "pods".into(),
                     ..Default::default()

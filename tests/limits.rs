@@ -11,11 +11,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use http_body_util::BodyExt;
-use informerd::client;
 use informerd::proto::{
     cache_client::CacheClient, watch_request::Start, EventType, GetRequest, ListRequest, Reason,
     StatusRequest, WatchEvent, WatchRequest,
 };
+use informerd_client as client;
 use informerd_testkit::{
     delete_namespace, free_port, unique_namespace, wait_root_ca_published, ControlPlane, Sidecar,
 };

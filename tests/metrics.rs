@@ -11,8 +11,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use futures::TryStreamExt;
-use informerd::client;
 use informerd::proto::{watch_request::Start, EventType, GetRequest, ListRequest, WatchRequest};
+use informerd_client as client;
 use informerd_testkit::{
     delete_namespace, free_port, repo_root, unique_namespace, wait_default_service_account,
     ControlPlane,

@@ -189,7 +189,7 @@ async fn the_node_base_applies_and_keeps_exactly_the_pods_of_its_node() -> anyho
         &resources,
     )?;
     let socket = sidecar.socket().display().to_string();
-    let mut api = informerd::client::connect(&socket).await?;
+    let mut api = informerd_client::connect(&socket).await?;
 
     // Cluster-wide, the cache holds pods of this node only (other tests' pods included).
     let everything = list(&mut api, "").await?;
@@ -655,7 +655,7 @@ impl Serving {
         let deadline = Instant::now() + PATIENCE;
         loop {
             assert!(self.running(), "exited: {}", self.log());
-            if let Ok(mut api) = informerd::client::connect(target).await {
+            if let Ok(mut api) = informerd_client::connect(target).await {
                 let request = ListRequest {
                     resource: "pod".into(),
                     wait_for_sync: true,

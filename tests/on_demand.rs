@@ -9,11 +9,11 @@
 use std::time::Duration;
 
 use futures::TryStreamExt;
-use informerd::client::{self, proto::Reason};
 use informerd::proto::{
     cache_client::CacheClient, watch_request::Start, EnsureRequest, EnsureResponse, EventType,
     ListRequest, StatusRequest, StatusResponse, WatchRequest,
 };
+use informerd_client::{self as client, proto::Reason};
 use informerd_testkit::{
     delete_namespace, free_port, scrape_metrics, unique_namespace, unique_prefix, ControlPlane,
     Sidecar,

@@ -8,8 +8,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use informerd::client::{self, connect_with_token, proto::Reason, ConnectOptions, Token};
 use informerd::proto::{EnsureRequest, EnsureResponse, ListRequest, StatusRequest, StatusResponse};
+use informerd_client::{self as client, connect_with_token, proto::Reason, ConnectOptions, Token};
 use informerd_testkit::{
     delete_namespace, free_port, grant_pod_readers, scrape_metrics, unique_namespace,
     wait_default_service_account, ControlPlane, Sidecar,

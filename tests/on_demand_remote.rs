@@ -6,8 +6,8 @@
 //! is UNAVAILABLE naming it (not a wait to the deadline), and Status stays `synced` (a remote
 //! outage does not make the sidecar unready for its own cluster's clients).
 
-use informerd::client::{self, proto::Reason};
 use informerd::proto::{EnsureRequest, EnsureResponse, StatusResponse};
+use informerd_client::{self as client, proto::Reason};
 use informerd_testkit::{delete_namespace, free_port, scrape_metrics, Sidecar};
 use k8s_openapi::api::core::v1::ConfigMap;
 use tonic::Code;

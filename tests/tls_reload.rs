@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use informerd::client::{self, ConnectOptions};
 use informerd::proto::StatusRequest;
+use informerd_client::{self as client, ConnectOptions};
 use informerd_testkit::{delete_namespace, free_port, unique_namespace, ControlPlane, Sidecar};
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,

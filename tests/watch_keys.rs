@@ -13,11 +13,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use futures::{stream, StreamExt, TryStreamExt};
-use informerd::client;
 use informerd::proto::{
     cache_client::CacheClient, GetRequest, KeyEvent, KeyEventType, KeysSubscription, ListRequest,
     OwnerMapping, OwnerMode, ResumeToken, StatusRequest,
 };
+use informerd_client as client;
 use informerd_client::keys::{watch_keys, Acker};
 use informerd_testkit::{
     delete_namespace, free_port, scrape_metrics, unique_namespace, wait_default_service_account,

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
-use informerd::client;
 use informerd::proto::{cache_client::CacheClient, EventType, WatchEvent, WatchRequest};
+use informerd_client as client;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tonic::{transport::Channel, Streaming};

@@ -134,7 +134,7 @@ impl Resource {
             None => CLIENT_CLOSED,
             Some(status) => match Reason::of(status) {
                 Some(reason) => reason.as_str_name(),
-                None => crate::client::code_name(status.code()),
+                None => crate::proto::code_name(status.code()),
             },
         };
         *self

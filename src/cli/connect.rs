@@ -4,10 +4,8 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use informerd::{
-    client::{self, ConnectOptions},
-    proto::cache_client::CacheClient,
-};
+use informerd::proto::cache_client::CacheClient;
+use informerd_client::{self as client, ConnectOptions};
 use tonic::transport::Channel;
 
 use super::CliError;

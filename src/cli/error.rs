@@ -1,7 +1,7 @@
 //! Why a client command failed, and how a gRPC status reads in its message:
 //! `CODE: message (reason: Reason)`.
 
-use informerd::client::{self, ClientError};
+use informerd_client::{self as client, ClientError};
 
 /// Why a command failed.
 #[derive(Debug, thiserror::Error)]

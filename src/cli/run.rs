@@ -6,10 +6,8 @@
 use std::{io::Write as _, process::ExitCode, time::Duration};
 
 use clap::Args;
-use informerd::{
-    client::{self, ClientError},
-    proto::cache_client::CacheClient,
-};
+use informerd::proto::cache_client::CacheClient;
+use informerd_client::{self as client, ClientError};
 use tonic::transport::Channel;
 
 use super::{CliError, Connection};

@@ -2,10 +2,10 @@
 //! per event, until Ctrl-C or an error; an error that a new watch can resume from says how.
 
 use clap::Args;
-use informerd::{
-    client,
-    proto::{watch_request::Start, EventType, Predicate, ResumeToken, WatchEvent, WatchRequest},
+use informerd::proto::{
+    watch_request::Start, EventType, Predicate, ResumeToken, WatchEvent, WatchRequest,
 };
+use informerd_client as client;
 
 use super::{
     args::{parse_token, Filters, Printing},

@@ -73,7 +73,7 @@ impl RpcMetrics {
             Some((s, m)) if code != Code::Unimplemented => (s.to_string(), m.to_string()),
             _ => ("unknown".to_string(), "unknown".to_string()),
         };
-        let code = crate::client::code_name(code).to_string();
+        let code = crate::proto::code_name(code).to_string();
         self.seconds
             .get_or_create(&[("service", service.clone()), ("method", method.clone())])
             .observe(started.elapsed().as_secs_f64());

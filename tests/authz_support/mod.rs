@@ -4,8 +4,8 @@
 use std::collections::BTreeSet;
 
 use futures::TryStreamExt;
-use informerd::client::AuthorizedCache;
 use informerd::proto::ListRequest;
+use informerd_client::AuthorizedCache;
 use tonic::Status;
 
 /// The names of the objects `request` lists, or the status that refused it.

@@ -9,10 +9,8 @@ use std::{
     time::Duration,
 };
 
-use informerd::{
-    client,
-    proto::{watch_request::Start, EventType, ResumeToken, WatchRequest},
-};
+use informerd::proto::{watch_request::Start, EventType, ResumeToken, WatchRequest};
+use informerd_client as client;
 
 use crate::truth::{Held, State};
 

@@ -3,10 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use informerd::{
-    client,
-    proto::{ListRequest, ScopeStatus, StatusRequest},
-};
+use informerd::proto::{ListRequest, ScopeStatus, StatusRequest};
+use informerd_client as client;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{
     api::{ApiResource, DynamicObject, ListParams},

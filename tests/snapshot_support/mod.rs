@@ -12,13 +12,11 @@ use std::{
 };
 
 use futures::TryStreamExt;
-use informerd::{
-    client,
-    proto::{
-        cache_client::CacheClient, watch_request::Start, EventType, ListRequest, ResumeToken,
-        ScopeStatus, StatusRequest, WatchRequest,
-    },
+use informerd::proto::{
+    cache_client::CacheClient, watch_request::Start, EventType, ListRequest, ResumeToken,
+    ScopeStatus, StatusRequest, WatchRequest,
 };
+use informerd_client as client;
 use informerd_testkit::{
     delete_namespace, unique_namespace, wait_default_service_account, ControlPlane,
     PrivateControlPlane, Sidecar,

@@ -32,7 +32,7 @@ use crate::proto::cache_client::CacheClient;
 pub use crate::proto::reason_trailer as reason;
 /// The trailer that carries the machine-readable reason of an error status, and the reasons
 /// (the enum of the proto).
-pub use crate::proto::{Reason, REASON_TRAILER};
+pub use crate::proto::{code_name, Reason, REASON_TRAILER};
 
 /// The largest message a client accepts: a `Get` of a large object, or a `List` chunk.
 const MAX_MESSAGE_BYTES: usize = 64 << 20;
@@ -354,31 +354,6 @@ pub fn transport_failure(status: &tonic::Status) -> Option<String> {
         return None;
     }
     std::error::Error::source(status).map(error_chain)
-}
-
-/// The canonical name of a gRPC status code, as the proto and other gRPC tools write it
-/// (`NOT_FOUND`, `INVALID_ARGUMENT`, ...).
-pub fn code_name(code: tonic::Code) -> &'static str {
-    use tonic::Code::*;
-    match code {
-        Ok => "OK",
-        Cancelled => "CANCELLED",
-        Unknown => "UNKNOWN",
-        InvalidArgument => "INVALID_ARGUMENT",
-        DeadlineExceeded => "DEADLINE_EXCEEDED",
-        NotFound => "NOT_FOUND",
-        AlreadyExists => "ALREADY_EXISTS",
-        PermissionDenied => "PERMISSION_DENIED",
-        ResourceExhausted => "RESOURCE_EXHAUSTED",
-        FailedPrecondition => "FAILED_PRECONDITION",
-        Aborted => "ABORTED",
-        OutOfRange => "OUT_OF_RANGE",
-        Unimplemented => "UNIMPLEMENTED",
-        Internal => "INTERNAL",
-        Unavailable => "UNAVAILABLE",
-        DataLoss => "DATA_LOSS",
-        Unauthenticated => "UNAUTHENTICATED",
-    }
 }
 
 #[cfg(test)]

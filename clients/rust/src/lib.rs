@@ -8,8 +8,8 @@
 //!   types or [`kube::api::DynamicObject`], and a stream of [`kube::runtime::watcher::Event`]s,
 //!   so that `kube::runtime::reflector` and `Controller::for_stream` run over the sidecar.
 //!
-//! What it must not do: depend on the server (its allocator, CEL, the store). The server
-//! crate depends on this one for the messages.
+//! What it must not do: depend on the server (its allocator, CEL, the store). The messages are
+//! `informerd-proto`'s, which the server depends on too.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, clippy::too_many_lines)]
@@ -19,7 +19,6 @@ mod connect;
 mod ensure;
 mod error;
 pub mod keys;
-pub mod proto;
 mod token;
 pub mod watcher;
 
@@ -29,3 +28,7 @@ pub use ensure::{ensure, ensure_in, ensure_resource, ensure_resource_in};
 pub use error::Error;
 pub use token::{connect_with_token, AuthorizedCache, Token};
 pub use watcher::watcher;
+
+/// The gRPC API's messages, client stubs and reasons: the `informerd-proto` crate, which the
+/// server shares.
+pub use informerd_proto as proto;

@@ -1,7 +1,13 @@
 //! The wire vocabulary shared by the server and its clients: the generated messages and client
-//! of `proto/informerd/v1/cache.proto`, and the trailer `informerd-reason` that carries an
-//! error's [`Reason`] (how it is written and read). The server crate generates its service
-//! trait against these same types.
+//! of `proto/informerd/v1/cache.proto` (and, with the `server` feature, its service trait), the
+//! trailer `informerd-reason` that carries an error's [`Reason`] (how it is written and read),
+//! the names of status codes as the proto writes them, and the encoded descriptors for gRPC
+//! server reflection.
+//!
+//! What it must not do: hold behaviour of either side. It is what both agree on, nothing more.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 use tonic::metadata::{MetadataMap, MetadataValue};
 use tonic::{Code, Status};
@@ -65,6 +71,35 @@ impl Reason {
         reason_trailer(status)
             .and_then(Reason::from_str_name)
             .filter(|reason| *reason != Reason::Unspecified)
+    }
+}
+
+/// The encoded descriptors of the API, for gRPC server reflection.
+pub const FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/informerd_descriptor.bin"));
+
+/// The canonical name of a gRPC status code, as the proto and other gRPC tools write it
+/// (`NOT_FOUND`, `INVALID_ARGUMENT`, ...).
+pub fn code_name(code: tonic::Code) -> &'static str {
+    use tonic::Code::*;
+    match code {
+        Ok => "OK",
+        Cancelled => "CANCELLED",
+        Unknown => "UNKNOWN",
+        InvalidArgument => "INVALID_ARGUMENT",
+        DeadlineExceeded => "DEADLINE_EXCEEDED",
+        NotFound => "NOT_FOUND",
+        AlreadyExists => "ALREADY_EXISTS",
+        PermissionDenied => "PERMISSION_DENIED",
+        ResourceExhausted => "RESOURCE_EXHAUSTED",
+        FailedPrecondition => "FAILED_PRECONDITION",
+        Aborted => "ABORTED",
+        OutOfRange => "OUT_OF_RANGE",
+        Unimplemented => "UNIMPLEMENTED",
+        Internal => "INTERNAL",
+        Unavailable => "UNAVAILABLE",
+        DataLoss => "DATA_LOSS",
+        Unauthenticated => "UNAUTHENTICATED",
     }
 }
 
