@@ -16,6 +16,8 @@ pub mod metrics;
 pub mod proto;
 pub mod rbac;
 pub mod snapshot;
-pub mod store;
-pub mod transform;
-pub mod vocab;
+
+/// The compact store, its vocabulary and the transforms: the `informerd-store` crate (no
+/// Kubernetes client, gRPC or CEL), under this crate's name so that the data flow reads in one
+/// place.
+pub use informerd_store::{store, transform, vocab};

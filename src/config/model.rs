@@ -28,15 +28,9 @@ pub const DEFAULT_SOCKET_MODE: u32 = 0o660;
 /// plus the seconds the DaemonSet controller and the old pod take to stop it.
 pub const DEFAULT_SOCKET_HANDOVER_TIMEOUT: std::time::Duration =
     std::time::Duration::from_secs(600);
-/// The default bound of the change log, in events. The log exists to resume watches after a
-/// short disconnect (a client that falls further behind relists, as with the apiserver's own
-/// watch cache); every entry costs about 110 bytes of its own even though it shares the
-/// object's bytes, so 100,000 entries would cost more than the 100,000 pods they describe
-/// (measured with `cargo bench --bench cache_memory`). 10,000 events cover 100 seconds of
-/// churn at 100 changes per second.
-pub const DEFAULT_MAX_EVENTS: usize = 10_000;
-/// The default bound of the change log, in bytes (64Mi).
-pub const DEFAULT_MAX_BYTES: usize = 64 << 20;
+/// The change log's default bounds (`changeLog.maxEvents`, `maxBytes`): the store's own, where
+/// its entries' cost is measured.
+pub use crate::store::{DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS};
 
 /// The `server` section: where the gRPC API listens.
 #[derive(Clone, Debug, PartialEq, Eq)]

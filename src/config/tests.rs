@@ -1,7 +1,7 @@
 use std::path::PathBuf;
 
 use super::*;
-use crate::transform::test_fixtures::{all_pods, kube_system_pods, name};
+use informerd_store::fixtures::{all_pods, kube_system_pods, name};
 
 const FULL: &str = r#"apiVersion: informerd.io/v1alpha1
 kind: Config

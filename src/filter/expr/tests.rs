@@ -3,8 +3,8 @@ use serde_json::json;
 use super::compile::{self, Compiled, ENV};
 use super::*;
 use crate::filter::FilterError;
-use crate::transform::test_fixtures::{all_pods, kube_system_pods, name};
 use crate::vocab::path::FieldPath;
+use informerd_store::fixtures::{all_pods, kube_system_pods, name};
 
 const DAEMONSET: &str = r#"object.metadata.ownerReferences.exists(o, o.kind == "DaemonSet")"#;
 

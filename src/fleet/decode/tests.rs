@@ -3,8 +3,8 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::fleet::{Decoded, Decoding};
-use crate::transform::test_fixtures::all_pods;
 use crate::transform::Transform;
+use informerd_store::fixtures::all_pods;
 
 fn pod(rv: &str) -> Value {
     json!({"kind": "Pod", "apiVersion": "v1",

@@ -19,8 +19,8 @@ impl Transform {
     /// cleared first).
     ///
     /// ```
-    /// use informerd::transform::Transform;
-    /// use informerd::vocab::tape::Tape;
+    /// use informerd_store::transform::Transform;
+    /// use informerd_store::vocab::tape::Tape;
     ///
     /// let text = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","managedFields":[{}]},
     ///               "spec":{"nodeName":"n","containers":[{"name":"c"}]}}"#;

@@ -1,5 +1,5 @@
 //! A store's contents taken out and put back, for warm restarts (the file itself is
-//! `crate::snapshot`'s): the interned atoms and every current object's blob, as the store
+//! `informerd::snapshot`'s): the interned atoms and every current object's blob, as the store
 //! holds them, with the store's revision and epoch. Restored, the store answers reads and
 //! resumes watch tokens as the one it was taken from did at that revision.
 //!

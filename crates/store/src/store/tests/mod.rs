@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use super::*;
 
 pub(super) fn fixture_pods() -> Vec<(String, Value)> {
-    informerd_testkit::fixtures::pods()
+    crate::fixtures::pods()
         .into_iter()
         .map(|p| (p.file, p.object))
         .collect()

@@ -127,7 +127,7 @@ mod tests {
     /// is packed against the dictionary.
     #[test]
     fn the_dictionary_packs_a_short_manifest() {
-        let fixture = crate::transform::test_fixtures::all_pods()
+        let fixture = crate::fixtures::all_pods()
             .into_iter()
             .find_map(|p| {
                 let a = &p["metadata"]["annotations"]

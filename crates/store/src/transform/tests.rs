@@ -1,8 +1,8 @@
 use crate::vocab::tape::Tape;
 use serde_json::{json, Value};
 
-use super::test_fixtures::{all_pods, name};
 use super::*;
+use crate::fixtures::{all_pods, name};
 
 const LAST_APPLIED: &str =
     r#"metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"]"#;

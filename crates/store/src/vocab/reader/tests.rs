@@ -230,7 +230,7 @@ fn skipping_refuses_what_does_not_end() {
 
 #[test]
 fn skipping_a_recorded_pod_ends_where_serde_json_ends() {
-    for pod in crate::transform::test_fixtures::all_pods() {
+    for pod in crate::fixtures::all_pods() {
         let text = serde_json::to_string(&pod).unwrap();
         assert_eq!(skip_end(&text).unwrap(), text.len());
         let pretty = serde_json::to_string_pretty(&pod).unwrap();

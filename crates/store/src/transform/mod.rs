@@ -1,7 +1,7 @@
 //! Transforms: `drop` and `keep` paths applied to every object before it is stored.
 //!
 //! This module changes objects; it never decides which objects are kept (that is
-//! [`filter`](crate::filter)'s business). It owns the [`Transform`] and its compilation; the
+//! informerd's `filter`'s business). It owns the [`Transform`] and its compilation; the
 //! path tree lives in `tree`, applying it to a value in `apply`, applying it while decoding in
 //! `decode`, and the identity fields and the benchmarks' profile in `profiles`.
 //!
@@ -147,7 +147,7 @@ impl Transform {
     /// [`CONTROLLER_DROP`].
     ///
     /// ```
-    /// use informerd::transform::Transform;
+    /// use informerd_store::transform::Transform;
     /// use serde_json::json;
     ///
     /// let mut pod = json!({
@@ -184,7 +184,5 @@ impl Transform {
     }
 }
 
-#[cfg(test)]
-pub(crate) mod test_fixtures;
 #[cfg(test)]
 mod tests;
