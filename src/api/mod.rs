@@ -37,6 +37,7 @@ mod keys;
 mod limits;
 mod list;
 mod mask;
+pub mod metrics;
 mod query;
 pub mod reason;
 mod registry;

@@ -13,9 +13,9 @@ use tonic::service::Routes;
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::Server;
 
+use super::metrics::RpcMetricsLayer;
 use super::ApiError;
 use crate::config::{ServerConfig, TlsConfig};
-use crate::metrics::RpcMetricsLayer;
 
 /// TCP and HTTP/2 keepalive interval on the TCP listener.
 const KEEPALIVE: Duration = Duration::from_secs(30);

@@ -7,7 +7,7 @@ use informerd::{
     api::{Api, ApiError},
     config,
     fleet::{Fleet, FleetError},
-    metrics::{self, MetricsError},
+    metrics,
     snapshot::{self, Snapshotter},
 };
 use kube::config::{InferConfigError, KubeconfigError};
@@ -29,8 +29,9 @@ pub enum ServeError {
     Fleet(#[from] FleetError),
     #[error(transparent)]
     Api(#[from] ApiError),
+    /// `server.metrics` cannot be bound: `FILE:LINE:COLUMN: server.metrics: ...`.
     #[error(transparent)]
-    Metrics(#[from] MetricsError),
+    Metrics(#[from] config::ConfigError),
 }
 
 /// Runs the sidecar with the configuration at `config` until it is told to stop; an invalid
@@ -70,7 +71,7 @@ fn init_tracing() {
 /// The sidecar, from start to shutdown.
 async fn run(cfg: config::Config, kubeconfig: Option<PathBuf>) -> Result<(), ServeError> {
     // First: a metrics port that is taken stops start-up before anything starts.
-    let metrics_port = metrics::bind(&cfg).await?;
+    let metrics_port = bind_metrics(&cfg).await?;
     let client_config = match kubeconfig {
         Some(path) => {
             let unusable = |source| ServeError::Kubeconfig {
@@ -105,7 +106,9 @@ async fn run(cfg: config::Config, kubeconfig: Option<PathBuf>) -> Result<(), Ser
         .with_authorization(client, &cfg.server.authorization);
     tokio::spawn(announce_sync(fleet.clone()));
     let probes = metrics_port.map(|listener| {
-        let registry = metrics::registry(fleet.clone(), api.clone());
+        let mut registry = metrics::registry();
+        informerd::fleet::metrics::register(&fleet, &mut registry);
+        api.register_metrics(&mut registry);
         tokio::spawn(metrics::serve(listener, registry, fleet.clone()))
     });
     let served = api.serve(&cfg.server, shutdown_signal()).await;
@@ -121,6 +124,20 @@ async fn run(cfg: config::Config, kubeconfig: Option<PathBuf>) -> Result<(), Ser
         snapshots.write_all(true).await;
     }
     Ok(())
+}
+
+/// Binds `server.metrics` of `cfg`, if it is set; a port that cannot be bound is an error that
+/// points at the field.
+async fn bind_metrics(
+    cfg: &config::Config,
+) -> Result<Option<tokio::net::TcpListener>, config::ConfigError> {
+    let Some(addr) = cfg.server.metrics else {
+        return Ok(None);
+    };
+    metrics::bind(addr)
+        .await
+        .map(Some)
+        .map_err(|e| cfg.error_at_path("server.metrics", &e.to_string()))
 }
 
 /// Logs once when every scope has synced, with what the caches hold.
@@ -145,5 +162,40 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_taken_port_stops_start_up_pointing_at_the_field() {
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        let addr = taken.local_addr().expect("bound");
+        let text = format!(
+            "apiVersion: informerd.io/v1alpha1\nkind: Config\nserver:\n  metrics: {addr}\nresources:\n- apiVersion: v1\n  kind: Pod\n"
+        );
+        let config = config::parse("informerd.yaml", &text).expect("valid");
+        let err = bind_metrics(&config)
+            .await
+            .expect_err("the port is taken")
+            .to_string();
+        assert!(
+            err.starts_with(&format!(
+                "informerd.yaml:4:12: server.metrics: cannot listen on {addr}"
+            )),
+            "{err}"
+        );
+        assert!(
+            err.contains("another process listens on this port: stop it, or choose another port"),
+            "{err}"
+        );
+        drop(taken);
+        let listener = bind_metrics(&config)
+            .await
+            .expect("free again")
+            .expect("configured");
+        assert_eq!(listener.local_addr().expect("bound"), addr);
     }
 }

@@ -21,6 +21,7 @@ mod client;
 pub mod clusters;
 pub mod decode;
 mod ingest;
+pub mod metrics;
 mod object;
 mod on_demand;
 mod pipeline;

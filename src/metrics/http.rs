@@ -23,33 +23,45 @@ use hyper_util::rt::TokioIo;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
-use crate::config::Config;
-use crate::config::ConfigError;
-use crate::fleet::Fleet;
-
 /// The content type of `/metrics`.
 pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-/// Why the metrics port does not serve.
-#[derive(Debug, thiserror::Error)]
-pub enum MetricsError {
-    /// `server.metrics` cannot be bound: `FILE:LINE:COLUMN: server.metrics: ...`.
-    #[error(transparent)]
-    Bind(#[from] ConfigError),
+/// Why the metrics port cannot be bound: what failed, and what to do about it. The caller,
+/// which knows where the address was configured, puts the field and line in front.
+#[derive(Debug)]
+pub struct BindError {
+    /// The address asked for.
+    pub addr: SocketAddr,
+    /// Why binding failed.
+    pub source: std::io::Error,
 }
 
-/// Binds `server.metrics` of `config`, if it is set. Called before anything else starts, so
-/// that a port that is taken stops start-up at once, pointing at the field.
-pub async fn bind(config: &Config) -> Result<Option<TcpListener>, MetricsError> {
-    let Some(addr) = config.server.metrics else {
-        return Ok(None);
-    };
-    match TcpListener::bind(addr).await {
-        Ok(listener) => Ok(Some(listener)),
-        Err(e) => Err(config
-            .error_at_path("server.metrics", &bind_failure(addr, &e))
-            .into()),
+impl std::fmt::Display for BindError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&bind_failure(self.addr, &self.source))
     }
+}
+
+impl std::error::Error for BindError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+/// Whether the sidecar is ready, for `/readyz`: the component that knows (the fleet)
+/// answers, so that this module imports none.
+pub trait Readiness: Send + Sync {
+    /// Whether it is ready, and the verbose body: a `[+]name ok` or `[-]name ...` line per
+    /// part, then `readyz check passed|failed`.
+    fn readyz(&self) -> (bool, String);
+}
+
+/// Binds the metrics port at `addr`. Called before anything else starts, so that a port that is
+/// taken stops start-up at once.
+pub async fn bind(addr: SocketAddr) -> Result<TcpListener, BindError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| BindError { addr, source })
 }
 
 /// What a failed bind means, and what to do about it.
@@ -74,15 +86,18 @@ fn bind_failure(addr: SocketAddr, e: &std::io::Error) -> String {
 /// What the endpoints read.
 struct Endpoints {
     registry: Registry,
-    fleet: Arc<Fleet>,
+    readiness: Arc<dyn Readiness>,
 }
 
 /// Serves the endpoints on `listener` until the task is dropped.
-pub async fn serve(listener: TcpListener, registry: Registry, fleet: Arc<Fleet>) {
+pub async fn serve(listener: TcpListener, registry: Registry, readiness: Arc<dyn Readiness>) {
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, "serving /livez, /readyz and /metrics");
     }
-    let endpoints = Arc::new(Endpoints { registry, fleet });
+    let endpoints = Arc::new(Endpoints {
+        registry,
+        readiness,
+    });
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
@@ -114,7 +129,7 @@ impl Endpoints {
         match request.uri().path() {
             "/livez" => text(StatusCode::OK, "ok\n".into()),
             "/readyz" => {
-                let (ready, body) = readiness(&self.fleet);
+                let (ready, body) = self.readiness.readyz();
                 let status = if ready {
                     StatusCode::OK
                 } else {
@@ -131,27 +146,6 @@ impl Endpoints {
     }
 }
 
-/// Whether every resource is synced, and the verbose body: a line per resource.
-fn readiness(fleet: &Fleet) -> (bool, String) {
-    let mut body = String::new();
-    let mut ready = true;
-    for cache in fleet.caches().iter().filter(|c| c.gates_readiness()) {
-        if cache.is_synced() {
-            body.push_str(&format!("[+]{} ok\n", cache.name));
-        } else {
-            ready = false;
-            let pending = cache.not_synced().join("; ");
-            body.push_str(&format!("[-]{} not synced: {pending}\n", cache.name));
-        }
-    }
-    body.push_str(if ready {
-        "readyz check passed\n"
-    } else {
-        "readyz check failed\n"
-    });
-    (ready, body)
-}
-
 fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
     respond(status, "text/plain; charset=utf-8", body)
 }
@@ -163,39 +157,4 @@ fn respond(status: StatusCode, content_type: &str, body: String) -> Response<Ful
         response.headers_mut().insert(header::CONTENT_TYPE, value);
     }
     response
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn a_taken_port_stops_start_up_pointing_at_the_field() {
-        let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-        let addr = taken.local_addr().expect("bound");
-        let text = format!(
-            "apiVersion: informerd.io/v1alpha1\nkind: Config\nserver:\n  metrics: {addr}\nresources:\n- apiVersion: v1\n  kind: Pod\n"
-        );
-        let config = crate::config::parse("informerd.yaml", &text).expect("valid");
-        let err = bind(&config)
-            .await
-            .expect_err("the port is taken")
-            .to_string();
-        assert!(
-            err.starts_with(&format!(
-                "informerd.yaml:4:12: server.metrics: cannot listen on {addr}"
-            )),
-            "{err}"
-        );
-        assert!(
-            err.contains("another process listens on this port: stop it, or choose another port"),
-            "{err}"
-        );
-        drop(taken);
-        let listener = bind(&config)
-            .await
-            .expect("free again")
-            .expect("configured");
-        assert_eq!(listener.local_addr().expect("bound"), addr);
-    }
 }

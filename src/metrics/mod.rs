@@ -1,34 +1,30 @@
 //! Prometheus metrics and the probes of the kubelet, on one plain-HTTP port
 //! (`server.metrics`): `/livez`, `/readyz` and `/metrics`.
 //!
-//! What is measured is read, at each scrape, from what the sidecar already keeps: the fleet's
-//! status board and store statistics (`fleet`), the API's watcher counts (`serving`) and
-//! WatchKeys queues (`keys`), the
-//! allocator and the kernel (`process`). Only the RPC counters are kept here (`rpc`, a tower
-//! layer on the gRPC server), because nothing else counts calls. `http` serves it all.
+//! Decision: this module is a leaf, as kubert and linkerd2-proxy keep theirs: it imports no
+//! component. Components register their collectors into a [`Registry`] made here and write
+//! their families with the helpers below; what is measured is read, at each scrape, from what
+//! each component already keeps: the fleet's status board and store statistics
+//! (`fleet::metrics`), the API's watchers, WatchKeys queues, on-demand caches, RPC counters and
+//! authorization decisions (`api::metrics`, `api::authz`). The process's own figures (the
+//! allocator and the kernel) are here (`process`); `http` serves it all, and asks the
+//! [`Readiness`] it is given whether the sidecar is ready.
 //!
 //! Names follow Prometheus conventions: the `informerd_` prefix, base units in the name
 //! (`_bytes`, `_seconds`), `_total` on counters. Labels are bounded: `resource` (the config's
-//! names; `cluster/name` for a remote cluster's), `cluster`, `scope` (a namespace of the config or of the namespaceSelector's matches, `*`, or
-//! `namespaceSelector`, as the Status RPC shows them), `state`, `reason`, `type`, and the
-//! RPCs' `service`, `method` and `code`. Never an object, never a client.
+//! names; `cluster/name` for a remote cluster's), `cluster`, `scope` (a namespace of the config
+//! or of the namespaceSelector's matches, `*`, or `namespaceSelector`, as the Status RPC shows
+//! them), `state`, `reason`, `type`, and the RPCs' `service`, `method` and `code`. Never an
+//! object, never a client.
 //!
-//! What it must NOT do: keep a second copy of what the fleet or the API count (collectors read
+//! What it must NOT do: keep a second copy of what the components count (collectors read
 //! theirs at scrape time), or serve anything of the cache: the port is plain HTTP, on any
 //! address.
 
-mod authz;
-mod clusters;
-mod fleet;
 mod http;
-mod keys;
-mod on_demand;
 mod process;
-mod rpc;
-mod serving;
 
 use std::fmt;
-use std::sync::Arc;
 
 use prometheus_client::encoding::{
     DescriptorEncoder, EncodeCounterValue, EncodeGaugeValue, EncodeLabelSet, EncodeMetric,
@@ -36,30 +32,28 @@ use prometheus_client::encoding::{
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
-use prometheus_client::registry::{Registry, Unit};
+pub use prometheus_client::registry::Registry;
+use prometheus_client::registry::Unit;
 
-use crate::api::Api;
-use crate::fleet::Fleet;
-
-pub use self::http::{bind, serve, MetricsError};
-pub use authz::{AuthzCheck, AUTHZ};
-pub use rpc::{RpcMetricsLayer, RPC};
+pub use self::http::{bind, serve, BindError, Readiness, OPENMETRICS};
 
 /// The prefix of every metric.
 pub const PREFIX: &str = "informerd";
 
-/// The registry of every metric of a sidecar serving `fleet` through `api`.
-pub fn registry(fleet: Arc<Fleet>, api: Api) -> Registry {
+/// A registry of the process's metrics, with the prefix every metric has; the components
+/// register their collectors and families into it.
+pub fn registry() -> Registry {
     let mut registry = Registry::with_prefix(PREFIX);
-    registry.register_collector(Box::new(clusters::ClusterCollector::new(fleet.clone())));
-    registry.register_collector(Box::new(fleet::FleetCollector::new(fleet)));
-    registry.register_collector(Box::new(serving::ServingCollector::new(api.clone())));
-    registry.register_collector(Box::new(keys::KeysCollector::new(api.clone())));
-    registry.register_collector(Box::new(on_demand::OnDemandCollector::new(api.clone())));
     registry.register_collector(Box::new(process::ProcessCollector));
-    RPC.register(&mut registry);
-    AUTHZ.register(&mut registry);
     registry
+}
+
+/// The exposition of one collector alone, as a scrape would show it: for the components' tests
+/// of their families.
+pub fn render_collector(collector: impl prometheus_client::collector::Collector) -> String {
+    let mut registry = Registry::with_prefix(PREFIX);
+    registry.register_collector(Box::new(collector));
+    render(&registry)
 }
 
 /// The exposition of `registry`: OpenMetrics text, what the Prometheus client writes.
@@ -70,14 +64,15 @@ pub fn render(registry: &Registry) -> String {
     text
 }
 
-/// The name, help and unit of a family written at scrape time.
-struct Descriptor {
+/// The name, help and unit of a family written at scrape time (by a collector).
+pub struct Descriptor {
     name: &'static str,
     help: &'static str,
     unit: Option<Unit>,
 }
 
-const fn family(name: &'static str, help: &'static str) -> Descriptor {
+/// A family without a unit.
+pub const fn family(name: &'static str, help: &'static str) -> Descriptor {
     Descriptor {
         name,
         help,
@@ -85,7 +80,8 @@ const fn family(name: &'static str, help: &'static str) -> Descriptor {
     }
 }
 
-const fn in_bytes(name: &'static str, help: &'static str) -> Descriptor {
+/// A family in bytes (`_bytes` is added to its name).
+pub const fn in_bytes(name: &'static str, help: &'static str) -> Descriptor {
     Descriptor {
         name,
         help,
@@ -93,7 +89,8 @@ const fn in_bytes(name: &'static str, help: &'static str) -> Descriptor {
     }
 }
 
-const fn in_seconds(name: &'static str, help: &'static str) -> Descriptor {
+/// A family in seconds (`_seconds` is added to its name).
+pub const fn in_seconds(name: &'static str, help: &'static str) -> Descriptor {
     Descriptor {
         name,
         help,
@@ -102,7 +99,7 @@ const fn in_seconds(name: &'static str, help: &'static str) -> Descriptor {
 }
 
 /// Writes a family of `metric_type`: one sample per label set.
-fn write_family<L, M>(
+pub fn write_family<L, M>(
     encoder: &mut DescriptorEncoder,
     d: &Descriptor,
     metric_type: MetricType,
@@ -120,7 +117,7 @@ where
 }
 
 /// Writes a gauge family: one sample per label set.
-fn gauges<L: EncodeLabelSet, V: EncodeGaugeValue>(
+pub fn gauges<L: EncodeLabelSet, V: EncodeGaugeValue>(
     encoder: &mut DescriptorEncoder,
     d: &Descriptor,
     samples: impl IntoIterator<Item = (L, V)>,
@@ -130,7 +127,7 @@ fn gauges<L: EncodeLabelSet, V: EncodeGaugeValue>(
 }
 
 /// Writes a gauge without labels.
-fn gauge(
+pub fn gauge(
     encoder: &mut DescriptorEncoder,
     d: &Descriptor,
     value: impl EncodeGaugeValue,
@@ -140,7 +137,7 @@ fn gauge(
 }
 
 /// Writes a counter family: one sample per label set (`d.name` without `_total`).
-fn counters<L: EncodeLabelSet, V: EncodeCounterValue>(
+pub fn counters<L: EncodeLabelSet, V: EncodeCounterValue>(
     encoder: &mut DescriptorEncoder,
     d: &Descriptor,
     samples: impl IntoIterator<Item = (L, V)>,

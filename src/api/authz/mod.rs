@@ -44,6 +44,7 @@
 
 mod access;
 mod cache;
+mod metrics;
 mod recheck;
 mod token;
 
@@ -56,9 +57,9 @@ use tonic::Status;
 
 use super::{Api, Resource};
 use crate::config::AuthorizationConfig;
-use crate::metrics::{AuthzCheck, AUTHZ};
 use access::{Kind, Question, Verdict};
 use cache::Decisions;
+pub use metrics::{AuthzCheck, AUTHZ};
 pub use recheck::Revoked;
 pub use token::User;
 

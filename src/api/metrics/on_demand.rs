@@ -11,8 +11,8 @@ use std::fmt;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 
-use super::{counters, family, gauge, gauges, in_seconds, Descriptor};
 use crate::api::{Api, STOPPED_IDLE, STOPPED_MAX_OBJECTS};
+use crate::metrics::{counters, family, gauge, gauges, in_seconds, Descriptor};
 
 const CACHES: Descriptor = family("on_demand_caches", "On-demand caches running now");
 const CLIENTS: Descriptor = family(

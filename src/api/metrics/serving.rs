@@ -7,8 +7,8 @@ use std::fmt;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 
-use super::{counters, family, gauges, Descriptor};
 use crate::api::{Api, WatchCounts};
+use crate::metrics::{counters, family, gauges, Descriptor};
 
 const WATCHERS: Descriptor = family("watchers", "Watch calls open now");
 const SENT: Descriptor = family(

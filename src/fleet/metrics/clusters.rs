@@ -83,12 +83,8 @@ mod tests {
             message: String::new(),
             since: SystemTime::now(),
         };
-        let mut registry = prometheus_client::registry::Registry::with_prefix(super::super::PREFIX);
-        registry.register_collector(Box::new(Sample(vec![
-            state("", true),
-            state("east", false),
-        ])));
-        let text = super::super::render(&registry);
+        let text =
+            crate::metrics::render_collector(Sample(vec![state("", true), state("east", false)]));
         assert!(
             text.contains("# TYPE informerd_cluster_reachable gauge"),
             "{text}"

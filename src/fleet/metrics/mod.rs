@@ -1,7 +1,13 @@
-//! What the caches hold and what their streams did, read from the fleet at each scrape: the
+//! The fleet's metrics and readiness, registered into `metrics` (which imports no component):
+//! what the caches hold and what their streams did, read from the fleet at each scrape: the
 //! stores' statistics per resource, and the status board of every scope (the same figures as
 //! the Status RPC, plus the ones only metrics show: events received, filter drops, relists by
-//! reason, the time since the last event).
+//! reason, the time since the last event); the remote clusters' connections (`clusters`); and
+//! `/readyz`'s answer.
+
+mod clusters;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -11,9 +17,44 @@ use std::time::Instant;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 
-use super::{counters, family, gauges, in_bytes, in_seconds, Descriptor};
 use crate::fleet::{Fleet, RelistReason, ScopeState, ScopeStatus};
+use crate::metrics::{
+    counters, family, gauges, in_bytes, in_seconds, Descriptor, Readiness, Registry,
+};
 use crate::store::StoreStats;
+
+/// Registers the fleet's collectors into `registry`.
+pub fn register(fleet: &Arc<Fleet>, registry: &mut Registry) {
+    registry.register_collector(Box::new(clusters::ClusterCollector::new(fleet.clone())));
+    registry.register_collector(Box::new(FleetCollector::new(fleet.clone())));
+}
+
+impl Readiness for Fleet {
+    /// Whether every resource is synced, and the verbose body: a line per resource.
+    fn readyz(&self) -> (bool, String) {
+        readiness(self)
+    }
+}
+
+fn readiness(fleet: &Fleet) -> (bool, String) {
+    let mut body = String::new();
+    let mut ready = true;
+    for cache in fleet.caches().iter().filter(|c| c.gates_readiness()) {
+        if cache.is_synced() {
+            body.push_str(&format!("[+]{} ok\n", cache.name));
+        } else {
+            ready = false;
+            let pending = cache.not_synced().join("; ");
+            body.push_str(&format!("[-]{} not synced: {pending}\n", cache.name));
+        }
+    }
+    body.push_str(if ready {
+        "readyz check passed\n"
+    } else {
+        "readyz check failed\n"
+    });
+    (ready, body)
+}
 
 /// Every scope state, in the order `informerd_scope_state` lists them.
 const STATES: [ScopeState; 5] = [
@@ -80,7 +121,7 @@ const STALENESS: Descriptor = in_seconds(
 
 /// Reads the fleet at each scrape.
 #[derive(Clone)]
-pub struct FleetCollector {
+struct FleetCollector {
     fleet: Arc<Fleet>,
 }
 
@@ -91,7 +132,7 @@ impl fmt::Debug for FleetCollector {
 }
 
 impl FleetCollector {
-    pub fn new(fleet: Arc<Fleet>) -> Self {
+    fn new(fleet: Arc<Fleet>) -> Self {
         FleetCollector { fleet }
     }
 }

@@ -8,8 +8,8 @@ use std::fmt;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 
-use super::{counters, family, gauges, in_bytes, Descriptor};
 use crate::api::{Api, KeyCountsSnapshot};
+use crate::metrics::{counters, family, gauges, in_bytes, Descriptor};
 
 const STREAMS: Descriptor = family("watch_keys_streams", "WatchKeys streams open now");
 const CHANGES: Descriptor = family(
