@@ -29,7 +29,7 @@ use tonic::{Request, Response, Status};
 
 use super::authz::{Caller, Rpc};
 use super::reason::{self, invalid, Reason};
-use super::registry::{Entry, Inserted, OnDemandReport, Registry};
+use super::resources::{Entry, Inserted, OnDemandReport, Resources};
 use super::service::DEFAULT_WAIT;
 use super::{Api, Resource};
 use crate::config::{ClusterConfig, Config, OnDemandConfig};
@@ -142,7 +142,7 @@ pub(super) async fn ensure(
 
 /// What a call naming the on-demand cache `shown`, stopped for `why`, is told.
 pub(super) fn stopped_message(shown: &str, why: &str) -> String {
-    let what = if why == super::registry::STOPPED_MAX_OBJECTS {
+    let what = if why == super::resources::STOPPED_MAX_OBJECTS {
         "it held more objects than onDemand.maxObjects allows; Ensure fewer namespaces, or \
          ask the operator to raise onDemand.maxObjects"
     } else {
@@ -312,7 +312,11 @@ async fn start(
 
 /// Every so often (a quarter of `idleTimeout`, between 100ms and 5s), stops the idle and
 /// oversized caches; stops them all when the API stops.
-fn spawn_reaper(registry: Arc<Registry>, bounds: OnDemandConfig, mut stop: signal::Receiver<bool>) {
+fn spawn_reaper(
+    registry: Arc<Resources>,
+    bounds: OnDemandConfig,
+    mut stop: signal::Receiver<bool>,
+) {
     let tick = (bounds.idle_timeout / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
     tokio::spawn(async move {
         loop {

@@ -3,13 +3,14 @@
 //! optionally on TCP. This file holds [`Api`] (the service over a fleet, and how it is served
 //! and stopped) and [`ApiError`]; the children, in the order a request meets them:
 //!
-//! - `server`: the listeners (Unix socket, TCP with keepalive and TLS) and graceful shutdown.
-//!   `tls`: the TCP listener's TLS, reloaded when its files change.
-//!   `health`: health checking that follows readiness, and reflection.
+//! - `server`: the listeners (Unix socket, TCP with keepalive and TLS) and graceful shutdown;
+//!   its children: `tls`, the TCP listener's TLS, reloaded when its files change; `health`,
+//!   health checking that follows readiness, and reflection; `handover`, a socket another
+//!   process serves; `request_size`, `maxRequestSize`.
 //! - `authz`: per-client authorization (`server.authorization: kubernetes`).
 //! - `service`: the RPCs. `reason`: statuses with the `informerd-reason` trailer. `list`: the
 //!   List stream, in chunks.
-//! - `resource`: one served resource (its cache, indexes, watch hub, counters). `registry`:
+//! - `resource`: one served resource (its cache, indexes, watch hub, counters). `resources`:
 //!   every served resource by name, the configuration's and the on-demand ones (one lookup).
 //!   `ensure`: the Ensure RPC, which starts on-demand caches, and the reaper that stops them.
 //! - `query`: the filters of a request, validated once, matched per object. `mask`: the
@@ -17,9 +18,10 @@
 //! - `watch`: one hub per resource broadcasts decoded changes; each watcher filters, applies
 //!   transitions and predicates, and has a bounded buffer.
 //! - `keys`: WatchKeys, a coalescing key queue per stream, fed by the watch hub.
+//! - `metrics`: the API's collectors and RPC counters, registered into the `metrics` leaf.
 //! - `send`: how a stream sends into its bounded buffer, and gives up on a client that stalls.
 //! - `limits`: the slots of Watch and List calls (`limits.maxWatchers`,
-//!   `maxConcurrentLists`) and the `maxMemory` guard. `request_size`: `maxRequestSize`.
+//!   `maxConcurrentLists`) and the `maxMemory` guard.
 //!
 //! Where it listens (decided in `config`): a Unix socket always; TCP on loopback, or on any
 //! address with TLS. Health: the overall service ("") and `informerd.v1.Cache` are SERVING once
@@ -31,8 +33,6 @@
 mod authz;
 mod clusters;
 mod ensure;
-mod handover;
-mod health;
 mod keys;
 mod limits;
 mod list;
@@ -40,13 +40,11 @@ mod mask;
 pub mod metrics;
 mod query;
 pub mod reason;
-mod registry;
-mod request_size;
 mod resource;
+mod resources;
 mod send;
 mod server;
 mod service;
-mod tls;
 mod watch;
 
 use std::future::Future;
@@ -62,8 +60,8 @@ use crate::fleet::Fleet;
 use crate::proto;
 pub use keys::KeyCountsSnapshot;
 pub use reason::{Reason, REASON_TRAILER};
-pub use registry::{OnDemandReport, STOPPED_IDLE, STOPPED_MAX_OBJECTS};
 pub use resource::{Resource, WatchCounts, CLIENT_CLOSED};
+pub use resources::{OnDemandReport, STOPPED_IDLE, STOPPED_MAX_OBJECTS};
 pub use watch::{DEFAULT_BOOKMARK_INTERVAL, WATCHER_BUFFER};
 
 /// What can stop the API from serving.
@@ -108,14 +106,14 @@ pub struct Api {
 
 struct Inner {
     fleet: Arc<Fleet>,
-    /// Every served resource (`registry`): the configuration's, and the on-demand ones.
-    resources: Arc<registry::Registry>,
+    /// Every served resource (`resources`): the configuration's, and the on-demand ones.
+    resources: Arc<resources::Resources>,
     /// Starts on-demand caches (`onDemand`, see `ensure`); `None` when off.
     on_demand: Option<Arc<crate::fleet::OnDemand>>,
     stop: signal::Sender<bool>,
     limits: limits::Limits,
     max_request_size: u64,
-    keys: keys::Registry,
+    keys: keys::Catalog,
     /// Per-client authorization (`server.authorization`); `None` when off.
     authz: Option<Arc<authz::Authorizer>>,
 }
@@ -136,7 +134,7 @@ impl Api {
                 Arc::new(Resource::start(cache.clone(), indexes, stopped.clone()))
             })
             .collect();
-        let resources = Arc::new(registry::Registry::new(resources));
+        let resources = Arc::new(resources::Resources::new(resources));
         Api {
             inner: Arc::new(Inner {
                 fleet,
@@ -145,7 +143,7 @@ impl Api {
                 stop,
                 limits: limits::Limits::new(&config.limits),
                 max_request_size: config.limits.max_request_size,
-                keys: keys::Registry::new(config),
+                keys: keys::Catalog::new(config),
                 authz: None,
             }),
         }
@@ -214,25 +212,25 @@ impl Api {
     ) -> Result<(), ApiError> {
         let shutdown = futures::FutureExt::shared(shutdown);
         let timeout = server.socket_handover_timeout;
-        if !handover::wait_until_free(&server.socket, timeout, shutdown.clone()).await? {
+        if !server::handover::wait_until_free(&server.socket, timeout, shutdown.clone()).await? {
             return Ok(()); // SIGTERM while another process served the socket
         }
         let size = usize::try_from(self.inner.max_request_size).unwrap_or(usize::MAX);
         let cache =
             proto::cache_server::CacheServer::new(self.clone()).max_decoding_message_size(size);
-        let cache = request_size::RequestSize::new(cache, self.inner.max_request_size);
-        let (routes, health) = health::add_health(Routes::new(cache)).await;
-        let routes = health::add_reflection(routes)?;
-        let readiness = health::follow_readiness(
+        let cache = server::request_size::RequestSize::new(cache, self.inner.max_request_size);
+        let (routes, health) = server::health::add_health(Routes::new(cache)).await;
+        let routes = server::health::add_reflection(routes)?;
+        let readiness = server::health::follow_readiness(
             health,
             self.inner.fleet.synced(),
             self.inner.stop.subscribe(),
         );
         let serving = server::listen(server, routes, &self.inner.stop).await?;
-        let ours = handover::identity(&server.socket);
+        let ours = server::handover::identity(&server.socket);
         let result = server::until_shutdown(serving, shutdown, || self.stop()).await;
         readiness.abort();
-        handover::remove_if_ours(&server.socket, ours);
+        server::handover::remove_if_ours(&server.socket, ours);
         result.map_err(ApiError::from)
     }
 }

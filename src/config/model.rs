@@ -23,7 +23,7 @@ pub const DEFAULT_SOCKET: &str = "/run/informerd/informerd.sock";
 /// else on the node, whatever the process's umask.
 pub const DEFAULT_SOCKET_MODE: u32 = 0o660;
 /// How long informerd waits, by default, for another process serving its socket to stop
-/// before it fails naming that process (see `api/handover.rs`): 10 minutes, a Deployment's
+/// before it fails naming that process (see `api/server/handover.rs`): 10 minutes, a Deployment's
 /// default `progressDeadlineSeconds`. A surge rollout's overlap is the new pod's cache sync
 /// plus the seconds the DaemonSet controller and the old pod take to stop it.
 pub const DEFAULT_SOCKET_HANDOVER_TIMEOUT: std::time::Duration =

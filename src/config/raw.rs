@@ -52,7 +52,7 @@ pub struct RawServer {
     /// `kubernetes`, `none`, or a mapping: see `validate/authorization.rs`.
     #[serde(default)]
     pub authorization: Option<Value>,
-    /// A duration (`10m`): see `api/handover.rs`.
+    /// A duration (`10m`): see `api/server/handover.rs`.
     #[serde(default)]
     pub socket_handover_timeout: Option<String>,
 }

@@ -54,14 +54,14 @@ pub type KeyStream = super::limits::Holding<proto::KeyEvent>;
 pub const KEY_BUFFER: usize = 64;
 
 /// What WatchKeys needs of the configuration: each resource's kind and transform.
-pub struct Registry {
+pub struct Catalog {
     /// By (cluster, name).
     resources: HashMap<(String, String), (String, Transform)>,
 }
 
-impl Registry {
-    pub fn new(config: &Config) -> Registry {
-        Registry {
+impl Catalog {
+    pub fn new(config: &Config) -> Catalog {
+        Catalog {
             resources: config
                 .resources
                 .iter()

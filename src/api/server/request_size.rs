@@ -18,7 +18,7 @@ use tonic::server::NamedService;
 use tonic::{Code, Status};
 use tower::Service;
 
-use super::reason::Reason;
+use crate::api::reason::Reason;
 
 /// What tonic's message starts with when a request is over the limit.
 const TONIC_TOO_LARGE: &str = "Error, decoded message length too large: found ";

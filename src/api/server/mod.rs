@@ -1,6 +1,14 @@
 //! Where the API listens and how it stops listening: the Unix socket (always), TCP (when
 //! `server.listen` is set; with TLS when `server.tls` is), and graceful shutdown with a grace
-//! period. What is served on them is decided by the caller (the routes).
+//! period. What is served on them is decided by the caller (the routes). The children serve the
+//! transport too: `tls` (the TCP listener's TLS, reloaded when its files change), `health`
+//! (health checking that follows readiness, and reflection), `handover` (waiting for a socket
+//! another process serves) and `request_size` (`limits.maxRequestSize`).
+
+pub(super) mod handover;
+pub(super) mod health;
+pub(super) mod request_size;
+mod tls;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -13,8 +21,8 @@ use tonic::service::Routes;
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::Server;
 
-use super::metrics::RpcMetricsLayer;
-use super::ApiError;
+use crate::api::metrics::RpcMetricsLayer;
+use crate::api::ApiError;
 use crate::config::{ServerConfig, TlsConfig};
 
 /// TCP and HTTP/2 keepalive interval on the TCP listener.
@@ -89,7 +97,7 @@ async fn serve_tcp(
         None => Either::Left(router.serve_with_incoming_shutdown(incoming, shutdown)),
         Some(tls) => {
             let incoming =
-                super::tls::incoming(tls, incoming).map_err(|e| ApiError::Tls(e.to_string()))?;
+                tls::incoming(tls, incoming).map_err(|e| ApiError::Tls(e.to_string()))?;
             Either::Right(router.serve_with_incoming_shutdown(incoming, shutdown))
         }
     })

@@ -21,7 +21,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::Duration;
 
-use super::ApiError;
+use crate::api::ApiError;
 
 /// How often the socket is tried while another process serves it.
 const POLL: Duration = Duration::from_millis(200);

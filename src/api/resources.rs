@@ -1,9 +1,9 @@
 //! The resources the API serves, by the name clients use: the configuration's, fixed at
 //! start-up, and the on-demand ones, added by `Ensure` and removed once idle (or too large).
 //!
-//! Every call that names a resource finds it through ONE function, [`Registry::lookup`], which
+//! Every call that names a resource finds it through ONE function, [`Resources::lookup`], which
 //! also counts as a client of an on-demand cache: a cache named by no call and watched by
-//! nobody for `onDemand.idleTimeout` is stopped by [`Registry::reap`].
+//! nobody for `onDemand.idleTimeout` is stopped by [`Resources::reap`].
 //!
 //! Decision: a name of the configuration shadows an on-demand one (they cannot meet in
 //! practice: configured names are DNS labels, on-demand names of named groups have a dot;
@@ -31,7 +31,7 @@ pub const STOPPED_IDLE: &str = "Idle";
 pub const STOPPED_MAX_OBJECTS: &str = "MaxObjects";
 
 /// Every served resource.
-pub(super) struct Registry {
+pub(super) struct Resources {
     fixed: Vec<Arc<Resource>>,
     /// By (cluster, name); the default cluster is `""`.
     on_demand: Mutex<BTreeMap<(String, String), Entry>>,
@@ -42,7 +42,7 @@ pub(super) struct Registry {
     stopped: Mutex<std::collections::VecDeque<((String, String), &'static str)>>,
 }
 
-/// How many stopped caches the registry remembers (a few hundred bytes each).
+/// How many stopped caches the table remembers (a few hundred bytes each).
 const REMEMBERED_STOPS: usize = 64;
 
 /// One on-demand cache: what serves it, what fills it, and when a client last used it.
@@ -115,9 +115,9 @@ pub(super) enum Inserted {
     Full(usize),
 }
 
-impl Registry {
-    pub(super) fn new(fixed: Vec<Arc<Resource>>) -> Registry {
-        Registry {
+impl Resources {
+    pub(super) fn new(fixed: Vec<Arc<Resource>>) -> Resources {
+        Resources {
             fixed,
             on_demand: Mutex::default(),
             starts: AtomicU64::new(0),
@@ -136,7 +136,7 @@ impl Registry {
         {
             return Some(r.clone());
         }
-        let map = self.on_demand.lock().expect("registry poisoned");
+        let map = self.on_demand.lock().expect("resources poisoned");
         let entry = map.get(&(cluster.to_string(), name.to_string()))?;
         entry.touch();
         Some(entry.resource.clone())
@@ -152,7 +152,7 @@ impl Registry {
     /// Every resource: the configuration's in its order, then the on-demand ones by cluster
     /// and name.
     pub(super) fn all(&self) -> Vec<Arc<Resource>> {
-        let map = self.on_demand.lock().expect("registry poisoned");
+        let map = self.on_demand.lock().expect("resources poisoned");
         self.fixed
             .iter()
             .cloned()
@@ -162,7 +162,7 @@ impl Registry {
 
     /// How many on-demand caches run, in every cluster.
     pub(super) fn on_demand_count(&self) -> usize {
-        self.on_demand.lock().expect("registry poisoned").len()
+        self.on_demand.lock().expect("resources poisoned").len()
     }
 
     /// Adds `entry` as `name` of `cluster`, unless one is there already (joined) or `max` run
@@ -173,7 +173,7 @@ impl Registry {
         entry: Entry,
         max: usize,
     ) -> Inserted {
-        let mut map = self.on_demand.lock().expect("registry poisoned");
+        let mut map = self.on_demand.lock().expect("resources poisoned");
         let key = (cluster.to_string(), name.to_string());
         if let Some(existing) = map.get(&key) {
             existing.touch();
@@ -204,7 +204,7 @@ impl Registry {
         // Dropping an entry only aborts its tasks and signals its hub: cheap under the lock.
         self.on_demand
             .lock()
-            .expect("registry poisoned")
+            .expect("resources poisoned")
             .retain(|(cluster, name), entry| {
                 if entry.clients() > 0 {
                     entry.touch();
@@ -247,13 +247,13 @@ impl Registry {
 
     /// Stops every on-demand cache (the API stops).
     pub(super) fn clear(&self) {
-        let taken = std::mem::take(&mut *self.on_demand.lock().expect("registry poisoned"));
+        let taken = std::mem::take(&mut *self.on_demand.lock().expect("resources poisoned"));
         drop(taken);
     }
 
     /// The on-demand caches and their counters.
     pub(super) fn report(&self) -> OnDemandReport {
-        let map = self.on_demand.lock().expect("registry poisoned");
+        let map = self.on_demand.lock().expect("resources poisoned");
         let caches = map
             .iter()
             .map(|((cluster, name), entry)| {

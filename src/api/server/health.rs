@@ -10,7 +10,7 @@ use tonic::service::Routes;
 use tonic_health::server::HealthReporter;
 use tonic_health::ServingStatus;
 
-use super::ApiError;
+use crate::api::ApiError;
 use crate::fleet::SyncedWatch;
 use crate::proto;
 
