@@ -144,7 +144,7 @@ func fieldsV1(set *fieldpath.Set) (*metav1.FieldsV1, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &metav1.FieldsV1{Raw: raw}, nil
+	return metav1.NewFieldsV1(string(raw)), nil
 }
 
 // writePodsToEtcd writes every pod of the plan to the etcd at endpoint, on s.concurrency

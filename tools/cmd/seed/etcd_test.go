@@ -75,7 +75,7 @@ func checkManagedFields(t *testing.T, key string, entries []metav1.ManagedFields
 	}
 	paths := func(e metav1.ManagedFieldsEntry) string {
 		var set fieldpath.Set
-		if err := set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+		if err := set.FromJSON(bytes.NewReader(e.FieldsV1.GetRawBytes())); err != nil {
 			t.Fatalf("%s: %s's fieldsV1 is not a field set: %v", key, e.Manager, err)
 		}
 		return set.String()

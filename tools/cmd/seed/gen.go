@@ -431,10 +431,7 @@ func (o *owner) template() *corev1ac.PodTemplateSpecApplyConfiguration {
 		image = fmt.Sprintf("%s/%s:%s", o.App, o.App, version)
 	}
 	main := o.mainContainer(r, image, metricsPort, level)
-	containers := []*corev1ac.ContainerApplyConfiguration{main}
-	for _, sc := range sidecars(r, o, level) {
-		containers = append(containers, sc)
-	}
+	containers := append([]*corev1ac.ContainerApplyConfiguration{main}, sidecars(r, o, level)...)
 	if len(containers) > 1 {
 		annotations["kubectl.kubernetes.io/default-container"] = *main.Name
 	}
