@@ -3,7 +3,7 @@
 //! streaming initial list, then a MODIFIED line per pod with a new resourceVersion and one more
 //! label, as the bench builds them), decoded by `fleet::decode::watch_line` with the controller
 //! profile and handed to `ScopeIngest`, all in one function (`run`) that the profiler can be
-//! told to count alone. The README's instructions per event come from it:
+//! told to count alone. docs/benchmarks.md's instructions per event ("Ingest") come from it:
 //!
 //! ```text
 //! cargo bench --bench ingest            # records benches/results/tmp/ingest-10000-pods once

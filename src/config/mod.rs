@@ -25,7 +25,7 @@
 //!   maxConcurrentLists: 100    # the default; List calls open at once
 //!   maxRequestSize: 4Mi        # the default; one request message
 //!   maxMemory: 200Mi           # default off; above it new List and Watch calls are refused
-//! snapshot:                    # optional warm restarts (README "Warm restart"); default off
+//! snapshot:                    # optional warm restarts (docs/operating.md, "Warm restart"); default off
 //!   directory: /var/lib/informerd   # where each cache's snapshot file is written
 //!   interval: 5m               # the default: how often, besides on SIGTERM
 //!   maxAge: 1h                 # the default: an older snapshot is not resumed from
