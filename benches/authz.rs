@@ -25,9 +25,11 @@ use std::time::Instant;
 use common::stats::{micros, Stats};
 use common::{env_or, InNamespace};
 use http_body_util::BodyExt;
-use informerd::proto::{GetRequest, StatusRequest};
+use informerd::proto::GetRequest;
 use informerd_client::{connect_with_token, AuthorizedCache, ConnectOptions, Token};
-use informerd_testkit::{free_port, grant_pod_readers, Sidecar};
+use informerd_testkit::{
+    free_port, grant_pod_readers, wait_synced, Authorization, Resource, Sidecar, SidecarConfig,
+};
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
@@ -79,15 +81,15 @@ async fn bench(at: &InNamespace<'_>, s: &Settings) -> anyhow::Result<bool> {
                 .await?,
         );
     }
-    let resources = format!(
-        "- name: pods\n  apiVersion: v1\n  kind: Pod\n  namespaces: [{}]\n",
-        at.ns
-    );
-    let authz = "  authorization: kubernetes\n";
+    let off = SidecarConfig::new().resource(Resource::pods().namespaces([at.ns]));
+    let on = off
+        .clone()
+        .server(|s| s.authorization(Authorization::kubernetes()));
 
     // 1. Latency, decisions cached.
-    let off = Sidecar::start_with(BIN.as_ref(), at.cluster, "", &resources)?;
-    let on = Sidecar::start_with(BIN.as_ref(), at.cluster, authz, &resources)?;
+    let (off_config, on_config) = (off, on);
+    let off = Sidecar::start(BIN.as_ref(), at.cluster, &off_config)?;
+    let on = Sidecar::start(BIN.as_ref(), at.cluster, &on_config)?;
     let mut off_client = connect(&off, None).await?;
     let mut on_client = connect(&on, Some(&tokens[0])).await?;
     wait_readable(&mut off_client, at.ns).await?;
@@ -102,11 +104,10 @@ async fn bench(at: &InNamespace<'_>, s: &Settings) -> anyhow::Result<bool> {
 
     // 2. Reviews for 1,000 requests from 10 clients, on a fresh sidecar.
     let port = free_port();
-    let counted = Sidecar::start_with(
+    let counted = Sidecar::start(
         BIN.as_ref(),
         at.cluster,
-        &format!("{authz}  metrics: 127.0.0.1:{port}\n"),
-        &resources,
+        &on_config.server(|s| s.metrics_port(port)),
     )?;
     let admin = at.cluster.client().await?;
     let mut clients = Vec::new();
@@ -206,24 +207,10 @@ async fn gets(client: &mut AuthorizedCache, ns: &str, n: usize) -> anyhow::Resul
     Ok(took)
 }
 
-/// Until the sidecar has synced (Status needs only a valid token).
-async fn wait_synced(client: &mut AuthorizedCache) -> anyhow::Result<()> {
-    for _ in 0..1200 {
-        if client
-            .status(StatusRequest::default())
-            .await
-            .is_ok_and(|s| s.get_ref().synced)
-        {
-            return Ok(());
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    anyhow::bail!("the sidecar did not sync")
-}
-
 /// Until the client may Get (synced, and RBAC has seen the binding), so that the measured
 /// calls are all cached decisions.
 async fn wait_readable(client: &mut AuthorizedCache, ns: &str) -> anyhow::Result<()> {
+    // Status needs only a valid token.
     wait_synced(client).await?;
     for _ in 0..600 {
         if get(client, ns, "p0").await.is_ok() {

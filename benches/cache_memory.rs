@@ -24,7 +24,7 @@ use informerd::{
     fleet::Fleet,
     transform::{CONTROLLER_DROP, CONTROLLER_KEEP},
 };
-use informerd_testkit::ControlPlane;
+use informerd_testkit::{ControlPlane, SidecarConfig};
 
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
@@ -56,11 +56,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let log_events: usize = env_or("INFORMERD_BENCH_LOG_EVENTS", config::DEFAULT_MAX_EVENTS)?;
     let cfg = config::parse(
         "bench.yaml",
-        &format!(
-            "apiVersion: informerd.io/v1alpha1\nkind: Config\nchangeLog:\n  maxEvents: \
-             {log_events}\nresources:\n{}",
-            pods_resource(&namespaces, CONTROLLER_KEEP, CONTROLLER_DROP)
-        ),
+        &SidecarConfig::new()
+            .change_log_max_events(log_events as u64)
+            .resource(pods_resource(&namespaces, CONTROLLER_KEEP, CONTROLLER_DROP))
+            .to_yaml(),
     )?;
 
     rt.block_on(async {

@@ -86,7 +86,7 @@ use informerd::{
     transform::{CONTROLLER_DROP, CONTROLLER_KEEP},
 };
 use informerd_client as client;
-use informerd_testkit::{ControlPlane, Sidecar};
+use informerd_testkit::{ControlPlane, Sidecar, SidecarConfig};
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 
@@ -730,14 +730,14 @@ fn seeder(cp: &ControlPlane, subcommand: &str, prefix: &str) -> Command {
 
 // --- the systems ---------------------------------------------------------------------------
 
-fn informerd_resources(profile: &str, namespaces: &[String]) -> String {
+fn informerd_config(profile: &str, namespaces: &[String]) -> SidecarConfig {
     let (keep, drop): (&[&str], &[&str]) = match profile {
         "full" => (&[], &["metadata.managedFields"]),
         "controller" => (CONTROLLER_KEEP, CONTROLLER_DROP),
         "metadata" => (&["metadata"], &["metadata.managedFields"]),
         other => unreachable!("informerd profile {other}"),
     };
-    pods_resource(namespaces, keep, drop)
+    SidecarConfig::new().resource(pods_resource(namespaces, keep, drop))
 }
 
 /// Runs `informerd serve` over the namespaces until synced, holds, and measures. Without a
@@ -752,7 +752,7 @@ fn run_informerd(
     baseline: Option<Baseline>,
 ) -> Result<Measured> {
     let started = Instant::now();
-    let sidecar = Sidecar::start(bin, cp, &informerd_resources(profile, namespaces))?;
+    let sidecar = Sidecar::start(bin, cp, &informerd_config(profile, namespaces))?;
     let pid = sidecar.pid().context("the sidecar has no pid")?;
     let socket = sidecar
         .socket()

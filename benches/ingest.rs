@@ -68,7 +68,7 @@ use informerd::{
     transform::{CONTROLLER_DROP, CONTROLLER_KEEP},
     vocab::reader::Reader,
 };
-use informerd_testkit::ControlPlane;
+use informerd_testkit::{ControlPlane, SidecarConfig};
 use k8s_openapi::api::core::v1::Pod;
 use kube::{
     api::{DynamicObject, ListParams},
@@ -685,10 +685,9 @@ fn check_kube(bodies: &Bodies, input: Input, strip: bool, writers: &[Writer<Pod>
 }
 
 fn informerd_config(namespaces: &[String], keep: &[&str], drop: &[&str]) -> Result<Config> {
-    let yaml = format!(
-        "apiVersion: informerd.io/v1alpha1\nkind: Config\nresources:\n{}",
-        pods_resource(namespaces, keep, drop)
-    );
+    let yaml = SidecarConfig::new()
+        .resource(pods_resource(namespaces, keep, drop))
+        .to_yaml();
     config::parse("ingest-bench.yaml", &yaml).map_err(|e| anyhow!("{e}"))
 }
 

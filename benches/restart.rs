@@ -37,7 +37,7 @@ use std::{
 use common::{cluster, env_or, results, sidecar};
 use informerd::transform::{CONTROLLER_DROP, CONTROLLER_KEEP};
 use informerd_client::connect;
-use informerd_testkit::{ControlPlane, Sidecar};
+use informerd_testkit::{ControlPlane, Sidecar, SidecarConfig};
 
 const BIN: &str = env!("CARGO_BIN_EXE_informerd");
 
@@ -78,13 +78,18 @@ async fn bench() -> anyhow::Result<()> {
 
     let dir = std::env::temp_dir().join(format!("informerd-bench-restart-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let snapshot = format!("snapshot:\n  directory: {}\n", dir.display());
-    let resources = cluster::pods_resource(&namespaces, CONTROLLER_KEEP, CONTROLLER_DROP);
+    let config = SidecarConfig::new()
+        .snapshot(&dir, |s| s)
+        .resource(cluster::pods_resource(
+            &namespaces,
+            CONTROLLER_KEEP,
+            CONTROLLER_DROP,
+        ));
 
     let before = list_requests(&client).await?;
     let started = Instant::now();
     let bin: String = env_or("BENCH_INFORMERD", BIN.to_owned())?;
-    let mut sc = Sidecar::start_with(Path::new(&bin), cp, &snapshot, &resources)?;
+    let mut sc = Sidecar::start(Path::new(&bin), cp, &config)?;
     let cold = measure(&sc, &client, started, before).await?;
     let socket = sc.socket().display().to_string();
     // (The connection closes before the SIGTERM: an open one would hold the shutdown.)

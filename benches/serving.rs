@@ -66,16 +66,15 @@ use common::watch::{
 };
 use common::writes::{revision_after, write_labels, writes_in, Churn, Write, Written};
 use common::{cpus, env_or, join_sections, print_log_tail, profile, results, InNamespace};
-use futures::{StreamExt, TryStreamExt};
 use informerd::proto::{
     cache_client::CacheClient, watch_request::Start, EventType, GetRequest, IndexLookup,
     ListRequest, ResumeToken, WatchRequest,
 };
 use informerd::transform::{CONTROLLER_DROP, CONTROLLER_KEEP};
 use informerd_client::{self as client, ConnectOptions};
-use informerd_testkit::Sidecar;
+use informerd_testkit::{Apply, Index, Sidecar, SidecarConfig};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use prost::Message as _;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -283,44 +282,29 @@ fn pod_status(i: usize, name: &str, nodes: usize) -> Value {
     })
 }
 
-/// Applies every pod (spec, then status through the status subresource), a few at a time.
+/// Applies every pod, then every pod's status through the status subresource (as a kubelet
+/// would write it), a few at a time.
 async fn create_pods(pods: &Api<Pod>, names: &[String], nodes: usize) -> anyhow::Result<()> {
-    futures::stream::iter(names.iter().enumerate())
-        .map(|(i, name)| async move {
-            apply(pods, name, &pod_manifest(i, name, nodes), false)
-                .await
-                .with_context(|| format!("apply pod {name}"))?;
-            apply(pods, name, &pod_status(i, name, nodes), true)
-                .await
-                .with_context(|| format!("apply the status of pod {name}"))?;
-            Ok::<_, anyhow::Error>(())
-        })
-        .buffer_unordered(WRITE_CONCURRENCY)
-        .try_collect::<Vec<_>>()
-        .await?;
+    let apply = Apply::new().manager(MANAGER).concurrency(WRITE_CONCURRENCY);
+    let manifests = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| pod_manifest(i, name, nodes));
+    apply
+        .pods(pods, manifests)
+        .await
+        .context("apply the pods")?;
+    let statuses = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| pod_status(i, name, nodes));
+    apply
+        .manager(STATUS_MANAGER)
+        .status()
+        .pods(pods, statuses)
+        .await
+        .context("apply the pods' status")?;
     Ok(())
-}
-
-/// Server-side apply of a pod or its status, tried again (it is idempotent) while a busy
-/// apiserver refuses it.
-async fn apply(pods: &Api<Pod>, name: &str, body: &Value, status: bool) -> kube::Result<()> {
-    let params = PatchParams::apply(if status { STATUS_MANAGER } else { MANAGER }).force();
-    let patch = Patch::Apply(body);
-    let mut attempt = 0;
-    loop {
-        let result = if status {
-            pods.patch_status(name, &params, &patch).await
-        } else {
-            pods.patch(name, &params, &patch).await
-        };
-        match result {
-            Ok(_) => return Ok(()),
-            Err(kube::Error::Api(s)) if attempt < 5 && (s.code == 429 || s.code >= 500) => {}
-            Err(e) => return Err(e),
-        }
-        attempt += 1;
-        tokio::time::sleep(Duration::from_millis(200 << attempt)).await;
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -833,9 +817,11 @@ async fn bench(at: &InNamespace<'_>, s: &Settings) -> anyhow::Result<bool> {
         t.elapsed().as_secs_f64()
     );
 
-    let resources = pods_resource(&[ns.into()], CONTROLLER_KEEP, CONTROLLER_DROP)
-        + &format!("  indexes:\n  - name: {INDEX}\n    path: spec.nodeName\n");
-    let sidecar = Sidecar::start(BIN.as_ref(), at.cluster, &resources)?;
+    let config = SidecarConfig::new().resource(
+        pods_resource(&[ns.into()], CONTROLLER_KEEP, CONTROLLER_DROP)
+            .index(Index::path(INDEX, "spec.nodeName")),
+    );
+    let sidecar = Sidecar::start(BIN.as_ref(), at.cluster, &config)?;
     let run = measure(&sidecar, pods, ns, &names, s)
         .await
         .inspect_err(|_| print_log_tail(&sidecar))?;

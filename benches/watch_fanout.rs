@@ -37,7 +37,7 @@ use common::watch::{
 };
 use common::writes::{revision_after, write_labels, writes_in, Churn, Write, Written};
 use common::{cpus, env_or, join_sections, print_log_tail, profile, results, InNamespace};
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use informerd::api::WATCHER_BUFFER;
 use informerd::proto::{
     cache_client::CacheClient, watch_request::Start, EventType, ResumeToken, WatchEvent,
@@ -45,9 +45,9 @@ use informerd::proto::{
 };
 use informerd::vocab::memory::status_bytes;
 use informerd_client as client;
-use informerd_testkit::Sidecar;
+use informerd_testkit::{create_pods, Sidecar, SidecarConfig};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, ListParams, PostParams, WatchParams};
+use kube::api::{Api, ListParams, WatchParams};
 use serde_json::{json, Value};
 use tokio::sync::watch;
 use tonic::transport::Channel;
@@ -350,25 +350,6 @@ fn pod_name(i: usize) -> String {
     format!("p{i}")
 }
 
-async fn create_pods(pods: &Api<Pod>, n: usize) -> anyhow::Result<()> {
-    futures::stream::iter(0..n)
-        .map(|i| async move {
-            // No nodeName: nothing schedules or garbage-collects these pods, so the benchmark's
-            // writes are the only changes.
-            let pod: Pod = serde_json::from_value(json!({
-                "apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": pod_name(i), "labels": {"app": "fanout", SEQ_LABEL: "none"}},
-                "spec": {"containers": [{"name": "c", "image": "busybox"}]}
-            }))?;
-            pods.create(&PostParams::default(), &pod).await?;
-            Ok::<_, anyhow::Error>(())
-        })
-        .buffer_unordered(16)
-        .try_collect::<Vec<_>>()
-        .await?;
-    Ok(())
-}
-
 // ---------------------------------------------------------------------------------------------
 // Checks and statistics
 
@@ -596,11 +577,25 @@ struct Measured {
 
 async fn bench(at: &InNamespace<'_>, s: &Settings) -> anyhow::Result<bool> {
     let (pods, ns) = (at.pods, at.ns);
-    create_pods(pods, s.pods).await.context("create pods")?;
+    // No nodeName: nothing schedules or garbage-collects these pods, so the benchmark's writes
+    // are the only changes. (Named `p{i}`, as `pod_name` says.)
+    create_pods(
+        &at.cluster.client().await?,
+        at.ns,
+        s.pods,
+        &[("app", "fanout"), (SEQ_LABEL, "none")],
+        false,
+    )
+    .await
+    .context("create pods")?;
     eprintln!("watch_fanout: {} pods in namespace {ns}", s.pods);
 
-    let resources = pods_resource(&[ns.into()], &[], &["metadata.managedFields"]);
-    let sidecar = Sidecar::start(BIN.as_ref(), at.cluster, &resources)?;
+    let config = SidecarConfig::new().resource(pods_resource(
+        &[ns.into()],
+        &[],
+        &["metadata.managedFields"],
+    ));
+    let sidecar = Sidecar::start(BIN.as_ref(), at.cluster, &config)?;
     let measured = measure(&sidecar, pods, ns, s)
         .await
         .inspect_err(|_| print_log_tail(&sidecar))?;

@@ -32,7 +32,7 @@ use futures::{stream, StreamExt, TryStreamExt};
 use informerd::proto::{GetRequest, KeyEventType, KeysSubscription, WatchRequest};
 use informerd_client as client;
 use informerd_client::keys::watch_keys;
-use informerd_testkit::Sidecar;
+use informerd_testkit::{Sidecar, SidecarConfig};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::PostParams;
 use serde_json::{json, Value};
@@ -89,9 +89,12 @@ async fn bench(at: &InNamespace<'_>, s: &Settings) -> anyhow::Result<bool> {
         .buffer_unordered(16)
         .try_collect::<Vec<()>>()
         .await?;
-    let resources =
-        common::cluster::pods_resource(&[at.ns.to_string()], &[], &["metadata.managedFields"]);
-    let sidecar = Sidecar::start(BIN.as_ref(), at.cluster, &resources)?;
+    let config = SidecarConfig::new().resource(common::cluster::pods_resource(
+        &[at.ns.to_string()],
+        &[],
+        &["metadata.managedFields"],
+    ));
+    let sidecar = Sidecar::start(BIN.as_ref(), at.cluster, &config)?;
     let socket = sidecar.socket().display().to_string();
     let mut api = client::connect(&socket).await?;
     while !common::sidecar::status(&mut api, "pods").await?.synced {

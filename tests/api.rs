@@ -11,7 +11,7 @@ use informerd::proto::{
 };
 use informerd_client as client;
 use informerd_testkit::{
-    delete_namespace, unique_namespace, wait_default_service_account, ControlPlane, Sidecar,
+    self as testkit, wait_default_service_account, wait_synced, Index, Resource, SidecarConfig,
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, WatchEvent as KubeEvent, WatchParams};
@@ -23,59 +23,69 @@ use tonic::{Code, Streaming};
 const BIN: &str = env!("CARGO_BIN_EXE_informerd");
 
 /// A namespace with pods, and a sidecar caching them (index `node` on spec.nodeName, and
-/// `owners` by CEL).
+/// `owners` by CEL); the namespace is deleted on drop.
 struct Fixture {
-    kube: Client,
-    ns: String,
-    sidecar: Sidecar,
+    base: testkit::Fixture,
     api: CacheClient<Channel>,
 }
 
+impl std::ops::Deref for Fixture {
+    type Target = testkit::Fixture;
+    fn deref(&self) -> &testkit::Fixture {
+        &self.base
+    }
+}
+
 impl Fixture {
-    async fn new(base: &str, pods: usize, extra_config: &str) -> anyhow::Result<Fixture> {
-        Self::filtered(base, pods, extra_config, "").await
+    /// `pods` pods `p0..` (label `app` a or b, node n0..n2), and a sidecar whose configuration
+    /// `config` may add to.
+    async fn new(
+        base: &str,
+        pods: usize,
+        config: impl FnOnce(SidecarConfig) -> SidecarConfig,
+    ) -> anyhow::Result<Fixture> {
+        Self::filtered(base, pods, config, "").await
     }
 
     /// [`Fixture::new`], with the CEL `filter` on pods when not empty.
     async fn filtered(
         base: &str,
         pods: usize,
-        extra_config: &str,
+        config: impl FnOnce(SidecarConfig) -> SidecarConfig,
         filter: &str,
     ) -> anyhow::Result<Fixture> {
-        let cluster = ControlPlane::get();
-        let kube = cluster.client().await?;
-        let ns = unique_namespace(&kube, base).await?;
-        wait_default_service_account(&kube, &ns).await?;
+        let mut base = testkit::Fixture::new(base).await?;
+        wait_default_service_account(base.kube(), base.ns()).await?;
         for i in 0..pods {
             apply_pod(
-                &kube,
-                &ns,
+                base.kube(),
+                base.ns(),
                 &format!("p{i}"),
                 if i % 2 == 0 { "a" } else { "b" },
                 &format!("n{}", i % 3),
             )
             .await?;
         }
-        let mut resources = format!(
-            "- name: pods\n  apiVersion: v1\n  kind: Pod\n  namespaces: [{ns}]\n  transform:\n    drop: [metadata.managedFields]\n  indexes:\n  - name: node\n    path: spec.nodeName\n  - name: owners\n    cel: 'object.metadata.ownerReferences.map(o, o.uid)'\n"
-        );
+        let mut resource = Resource::pods()
+            .namespaces([base.ns()])
+            .drop(["metadata.managedFields"])
+            .index(Index::path("node", "spec.nodeName"))
+            .index(Index::cel(
+                "owners",
+                "object.metadata.ownerReferences.map(o, o.uid)",
+            ));
         if !filter.is_empty() {
-            resources.push_str(&format!("  filter: '{filter}'\n"));
+            resource = resource.filter(filter);
         }
-        let sidecar = Sidecar::start_with(BIN.as_ref(), cluster, extra_config, &resources)?;
-        let mut api = client::connect(&sidecar.socket().display().to_string()).await?;
-        wait_synced(&mut api).await;
-        Ok(Fixture {
-            kube,
-            ns,
-            sidecar,
-            api,
-        })
+        let config = config(SidecarConfig::new().resource(resource));
+        base.start_sidecar(BIN.as_ref(), &config)?;
+        let mut api = base.cache().await?;
+        wait_synced(&mut api).await?;
+        Ok(Fixture { base, api })
     }
 
     fn pods(&self) -> Api<Pod> {
-        Api::namespaced(self.kube.clone(), &self.ns)
+        Api::namespaced(self.kube().clone(), self.ns())
     }
 
     /// Merge-patches a pod's labels; returns the new resourceVersion.
@@ -96,7 +106,7 @@ impl Fixture {
     async fn caught_up(&mut self, name: &str, resource_version: String) -> anyhow::Result<()> {
         let req = GetRequest {
             resource: "pods".into(),
-            namespace: self.ns.clone(),
+            namespace: self.ns().to_owned(),
             name: name.into(),
             min_resource_version: resource_version,
             ..Default::default()
@@ -121,7 +131,7 @@ impl Fixture {
     fn list_req(&self) -> ListRequest {
         ListRequest {
             resource: "pods".into(),
-            namespace: self.ns.clone(),
+            namespace: self.ns().to_owned(),
             ..Default::default()
         }
     }
@@ -129,14 +139,10 @@ impl Fixture {
     fn watch_req(&self, start: Option<Start>) -> WatchRequest {
         WatchRequest {
             resource: "pods".into(),
-            namespace: self.ns.clone(),
+            namespace: self.ns().to_owned(),
             start,
             ..Default::default()
         }
-    }
-
-    async fn cleanup(self) {
-        let _ = delete_namespace(&self.kube, &self.ns).await;
     }
 }
 
@@ -154,18 +160,6 @@ async fn apply_pod(
     });
     informerd_testkit::apply_pod(kube, ns, pod).await?;
     Ok(())
-}
-
-async fn wait_synced(api: &mut CacheClient<Channel>) {
-    for _ in 0..1200 {
-        if let Ok(s) = api.status(StatusRequest::default()).await {
-            if s.get_ref().synced {
-                return;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the sidecar did not sync");
 }
 
 fn reason(status: &tonic::Status) -> &str {
@@ -196,7 +190,7 @@ fn name(e: &WatchEvent) -> &str {
 
 #[tokio::test]
 async fn list_streams_chunks_at_one_revision_and_filters() -> anyhow::Result<()> {
-    let mut f = Fixture::new("api-list", 12, "").await?;
+    let mut f = Fixture::new("api-list", 12, |c| c).await?;
     assert_eq!(
         socket_mode(&f),
         0o660,
@@ -330,16 +324,16 @@ async fn list_streams_chunks_at_one_revision_and_filters() -> anyhow::Result<()>
         "{}",
         err.message()
     );
-    f.cleanup().await;
     Ok(())
 }
 
 #[tokio::test]
 async fn get_reads_your_writes_with_min_resource_version() -> anyhow::Result<()> {
-    let mut f = Fixture::new("api-get", 2, "").await?;
+    let mut f = Fixture::new("api-get", 2, |c| c).await?;
+    let ns = f.ns().to_owned();
     let get = |name: &str, min_rv: &str| GetRequest {
         resource: "pods".into(),
-        namespace: f.ns.clone(),
+        namespace: ns.clone(),
         name: name.into(),
         min_resource_version: min_rv.into(),
         ..Default::default()
@@ -382,7 +376,6 @@ async fn get_reads_your_writes_with_min_resource_version() -> anyhow::Result<()>
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);
-    f.cleanup().await;
     Ok(())
 }
 
@@ -400,7 +393,7 @@ async fn next_deleted(stream: &mut Streaming<WatchEvent>, pod: &str) -> proto::O
 async fn deleted_carries_the_resource_version_of_the_deletion_or_the_relabel() -> anyhow::Result<()>
 {
     let filter = r#"object.metadata.labels["app"] != "gone""#;
-    let mut f = Fixture::filtered("api-delrv", 2, "", filter).await?;
+    let mut f = Fixture::filtered("api-delrv", 2, |c| c, filter).await?;
     let updated = f.label("p0", json!({"round": "1"})).await?;
     f.caught_up("p0", updated.clone()).await?;
     let mut ours = f.api.watch(f.watch_req(None)).await?.into_inner();
@@ -441,7 +434,7 @@ async fn deleted_carries_the_resource_version_of_the_deletion_or_the_relabel() -
     for (pod, version) in [("p0", upstream), ("p1", relabeled)] {
         let mut req = tonic::Request::new(GetRequest {
             resource: "pods".into(),
-            namespace: f.ns.clone(),
+            namespace: f.ns().to_owned(),
             name: pod.into(),
             min_resource_version: version,
             ..Default::default()
@@ -454,13 +447,12 @@ async fn deleted_carries_the_resource_version_of_the_deletion_or_the_relabel() -
             "{pod}: {err:?}"
         );
     }
-    f.cleanup().await;
     Ok(())
 }
 
 #[tokio::test]
 async fn watch_gives_transitions_per_selector_and_honours_predicates() -> anyhow::Result<()> {
-    let mut f = Fixture::new("api-watch", 4, "").await?;
+    let mut f = Fixture::new("api-watch", 4, |c| c).await?;
     let mut selected = f
         .api
         .watch(WatchRequest {
@@ -572,13 +564,12 @@ async fn watch_gives_transitions_per_selector_and_honours_predicates() -> anyhow
         "{}",
         err.message()
     );
-    f.cleanup().await;
     Ok(())
 }
 
 #[tokio::test]
 async fn resuming_replays_exactly_what_was_missed() -> anyhow::Result<()> {
-    let mut f = Fixture::new("api-resume", 3, "changeLog:\n  maxEvents: 40\n").await?;
+    let mut f = Fixture::new("api-resume", 3, |c| c.change_log_max_events(40)).await?;
     let (chunks, _) = f.list(f.list_req()).await?;
     let last = chunks.last().unwrap();
     let token = ResumeToken {
@@ -671,7 +662,6 @@ async fn resuming_replays_exactly_what_was_missed() -> anyhow::Result<()> {
         (Code::OutOfRange, "Expired"),
         "{err:?}"
     );
-    f.cleanup().await;
     Ok(())
 }
 
@@ -679,7 +669,7 @@ async fn resuming_replays_exactly_what_was_missed() -> anyhow::Result<()> {
 /// order, the one that never reads is ended with FellBehind, and the others never notice.
 #[tokio::test]
 async fn a_watcher_that_never_reads_is_ended_and_the_others_get_everything() -> anyhow::Result<()> {
-    let mut f = Fixture::new("api-fanout", 20, "").await?;
+    let mut f = Fixture::new("api-fanout", 20, |c| c).await?;
     let start = f.list(f.list_req()).await?.0.last().unwrap().revision;
     let epoch = f.list(f.list_req()).await?.0.last().unwrap().epoch;
     let token = ResumeToken {
@@ -693,7 +683,7 @@ async fn a_watcher_that_never_reads_is_ended_and_the_others_get_everything() -> 
         .into_inner();
     let mut readers = vec![];
     for _ in 0..100 {
-        let mut api = client::connect(&f.sidecar.socket().display().to_string()).await?;
+        let mut api = client::connect(&f.sidecar().socket().display().to_string()).await?;
         let req = f.watch_req(Some(Start::Since(token)));
         readers.push(tokio::spawn(async move {
             let mut s = api.watch(req).await?.into_inner();
@@ -785,14 +775,13 @@ async fn a_watcher_that_never_reads_is_ended_and_the_others_get_everything() -> 
         last + 1,
         "resumes right after what it received"
     );
-    f.cleanup().await;
     Ok(())
 }
 
 #[tokio::test]
 async fn grpcurl_lists_the_services_and_calls_status() -> anyhow::Result<()> {
     // A socket mode from the config (the default is checked by list_streams_chunks_...).
-    let f = Fixture::new("api-grpcurl", 1, "  socketMode: \"0600\"\n").await?;
+    let f = Fixture::new("api-grpcurl", 1, |c| c.server(|s| s.socket_mode("0600"))).await?;
     assert_eq!(
         socket_mode(&f),
         0o600,
@@ -819,7 +808,7 @@ async fn grpcurl_lists_the_services_and_calls_status() -> anyhow::Result<()> {
         Ok(String::from_utf8(out.stdout)?)
     };
     // grpcurl 1.9.2-1.9.3 mishandle `-unix PATH`; a `unix://` target works in every version.
-    let socket = format!("unix://{}", f.sidecar.socket().display());
+    let socket = format!("unix://{}", f.sidecar().socket().display());
     let services = grpcurl(&[&socket, "list"])?;
     for s in [
         "informerd.v1.Cache",
@@ -855,7 +844,6 @@ async fn grpcurl_lists_the_services_and_calls_status() -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(health["status"], "SERVING", "ready once synced");
-    f.cleanup().await;
     Ok(())
 }
 
@@ -870,12 +858,14 @@ async fn tcp_beyond_loopback_is_served_with_tls() -> anyhow::Result<()> {
     std::fs::write(&cert_file, cert.cert.pem())?;
     std::fs::write(&key_file, cert.signing_key.serialize_pem())?;
     let port = informerd_testkit::free_port();
-    let server = format!(
-        "  listen: 0.0.0.0:{port}\n  tls:\n    certFile: {}\n    keyFile: {}\n",
-        cert_file.display(),
-        key_file.display()
-    );
-    let f = Fixture::new("api-tls", 1, &server).await?;
+    // Held to the end: its drop stops the sidecar and deletes the namespace.
+    let _f = Fixture::new("api-tls", 1, |c| {
+        c.server(|s| {
+            s.listen(format!("0.0.0.0:{port}"))
+                .tls(&cert_file, &key_file, None)
+        })
+    })
+    .await?;
     let options = client::ConnectOptions {
         ca_file: Some(cert_file.clone()),
         ..Default::default()
@@ -894,7 +884,6 @@ async fn tcp_beyond_loopback_is_served_with_tls() -> anyhow::Result<()> {
         plaintext.await.is_err(),
         "plaintext is refused on the TLS port"
     );
-    f.cleanup().await;
     let _ = std::fs::remove_dir_all(dir);
     Ok(())
 }
@@ -903,9 +892,9 @@ async fn tcp_beyond_loopback_is_served_with_tls() -> anyhow::Result<()> {
 /// clients answer by resuming, and removes the socket.
 #[tokio::test]
 async fn sigterm_ends_watches_with_a_status_to_resume_on() -> anyhow::Result<()> {
-    let mut f = Fixture::new("api-term", 1, "").await?;
+    let mut f = Fixture::new("api-term", 1, |c| c).await?;
     let mut watch = f.api.watch(f.watch_req(None)).await?.into_inner();
-    let pid = f.sidecar.pid().expect("running").to_string();
+    let pid = f.sidecar().pid().expect("running").to_string();
     assert!(std::process::Command::new("kill")
         .args(["-TERM", &pid])
         .status()?
@@ -923,16 +912,15 @@ async fn sigterm_ends_watches_with_a_status_to_resume_on() -> anyhow::Result<()>
         "{err:?}"
     );
     for _ in 0..600 {
-        if !f.sidecar.socket().exists() {
+        if !f.sidecar().socket().exists() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(
-        !f.sidecar.socket().exists(),
+        !f.sidecar().socket().exists(),
         "the socket is removed on the way out"
     );
-    f.cleanup().await;
     Ok(())
 }
 
@@ -940,7 +928,7 @@ async fn sigterm_ends_watches_with_a_status_to_resume_on() -> anyhow::Result<()>
 /// even when none of the changes pass its filters.
 #[tokio::test]
 async fn bookmarks_carry_the_revision_the_watch_has_reached() -> anyhow::Result<()> {
-    let mut f = Fixture::new("api-bookmark", 2, "").await?;
+    let mut f = Fixture::new("api-bookmark", 2, |c| c).await?;
     let mut watch = f
         .api
         .watch(WatchRequest {
@@ -965,20 +953,19 @@ async fn bookmarks_carry_the_revision_the_watch_has_reached() -> anyhow::Result<
         }
         assert!(e.revision < reached);
     }
-    f.cleanup().await;
     Ok(())
 }
 
 /// The permission bits of the sidecar's socket file.
 fn socket_mode(f: &Fixture) -> u32 {
     use std::os::unix::fs::PermissionsExt;
-    let meta = std::fs::metadata(f.sidecar.socket()).expect("the socket exists");
+    let meta = std::fs::metadata(f.sidecar().socket()).expect("the socket exists");
     meta.permissions().mode() & 0o777
 }
 
 #[tokio::test]
 async fn status_names_each_index_and_what_it_indexes() -> anyhow::Result<()> {
-    let mut f = Fixture::new("api-status-ix", 0, "").await?;
+    let mut f = Fixture::new("api-status-ix", 0, |c| c).await?;
     let status = f
         .api
         .status(StatusRequest {
@@ -999,13 +986,12 @@ async fn status_names_each_index_and_what_it_indexes() -> anyhow::Result<()> {
             ("owners".to_string(), "cel".to_string())
         ]
     );
-    f.cleanup().await;
     Ok(())
 }
 
 #[tokio::test]
 async fn list_reads_your_writes_with_min_resource_version() -> anyhow::Result<()> {
-    let mut f = Fixture::new("api-list-rv", 3, "").await?;
+    let mut f = Fixture::new("api-list-rv", 3, |c| c).await?;
     let with_min = |f: &Fixture, min_rv: &str| ListRequest {
         min_resource_version: min_rv.into(),
         label_selector: "round".into(),
@@ -1041,13 +1027,12 @@ async fn list_reads_your_writes_with_min_resource_version() -> anyhow::Result<()
         err.message().starts_with("min_resource_version: "),
         "{err:?}"
     );
-    f.cleanup().await;
     Ok(())
 }
 
 #[tokio::test]
 async fn list_limit_returns_the_first_matches_in_list_order() -> anyhow::Result<()> {
-    let mut f = Fixture::new("api-list-limit", 6, "").await?;
+    let mut f = Fixture::new("api-list-limit", 6, |c| c).await?;
     let names = |chunks: &[proto::ListResponse]| -> Vec<String> {
         chunks
             .iter()
@@ -1105,6 +1090,5 @@ async fn list_limit_returns_the_first_matches_in_list_order() -> anyhow::Result<
         (Code::InvalidArgument, "Invalid")
     );
     assert!(err.message().starts_with("limit: "), "{err:?}");
-    f.cleanup().await;
     Ok(())
 }

@@ -21,8 +21,8 @@ use informerd_client::{
     self as client, connect_with_token, AuthorizedCache, ConnectOptions, Reason, Token,
 };
 use informerd_testkit::{
-    delete_namespace, forge_token, free_port, grant_pod_readers, scrape_metrics, unique_namespace,
-    wait_default_service_account, ControlPlane, Sidecar,
+    self as testkit, forge_token, free_port, grant_pod_readers, pod, scrape_metrics,
+    wait_default_service_account, Authorization, ControlPlane, Resource, SidecarConfig,
 };
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use k8s_openapi::api::rbac::v1::RoleBinding;
@@ -38,27 +38,28 @@ const AUDIENCE: &str = "informerd";
 const SERVICE_ACCOUNTS: [&str; 3] = ["reader-a", "reader-ab", "nobody"];
 
 /// Two namespaces with pods, a Secret, three ServiceAccounts and their Roles, and a sidecar
-/// with authorization on (re-checking every second).
+/// with authorization on (re-checking every second); the namespaces are deleted on drop.
 struct Fixture {
+    base: testkit::Fixture,
     cluster: &'static ControlPlane,
     admin: Client,
     a: String,
     b: String,
-    sidecar: Sidecar,
     /// The sidecar's /metrics port.
     metrics: u16,
 }
 
 impl Fixture {
-    async fn new(base: &str) -> anyhow::Result<Fixture> {
+    async fn new(name: &str) -> anyhow::Result<Fixture> {
         let cluster = ControlPlane::get();
-        let admin = cluster.client().await?;
-        let a = unique_namespace(&admin, &format!("{base}-a")).await?;
-        let b = unique_namespace(&admin, &format!("{base}-b")).await?;
+        let mut base = testkit::Fixture::on(cluster, &format!("{name}-a")).await?;
+        let admin = base.kube().clone();
+        let a = base.ns().to_owned();
+        let b = base.add_namespace(&format!("{name}-b")).await?;
         for ns in [&a, &b] {
             wait_default_service_account(&admin, ns).await?;
             for name in ["p0", "p1"] {
-                apply_pod(&admin, ns, name).await?;
+                pod(name).apply(&admin, ns).await?;
             }
         }
         let secret = Secret {
@@ -75,23 +76,25 @@ impl Fixture {
         grant_pod_readers(&admin, &a, "reader-a", &[("reader-a", &a)]).await?;
         grant_pod_readers(&admin, &a, "reader-ab", &[("reader-ab", &a)]).await?;
         grant_pod_readers(&admin, &b, "reader-ab", &[("reader-ab", &a)]).await?;
-        let resources = format!(
-            "- name: pods\n  apiVersion: v1\n  kind: Pod\n  namespaces: [{a}, {b}]\n\
-             - name: secrets\n  apiVersion: v1\n  kind: Secret\n  namespaces: [{a}]\n  allowSecrets: true\n"
-        );
         // A denial made before RBAC's caches saw a new binding must not stick: deniedTTL 1s.
         let metrics = free_port();
-        let server = format!(
-            "  metrics: 127.0.0.1:{metrics}\n  authorization:\n    mode: kubernetes\n    \
-             deniedTTL: 1s\n    recheckInterval: 1s\n"
-        );
-        let sidecar = Sidecar::start_with(BIN.as_ref(), cluster, &server, &resources)?;
+        let config = SidecarConfig::new()
+            .resource(Resource::pods().namespaces([&a, &b]))
+            .resource(Resource::secrets().namespaces([&a]))
+            .server(|s| {
+                s.metrics_port(metrics).authorization(
+                    Authorization::kubernetes()
+                        .denied_ttl("1s")
+                        .recheck_interval("1s"),
+                )
+            });
+        base.start_sidecar(BIN.as_ref(), &config)?;
         let fixture = Fixture {
+            base,
             cluster,
             admin,
             a,
             b,
-            sidecar,
             metrics,
         };
         fixture.wait_ready().await?;
@@ -113,7 +116,7 @@ impl Fixture {
 
     /// A client of the sidecar sending `token`.
     async fn sidecar_with(&self, token: &str) -> anyhow::Result<AuthorizedCache> {
-        let socket = self.sidecar.socket().display().to_string();
+        let socket = self.base.sidecar().socket().display().to_string();
         Ok(connect_with_token(&socket, &ConnectOptions::default(), Token::new(token)?).await?)
     }
 
@@ -142,22 +145,6 @@ impl Fixture {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
-
-    async fn cleanup(self) {
-        for ns in [&self.a, &self.b] {
-            let _ = delete_namespace(&self.admin, ns).await;
-        }
-    }
-}
-
-async fn apply_pod(kube: &Client, ns: &str, name: &str) -> anyhow::Result<()> {
-    let pod = json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {"containers": [{"name": "c", "image": "busybox"}]}
-    });
-    informerd_testkit::apply_pod(kube, ns, pod).await?;
-    Ok(())
 }
 
 /// What a read gave: the names of the objects, or that it was refused.
@@ -386,7 +373,6 @@ async fn each_client_reads_exactly_what_the_apiserver_lets_it_read() -> anyhow::
         let (got, _) = from_sidecar(sidecar_watch(&mut cache, "secrets", &f.a).await);
         assert_eq!(got, Outcome::Forbidden, "Watch of secrets by {sa}");
     }
-    f.cleanup().await;
     Ok(())
 }
 
@@ -434,7 +420,7 @@ async fn revoking_a_binding_ends_that_watch_and_no_other() -> anyhow::Result<()>
     assert_eq!(ended_by("ClientClosed"), 0.0, "no client left");
     // The other client's watch goes on: it sees a pod created after the revocation, and
     // every event it got since its SYNCED is in order, with no end in between.
-    apply_pod(&f.admin, &f.a, "after-revocation").await?;
+    pod("after-revocation").apply(&f.admin, &f.a).await?;
     let event = loop {
         let event = next(&mut kept_events)
             .await
@@ -451,7 +437,6 @@ async fn revoking_a_binding_ends_that_watch_and_no_other() -> anyhow::Result<()>
     // New calls of the revoked client are refused too.
     let (got, _) = from_sidecar(sidecar_list(&mut revoked, "pods", &f.a).await);
     assert_eq!(got, Outcome::Forbidden);
-    f.cleanup().await;
     Ok(())
 }
 
@@ -486,7 +471,7 @@ async fn bad_tokens_are_refused_as_unauthenticated() -> anyhow::Result<()> {
     sidecar_list(&mut accepted, "pods", &f.a)
         .await
         .expect("a re-signed, valid token is accepted");
-    let socket = f.sidecar.socket().display().to_string();
+    let socket = f.base.sidecar().socket().display().to_string();
     for (what, token) in [
         ("expired", Some(expired)),
         ("forged", Some(forged)),
@@ -511,7 +496,6 @@ async fn bad_tokens_are_refused_as_unauthenticated() -> anyhow::Result<()> {
             );
         }
     }
-    f.cleanup().await;
     Ok(())
 }
 

@@ -14,12 +14,12 @@ use std::time::{Duration, Instant};
 use informerd::proto::{ListRequest, StatusRequest};
 use informerd_client::{connect_with_token, AuthorizedCache, ConnectOptions, Reason, Token};
 use informerd_testkit::{
-    delete_namespace, documents, grant_pod_readers, unique_namespace, wait_default_service_account,
-    ControlPlane, Sidecar,
+    create_pods, documents, grant_pod_readers, Authorization, ControlPlane, Fixture, Resource,
+    Sidecar, SidecarConfig,
 };
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, ListParams, PostParams};
 use kube::Client;
 use tonic::{Code, Status};
 
@@ -153,48 +153,29 @@ fn cannot_review(answer: &Result<BTreeSet<String>, Status>, review: &str) -> boo
     }
 }
 
-async fn create_pods(admin: &Client, ns: &str) -> anyhow::Result<BTreeSet<String>> {
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), ns);
-    for name in ["p0", "p1"] {
-        let pod: Pod = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": name},
-            "spec": {"containers": [{"name": "c", "image": "busybox"}]}
-        }))?;
-        pods.create(&PostParams::default(), &pod).await?;
-    }
-    Ok(["p0".to_string(), "p1".to_string()].into())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_only_the_rules_informerd_rbac_prints_it_syncs_and_authorizes_each_client(
 ) -> anyhow::Result<()> {
     let cluster = ControlPlane::get();
-    let admin = cluster.client().await?;
-    let ns = unique_namespace(&admin, "authz-rbac").await?;
-    let result = run(cluster, &admin, &ns).await;
-    let _ = delete_namespace(&admin, &ns).await;
-    let _ = Api::<ClusterRoleBinding>::all(admin.clone())
-        .delete(&ns, &DeleteParams::default())
-        .await;
-    let _ = Api::<ClusterRole>::all(admin.clone())
-        .delete(&ns, &DeleteParams::default())
-        .await;
-    result
+    let mut fixture = Fixture::on(cluster, "authz-rbac").await?;
+    let ns = fixture.ns().to_owned();
+    // The ClusterRole and its binding `informerd rbac` prints are named after the namespace.
+    fixture.delete_on_drop::<ClusterRoleBinding>(&ns);
+    fixture.delete_on_drop::<ClusterRole>(&ns);
+    run(cluster, fixture.kube(), &ns).await
 }
 
 async fn run(cluster: &ControlPlane, admin: &Client, ns: &str) -> anyhow::Result<()> {
-    wait_default_service_account(admin, ns).await?;
-    let pods = create_pods(admin, ns).await?;
+    let pods: BTreeSet<String> = create_pods(admin, ns, 2, &[], false)
+        .await?
+        .into_iter()
+        .filter_map(|p| p.metadata.name)
+        .collect();
     grant_pod_readers(admin, ns, "reader", &[("reader", ns)]).await?;
-    let resources = format!("- name: pods\n  apiVersion: v1\n  kind: Pod\n  namespaces: [{ns}]\n");
-    let server = "  authorization: kubernetes\n";
-    let printed = informerd_rbac(
-        &format!(
-            "apiVersion: informerd.io/v1alpha1\nkind: Config\nserver:\n  socket: /tmp/unused.sock\n\
-             {server}resources:\n{resources}"
-        ),
-        ns,
-    )?;
+    let config = SidecarConfig::new()
+        .resource(Resource::pods().namespaces([ns]))
+        .server(|s| s.authorization(Authorization::kubernetes()));
+    let printed = informerd_rbac(&config.clone().socket("/tmp/unused.sock").to_yaml(), ns)?;
     anyhow::ensure!(
         printed.roles.len() == 1 && printed.role_bindings.len() == 1,
         "one Role for the pods of {ns}"
@@ -215,7 +196,7 @@ async fn run(cluster: &ControlPlane, admin: &Client, ns: &str) -> anyhow::Result
         &printed.cluster_role_binding,
     )
     .await?;
-    let sidecar = Sidecar::start_with(BIN.as_ref(), &as_informerd, server, &resources)?;
+    let sidecar = Sidecar::start(BIN.as_ref(), &as_informerd, &config)?;
 
     let reader_token = cluster
         .service_account_token(ns, "reader", &["informerd"], 3600)

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use informerd_testkit::{
-    delete_namespace, repo_root, unique_namespace, wait_root_ca_published, ControlPlane, Sidecar,
+    repo_root, wait_root_ca_published, ControlPlane, Fixture, Index, Resource, Sidecar,
+    SidecarConfig,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
@@ -182,10 +183,9 @@ fn grpcurl_answer(stdout: &str, stderr: &str, success: bool) -> (String, String)
 #[tokio::test]
 async fn requests_answer_as_the_catalogue_says() {
     let cluster = ControlPlane::get();
-    let kube = cluster.client().await.expect("kube client");
-    let ns = unique_namespace(&kube, "bad-input")
-        .await
-        .expect("namespace");
+    let fixture = Fixture::new("bad-input").await.expect("namespace");
+    let kube = fixture.kube().clone();
+    let ns = fixture.ns().to_owned();
     let configmaps: Api<ConfigMap> = Api::namespaced(kube.clone(), &ns);
     // The cluster's root CA ConfigMap is published into every namespace: wait for it before
     // the test's own, so that what the sidecar lists (and the revisions in the answers) is the
@@ -205,16 +205,14 @@ async fn requests_answer_as_the_catalogue_says() {
             .expect("create");
         versions.push(created.metadata.resource_version.expect("resourceVersion"));
     }
-    let resources = format!(
-        "- name: configmaps\n  apiVersion: v1\n  kind: ConfigMap\n  namespaces: [{ns}]\n  indexes:\n  - name: payload\n    path: data.payload\n"
-    );
-    let sidecar = Sidecar::start_with(
-        BIN.as_ref(),
-        cluster,
-        "changeLog:\n  maxEvents: 1\n",
-        &resources,
-    )
-    .expect("sidecar");
+    let config = SidecarConfig::new()
+        .resource(
+            Resource::configmaps()
+                .namespaces([&ns])
+                .index(Index::path("payload", "data.payload")),
+        )
+        .change_log_max_events(1);
+    let sidecar = Sidecar::start(BIN.as_ref(), cluster, &config).expect("sidecar");
     let grpcurl = grpcurl_binary();
     let socket = format!("unix://{}", sidecar.socket().display());
     let call = |rpc: &str, request: &str| {
@@ -257,7 +255,7 @@ async fn requests_answer_as_the_catalogue_says() {
         }
     }
     drop(sidecar);
-    let _ = delete_namespace(&kube, &ns).await;
+    drop(fixture);
     report("Requests", &mismatches);
 }
 

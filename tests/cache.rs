@@ -277,16 +277,9 @@ async fn after_churn_the_cache_equals_the_apiserver() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Pods `p0..` (label `app: t`) in `ns`.
 async fn create_pods(client: &Client, ns: &str, n: usize) -> anyhow::Result<()> {
-    informerd_testkit::wait_default_service_account(client, ns).await?;
-    for i in 0..n {
-        let pod = json!({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": format!("p{i}"), "labels": {"app": "t"}},
-            "spec": {"containers": [{"name": "c", "image": "busybox"}]}
-        });
-        informerd_testkit::apply_pod(client, ns, pod).await?;
-    }
+    informerd_testkit::create_pods(client, ns, n, &[("app", "t")], true).await?;
     Ok(())
 }
 

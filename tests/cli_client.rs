@@ -10,11 +10,13 @@ use std::{
     time::{Duration, Instant},
 };
 
-use informerd_testkit::{delete_namespace, free_port, unique_namespace, ControlPlane, Sidecar};
+use informerd_testkit::{
+    self as testkit, create_pods, free_port, ControlPlane, Resource, SidecarConfig,
+};
 use k8s_openapi::api::core::v1::Pod;
 use kube::{
     api::{Patch, PatchParams},
-    Api, Client,
+    Api,
 };
 use serde_json::{json, Value};
 
@@ -24,29 +26,44 @@ const PATIENCE: Duration = Duration::from_secs(300);
 const PODS: [&str; 3] = ["p0", "p1", "p2"];
 
 /// A namespace with the pods of [`PODS`], and a sidecar caching the pods of that namespace
-/// under the resource name `pods`. The namespace is deleted when dropped.
+/// under the resource name `pods`. The namespace is deleted when dropped (testkit's fixture).
 struct Fixture {
-    client: Client,
-    ns: String,
-    sidecar: Sidecar,
+    base: testkit::Fixture,
+}
+
+impl std::ops::Deref for Fixture {
+    type Target = testkit::Fixture;
+    fn deref(&self) -> &testkit::Fixture {
+        &self.base
+    }
 }
 
 impl Fixture {
     async fn new(base: &str) -> Fixture {
-        let cluster = ControlPlane::get();
-        let client = cluster.client().await.expect("admin client");
-        let ns = unique_namespace(&client, base).await.expect("namespace");
-        let last_write = create_pods(&client, &ns).await;
-        let resources = format!(
-            "- name: pods\n  apiVersion: v1\n  kind: Pod\n  namespaces: [{ns}]\n  transform:\n    drop: [metadata.managedFields]\n"
+        let mut base = testkit::Fixture::new(base).await.expect("namespace");
+        // In order: the last pod's resourceVersion is that of the last write.
+        let created = create_pods(
+            base.kube(),
+            base.ns(),
+            PODS.len(),
+            &[("app", "cli-test")],
+            true,
+        )
+        .await
+        .expect("create pods");
+        let last_write = created[PODS.len() - 1]
+            .metadata
+            .resource_version
+            .clone()
+            .expect("resourceVersion");
+        let config = SidecarConfig::new().resource(
+            Resource::pods()
+                .namespaces([base.ns()])
+                .drop(["metadata.managedFields"]),
         );
-        let sidecar =
-            Sidecar::start(std::path::Path::new(bin()), cluster, &resources).expect("sidecar");
-        let f = Fixture {
-            client,
-            ns,
-            sidecar,
-        };
+        base.start_sidecar(std::path::Path::new(bin()), &config)
+            .expect("sidecar");
+        let f = Fixture { base };
         // Synced is not enough: the initial list may be served from the apiserver's watch
         // cache, a little behind the writes just made. Read our own last write instead: the
         // scope's events come in resourceVersion order, so the cache then holds every pod.
@@ -56,7 +73,7 @@ impl Fixture {
             "pods",
             last,
             "-n",
-            &f.ns,
+            f.ns(),
             "--min-resource-version",
             &last_write,
             "--timeout",
@@ -70,7 +87,7 @@ impl Fixture {
         let mut cmd = Command::new(bin());
         cmd.args(args)
             .arg("--socket")
-            .arg(self.sidecar.socket())
+            .arg(self.sidecar().socket())
             .env_remove("INFORMERD_SOCKET");
         cmd
     }
@@ -101,7 +118,7 @@ impl Fixture {
             "informerd {args:?}: {}\nstderr: {}\nsidecar log:\n{}",
             out.status,
             String::from_utf8_lossy(&out.stderr),
-            self.sidecar.log()
+            self.sidecar().log()
         );
         String::from_utf8(out.stdout).expect("UTF-8 output")
     }
@@ -121,58 +138,19 @@ impl Fixture {
                 Instant::now() < deadline,
                 "pods not synced: {}\nsidecar log:\n{}",
                 String::from_utf8_lossy(&out.stderr),
-                self.sidecar.log()
+                self.sidecar().log()
             );
             std::thread::sleep(Duration::from_millis(200));
         }
     }
 
     fn pods(&self) -> Api<Pod> {
-        Api::namespaced(self.client.clone(), &self.ns)
-    }
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        // Also after a failed assertion: on a runtime of its own, as the test's may be gone.
-        let ns = self.ns.clone();
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async {
-                if let Ok(client) = ControlPlane::get().client().await {
-                    let _ = delete_namespace(&client, &ns).await;
-                }
-            });
-        })
-        .join();
+        Api::namespaced(self.kube().clone(), self.ns())
     }
 }
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_informerd")
-}
-
-/// Creates the pods of [`PODS`] in order; the resourceVersion of the last write.
-async fn create_pods(client: &Client, ns: &str) -> String {
-    informerd_testkit::wait_default_service_account(client, ns)
-        .await
-        .expect("the namespace's default ServiceAccount");
-    let mut last_write = String::new();
-    for name in PODS {
-        let pod = json!({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "labels": {"app": "cli-test"}},
-            "spec": {"containers": [{"name": "c", "image": "busybox"}]}
-        });
-        let created = informerd_testkit::apply_pod(client, ns, pod)
-            .await
-            .expect("create pod");
-        last_write = created.metadata.resource_version.expect("resourceVersion");
-    }
-    last_write
 }
 
 fn stderr(out: &Output) -> String {
@@ -198,7 +176,7 @@ async fn list_prints_a_table_with_a_header_and_one_row_per_pod() {
         "list",
         "pods",
         "-n",
-        &f.ns,
+        f.ns(),
         "--wait-for-sync",
         "--timeout",
         "300s",
@@ -240,12 +218,12 @@ async fn list_prints_a_table_with_a_header_and_one_row_per_pod() {
     assert!(
         lines[1..]
             .iter()
-            .all(|l| l.starts_with(&f.ns) && l.contains("app=cli-test")),
+            .all(|l| l.starts_with(f.ns()) && l.contains("app=cli-test")),
         "{table}"
     );
 
     // A selector that matches nothing: no table, and a message on stderr.
-    let out = f.run(&["list", "pods", "-n", &f.ns, "-l", "app=nothing"]);
+    let out = f.run(&["list", "pods", "-n", f.ns(), "-l", "app=nothing"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(out.stdout.is_empty());
     assert!(
@@ -265,7 +243,7 @@ async fn list_json_and_yaml_are_kubernetes_lists_of_exactly_the_pods() {
         .to_string();
 
     let list: Value =
-        serde_json::from_str(&f.ok(&["list", "pods", "-n", &f.ns, "-o", "json"])).expect("JSON");
+        serde_json::from_str(&f.ok(&["list", "pods", "-n", f.ns(), "-o", "json"])).expect("JSON");
     assert_eq!(list["apiVersion"], "v1");
     assert_eq!(list["kind"], "List");
     let items = list["items"].as_array().expect("items");
@@ -273,12 +251,12 @@ async fn list_json_and_yaml_are_kubernetes_lists_of_exactly_the_pods() {
         names(items),
         expected_names(),
         "status: {status}\nlist: {list}\nsidecar log:\n{}",
-        f.sidecar.log()
+        f.sidecar().log()
     );
     assert_eq!(items.len(), PODS.len());
     for pod in items {
         assert_eq!(pod["kind"], "Pod");
-        assert_eq!(pod["metadata"]["namespace"], json!(f.ns));
+        assert_eq!(pod["metadata"]["namespace"], json!(f.ns()));
         assert!(pod["metadata"].get("managedFields").is_none(), "{pod}");
     }
     // The resume token: EPOCH:REVISION, of this run of the sidecar.
@@ -287,7 +265,7 @@ async fn list_json_and_yaml_are_kubernetes_lists_of_exactly_the_pods() {
     assert_eq!(e, epoch);
     assert!(r.parse::<u64>().expect("revision") > 0);
 
-    let yaml = f.ok(&["list", "pods", "-n", &f.ns, "-o", "yaml"]);
+    let yaml = f.ok(&["list", "pods", "-n", f.ns(), "-o", "yaml"]);
     let list: Value = serde_yaml::from_str(&yaml).expect("YAML");
     assert_eq!(list["kind"], "List");
     assert_eq!(
@@ -300,7 +278,7 @@ async fn list_json_and_yaml_are_kubernetes_lists_of_exactly_the_pods() {
         "list",
         "pods",
         "-n",
-        &f.ns,
+        f.ns(),
         "-o",
         "json",
         "--fields",
@@ -320,15 +298,16 @@ async fn get_prints_one_pod_and_a_missing_one_exits_1_with_not_found() {
     let f = Fixture::new("cli-get").await;
     f.wait_synced();
 
-    let pod: Value = serde_json::from_str(&f.ok(&["get", "pods", "p1", "-n", &f.ns, "-o", "json"]))
-        .expect("JSON");
+    let pod: Value =
+        serde_json::from_str(&f.ok(&["get", "pods", "p1", "-n", f.ns(), "-o", "json"]))
+            .expect("JSON");
     assert_eq!(pod["kind"], "Pod");
     assert_eq!(pod["metadata"]["name"], "p1");
-    let table = f.ok(&["get", "pods", "p1", "-n", &f.ns]);
+    let table = f.ok(&["get", "pods", "p1", "-n", f.ns()]);
     assert_eq!(table.lines().count(), 2, "{table}");
     assert!(table.lines().nth(1).unwrap().starts_with("p1 "), "{table}");
 
-    let out = f.run(&["get", "pods", "missing", "-n", &f.ns]);
+    let out = f.run(&["get", "pods", "missing", "-n", f.ns()]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(out.stdout.is_empty());
     assert!(
@@ -343,7 +322,7 @@ async fn get_prints_one_pod_and_a_missing_one_exits_1_with_not_found() {
     );
 
     // A resource the sidecar does not cache.
-    let out = f.run(&["get", "widgets", "p1", "-n", &f.ns]);
+    let out = f.run(&["get", "widgets", "p1", "-n", f.ns()]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("NOT_FOUND"), "{}", stderr(&out));
 }
@@ -368,7 +347,7 @@ async fn get_with_min_resource_version_returns_the_written_version() {
         "pods",
         "p0",
         "-n",
-        &f.ns,
+        f.ns(),
         "--min-resource-version",
         &rv,
         "-o",
@@ -392,7 +371,7 @@ async fn status_shows_the_resource_synced_with_its_object_count() {
     assert_eq!(pods["name"], "pods");
     assert_eq!(pods["kind"], "Pod");
     assert_eq!(pods["objects"], json!(PODS.len()));
-    assert_eq!(pods["scopes"][0]["scope"], json!(f.ns));
+    assert_eq!(pods["scopes"][0]["scope"], json!(f.ns()));
     assert_eq!(pods["scopes"][0]["state"], "Synced");
 
     let table = f.ok(&["status"]);
@@ -412,7 +391,7 @@ async fn status_shows_the_resource_synced_with_its_object_count() {
     assert!(
         lines
             .iter()
-            .any(|l| l.contains(&f.ns) && l.contains("Synced")),
+            .any(|l| l.contains(f.ns()) && l.contains("Synced")),
         "{table}"
     );
 
@@ -462,7 +441,7 @@ async fn watch_initial_prints_added_for_each_pod_then_synced_then_changes() {
     let f = Fixture::new("cli-watch").await;
     f.wait_synced();
     let mut child = f
-        .informerd(&["watch", "pods", "-n", &f.ns, "--initial", "-o", "json"])
+        .informerd(&["watch", "pods", "-n", f.ns(), "--initial", "-o", "json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -519,7 +498,7 @@ async fn watch_initial_prints_added_for_each_pod_then_synced_then_changes() {
 
     // Resuming from that token replays nothing before it: the next change comes first.
     let mut child = f
-        .informerd(&["watch", "pods", "-n", &f.ns, "--since", &token])
+        .informerd(&["watch", "pods", "-n", f.ns(), "--since", &token])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -550,7 +529,7 @@ async fn bad_requests_exit_non_zero_with_the_code_and_reason() {
     let f = Fixture::new("cli-errors").await;
     f.wait_synced();
 
-    let out = f.run(&["list", "pods", "-n", &f.ns, "-l", "app in (a"]);
+    let out = f.run(&["list", "pods", "-n", f.ns(), "-l", "app in (a"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
         stderr(&out).starts_with("informerd: INVALID_ARGUMENT: "),
@@ -565,7 +544,7 @@ async fn bad_requests_exit_non_zero_with_the_code_and_reason() {
 
     // A watch that fails prints the message and the reason, and exits non-zero: a token from
     // another run of the sidecar.
-    let out = f.run_to_end(&["watch", "pods", "-n", &f.ns, "--since", "1:1"]);
+    let out = f.run_to_end(&["watch", "pods", "-n", f.ns(), "--since", "1:1"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("OUT_OF_RANGE") && stderr(&out).contains("EpochChanged"),
@@ -622,12 +601,9 @@ fn status_via(args: &[&str]) -> Output {
 
 #[tokio::test]
 async fn http_and_https_addresses_with_a_ca_and_a_client_certificate() {
+    let mut fixture = testkit::Fixture::new("cli-tls").await.expect("namespace");
     let cluster = ControlPlane::get();
-    let client = cluster.client().await.expect("admin client");
-    let ns = unique_namespace(&client, "cli-tls")
-        .await
-        .expect("namespace");
-    let resources = format!("- name: pods\n  apiVersion: v1\n  kind: Pod\n  namespaces: [{ns}]\n");
+    let pods = Resource::pods().namespaces([fixture.ns()]);
     // The control plane's PKI: its CA signed a serving certificate for 127.0.0.1 and a client
     // certificate; the sidecar borrows them.
     let pki = cluster.dir().join("pki");
@@ -635,13 +611,12 @@ async fn http_and_https_addresses_with_a_ca_and_a_client_certificate() {
 
     // Plaintext on loopback.
     let port = free_port();
-    let plain = Sidecar::start_with(
-        std::path::Path::new(bin()),
-        cluster,
-        &format!("  listen: 127.0.0.1:{port}\n"),
-        &resources,
-    )
-    .expect("sidecar");
+    let config = SidecarConfig::new()
+        .resource(pods.clone())
+        .server(|s| s.listen(format!("127.0.0.1:{port}")));
+    let plain = fixture
+        .start_sidecar(std::path::Path::new(bin()), &config)
+        .expect("sidecar");
     let address = format!("http://127.0.0.1:{port}");
     let out = status_via(&["--address", &address]);
     assert!(
@@ -652,22 +627,20 @@ async fn http_and_https_addresses_with_a_ca_and_a_client_certificate() {
     );
     let status: Value = serde_json::from_slice(&out.stdout).expect("status JSON");
     assert_eq!(status["resources"][0]["name"], "pods");
-    drop(plain);
 
     // TLS that requires a client certificate signed by the CA.
     let port = free_port();
-    let tls = Sidecar::start_with(
-        std::path::Path::new(bin()),
-        cluster,
-        &format!(
-            "  listen: 127.0.0.1:{port}\n  tls:\n    certFile: {}\n    keyFile: {}\n    clientCAFile: {}\n",
-            path("apiserver.crt"),
-            path("apiserver.key"),
-            path("ca.crt")
-        ),
-        &resources,
-    )
-    .expect("sidecar");
+    let config = SidecarConfig::new().resource(pods).server(|s| {
+        s.listen(format!("127.0.0.1:{port}")).tls(
+            pki.join("apiserver.crt"),
+            pki.join("apiserver.key"),
+            Some(&pki.join("ca.crt")),
+        )
+    });
+    // Replaces (stops) the plaintext one.
+    let tls = fixture
+        .start_sidecar(std::path::Path::new(bin()), &config)
+        .expect("sidecar");
     let address = format!("https://127.0.0.1:{port}");
     let ca = path("ca.crt");
     let (cert, key) = (path("admin.crt"), path("admin.key"));
@@ -722,7 +695,4 @@ async fn http_and_https_addresses_with_a_ca_and_a_client_certificate() {
     ]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("https://"), "{}", stderr(&out));
-
-    drop(tls);
-    let _ = delete_namespace(&client, &ns).await;
 }

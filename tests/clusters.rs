@@ -1,7 +1,8 @@
 //! Remote clusters (`clusters:`), on real control planes: the shared one is informerd's own
 //! cluster, a private one (its own etcd and kube-apiserver) is the remote `second`. Resources
 //! of the same name in each hold different objects, and a client reads and watches each by
-//! cluster; killing the second's apiserver marks it unreachable in Status and metrics while the
+//! cluster (each behaviour a test of its own, on two clusters of its own); killing the second's
+//! apiserver marks it unreachable in Status and metrics while the
 //! first keeps serving and the second's cache serves what it holds; after the restart it is
 //! reachable again and a watch opened before the kill receives the changes made after it. A
 //! second test starts informerd while a remote cluster does not answer (a stalled proxy): it
@@ -13,8 +14,7 @@ use informerd::proto::{
 };
 use informerd_client as client;
 use informerd_testkit::{
-    delete_namespace, free_port, scrape_metrics, unique_namespace, ControlPlane, FaultProxy,
-    Sidecar,
+    free_port, scrape_metrics, ControlPlane, FaultProxy, Fixture, Resource, Sidecar, SidecarConfig,
 };
 use tonic::Code;
 
@@ -35,19 +35,13 @@ async fn serve(
     cluster: &str,
     kubeconfig: &std::path::Path,
 ) -> (Sidecar, Cache) {
-    let resources = format!(
-        "{}{}clusters:\n- name: {cluster}\n  kubeconfig: {}\n",
-        configmaps(namespace, "default"),
-        configmaps(namespace, cluster),
-        kubeconfig.display()
-    );
-    let sidecar = Sidecar::start_with(
-        std::path::Path::new(BIN),
-        first,
-        &format!("  metrics: 127.0.0.1:{port}\n"),
-        &resources,
-    )
-    .expect("informerd starts (also while a remote cluster does not answer)");
+    let config = SidecarConfig::new()
+        .resource(configmaps(namespace, "default"))
+        .resource(configmaps(namespace, cluster))
+        .cluster(cluster, kubeconfig)
+        .server(|s| s.metrics_port(port));
+    let sidecar = Sidecar::start(std::path::Path::new(BIN), first, &config)
+        .expect("informerd starts (also while a remote cluster does not answer)");
     let api = client::connect(&format!("unix://{}", sidecar.socket().display()))
         .await
         .expect("connect");
@@ -83,50 +77,97 @@ async fn readyz(port: u16) -> String {
     answer
 }
 
-fn configmaps(namespace: &str, cluster: &str) -> String {
-    format!(
-        "- name: configmaps\n  apiVersion: v1\n  kind: ConfigMap\n  namespaces: [{namespace}]\n  \
-         cluster: {cluster}\n"
+fn configmaps(namespace: &str, cluster: &str) -> Resource {
+    Resource::configmaps()
+        .namespaces([namespace])
+        .cluster(cluster)
+}
+
+/// The two clusters and informerd serving both, metrics on a port of its own.
+struct Served {
+    clusters: TwoClusters,
+    port: u16,
+    sidecar: Sidecar,
+    api: Cache,
+}
+
+async fn served(base: &str) -> Served {
+    let clusters = TwoClusters::start(base).await;
+    let port = free_port();
+    let (sidecar, api) = serve(
+        clusters.first,
+        port,
+        &clusters.ns,
+        "second",
+        clusters.second.control_plane().kubeconfig(),
     )
+    .await;
+    Served {
+        clusters,
+        port,
+        sidecar,
+        api,
+    }
+}
+
+/// A watch of the configmaps of `ns` in `cluster`, from its initial state.
+fn watch_of(ns: &str, cluster: &str) -> WatchRequest {
+    WatchRequest {
+        resource: "configmaps".into(),
+        cluster: cluster.into(),
+        namespace: ns.into(),
+        start: Some(Start::SendInitialState(true)),
+        wait_for_sync: true,
+        ..WatchRequest::default()
+    }
+}
+
+/// Opens a watch of the second cluster and reads it to SYNCED: the stream, and the token
+/// (epoch, revision) SYNCED carried.
+async fn second_watch_synced(
+    api: &mut Cache,
+    ns: &str,
+) -> (tonic::Streaming<WatchEvent>, (u64, u64)) {
+    let mut watch = api
+        .watch(watch_of(ns, "second"))
+        .await
+        .expect("Watch")
+        .into_inner();
+    loop {
+        let event = next_change(&mut watch).await;
+        if event.r#type() == EventType::Synced {
+            return (watch, (event.epoch, event.revision));
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn each_cluster_is_read_and_watched_by_name_and_a_lost_one_recovers() {
-    let TwoClusters {
-        first,
-        first_client,
-        second,
-        second_client,
-        ns,
-    } = TwoClusters::start("clusters").await;
-
-    let port = free_port();
-    let (sidecar, mut api) = serve(
-        first,
-        port,
-        &ns,
-        "second",
-        second.control_plane().kubeconfig(),
-    )
-    .await;
+async fn each_cluster_is_read_by_name_and_an_unknown_one_is_refused() {
+    let Served {
+        clusters,
+        mut api,
+        sidecar: _sidecar,
+        ..
+    } = served("clusters-read").await;
+    let ns = &clusters.ns;
 
     // Same resource name, one per cluster, different objects.
     assert_eq!(
-        cached_value(&mut api, ("", "configmaps"), &ns, "settings").await,
+        cached_value(&mut api, ("", "configmaps"), ns, "settings").await,
         "first"
     );
     assert_eq!(
-        cached_value(&mut api, ("second", "configmaps"), &ns, "settings").await,
+        cached_value(&mut api, ("second", "configmaps"), ns, "settings").await,
         "second"
     );
     assert_eq!(
-        list_names(&mut api, ("default", "configmaps"), &ns)
+        list_names(&mut api, ("default", "configmaps"), ns)
             .await
             .expect("List"),
         ["settings"]
     );
     assert_eq!(
-        list_names(&mut api, ("second", "configmaps"), &ns)
+        list_names(&mut api, ("second", "configmaps"), ns)
             .await
             .expect("List"),
         ["only-second", "settings"]
@@ -143,42 +184,41 @@ async fn each_cluster_is_read_and_watched_by_name_and_a_lost_one_recovers() {
         .expect_err("an unknown cluster");
     assert_eq!(unknown.code(), Code::NotFound, "{unknown:?}");
     assert!(unknown.message().contains("default, second"), "{unknown:?}");
+}
 
-    // A watch of each cluster sees its own changes only.
-    let watch = |cluster: &str| WatchRequest {
-        resource: "configmaps".into(),
-        cluster: cluster.into(),
-        namespace: ns.clone(),
-        start: Some(Start::SendInitialState(true)),
-        wait_for_sync: true,
-        ..WatchRequest::default()
-    };
-    let mut second_watch = api
-        .watch(watch("second"))
-        .await
-        .expect("Watch")
-        .into_inner();
-    let mut synced = None;
-    while synced.is_none() {
-        let event = next_change(&mut second_watch).await;
-        if event.r#type() == EventType::Synced {
-            synced = Some((event.epoch, event.revision));
-        }
-    }
-    create_configmap(&first_client, &ns, "only-first", "first").await;
-    create_configmap(&second_client, &ns, "added-second", "second").await;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_of_a_cluster_sees_its_own_changes_only() {
+    let Served {
+        clusters,
+        mut api,
+        sidecar: _sidecar,
+        ..
+    } = served("clusters-watch").await;
+    let ns = &clusters.ns;
+    let (mut second_watch, _) = second_watch_synced(&mut api, ns).await;
+    create_configmap(&clusters.first_client, ns, "only-first", "first").await;
+    create_configmap(&clusters.second_client, ns, "added-second", "second").await;
     let event = next_change(&mut second_watch).await;
     assert_eq!(event.r#type(), EventType::Added);
     assert_eq!(event.object.expect("object").name, "added-second");
+}
 
-    // A resume token of the second cluster's cache is not one of the first's.
-    let (epoch, revision) = synced.expect("SYNCED");
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_token_of_one_clusters_cache_is_refused_by_anothers() {
+    let Served {
+        clusters,
+        mut api,
+        sidecar: _sidecar,
+        ..
+    } = served("clusters-token").await;
+    let ns = &clusters.ns;
+    let (_, (epoch, revision)) = second_watch_synced(&mut api, ns).await;
     let foreign = WatchRequest {
         start: Some(Start::Since(informerd::proto::ResumeToken {
             epoch,
             revision,
         })),
-        ..watch("")
+        ..watch_of(ns, "")
     };
     let refused = match api.watch(foreign).await {
         Err(status) => status,
@@ -190,6 +230,29 @@ async fn each_cluster_is_read_and_watched_by_name_and_a_lost_one_recovers() {
             .expect_err("a token of another cluster's cache"),
     };
     assert_eq!(refused.code(), Code::OutOfRange, "{refused:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_cluster_is_reported_while_the_others_serve_and_recovers_with_its_watches() {
+    let Served {
+        clusters,
+        port,
+        sidecar: _sidecar,
+        mut api,
+    } = served("clusters-lost").await;
+    let TwoClusters {
+        first_client,
+        second,
+        second_client,
+        ns,
+        owner: _owner,
+        ..
+    } = clusters;
+    // Opened before the kill; it must go on after the restart.
+    let (mut second_watch, _) = second_watch_synced(&mut api, &ns).await;
+    create_configmap(&second_client, &ns, "added-second", "second").await;
+    let event = next_change(&mut second_watch).await;
+    assert_eq!(event.object.expect("object").name, "added-second");
 
     // The second cluster's apiserver goes away: reported, while the first serves and the
     // second's cache serves what it holds.
@@ -249,19 +312,14 @@ async fn each_cluster_is_read_and_watched_by_name_and_a_lost_one_recovers() {
         cached_value(&mut api, ("second", "configmaps"), &ns, "after-restart").await,
         "second"
     );
-
-    drop(sidecar);
-    let _ = delete_namespace(&first_client, &ns).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_cluster_down_at_start_up_is_picked_up_when_it_answers() {
     let first = ControlPlane::get();
-    let client = first.client().await.expect("client");
-    let ns = unique_namespace(&client, "clusters-late")
-        .await
-        .expect("ns");
-    create_configmap(&client, &ns, "settings", "first").await;
+    let fixture = Fixture::on(first, "clusters-late").await.expect("ns");
+    let ns = fixture.ns().to_owned();
+    create_configmap(fixture.kube(), &ns, "settings", "first").await;
     // The "remote" cluster is the shared one behind a proxy that holds every byte.
     let proxy = FaultProxy::start(first).await.expect("proxy");
     proxy.stall();
@@ -295,5 +353,4 @@ async fn a_remote_cluster_down_at_start_up_is_picked_up_when_it_answers() {
         "first"
     );
     drop(sidecar);
-    let _ = delete_namespace(&client, &ns).await;
 }

@@ -15,13 +15,12 @@ use informerd::proto::{
     cache_client::CacheClient, watch_request::Start, EventType, GetRequest, ListRequest, Reason,
     StatusRequest, WatchEvent, WatchRequest,
 };
-use informerd_client as client;
 use informerd_testkit::{
-    delete_namespace, free_port, unique_namespace, wait_root_ca_published, ControlPlane, Sidecar,
+    self as testkit, free_port, wait_root_ca_published, wait_synced, Limits, Resource,
+    SidecarConfig,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::Client;
 use serde_json::json;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Streaming};
@@ -30,26 +29,34 @@ const BIN: &str = env!("CARGO_BIN_EXE_informerd");
 /// How long a bounded wait may take before a test fails.
 const PATIENCE: Duration = Duration::from_secs(60);
 
-/// A namespace of ConfigMaps and a sidecar caching them with `limits`, its metrics on a port.
+/// A namespace of ConfigMaps and a sidecar caching them with `limits`, its metrics on a port;
+/// the namespace is deleted on drop.
 struct Fixture {
-    kube: Client,
-    ns: String,
-    sidecar: Sidecar,
+    base: testkit::Fixture,
     metrics: u16,
     api: CacheClient<Channel>,
 }
 
+impl std::ops::Deref for Fixture {
+    type Target = testkit::Fixture;
+    fn deref(&self) -> &testkit::Fixture {
+        &self.base
+    }
+}
+
 impl Fixture {
     /// `configmaps`: (name, bytes of data) created before the sidecar starts; `limits`: the
-    /// lines of the `limits:` section (indented).
-    async fn new(base: &str, configmaps: &[(&str, usize)], limits: &str) -> Fixture {
-        let cluster = ControlPlane::get();
-        let kube = cluster.client().await.expect("kube client");
-        let ns = unique_namespace(&kube, base).await.expect("namespace");
-        let fixture_api: Api<ConfigMap> = Api::namespaced(kube.clone(), &ns);
+    /// `limits:` section.
+    async fn new(
+        base: &str,
+        configmaps: &[(&str, usize)],
+        limits: impl FnOnce(Limits) -> Limits,
+    ) -> Fixture {
+        let mut base = testkit::Fixture::new(base).await.expect("namespace");
+        let fixture_api: Api<ConfigMap> = base.api();
         // The sidecar's first list must hold kube-root-ca.crt (the tests count it; under load it
         // was once published after the sync).
-        wait_root_ca_published(&kube, &ns)
+        wait_root_ca_published(base.kube(), base.ns())
             .await
             .expect("kube-root-ca.crt is published");
         for (name, size) in configmaps {
@@ -59,26 +66,20 @@ impl Fixture {
                 .expect("create configmap");
         }
         let metrics = free_port();
-        // The text after `server:`'s lines: the metrics port, then the top-level `limits:`.
-        let extra = format!("  metrics: 127.0.0.1:{metrics}\nlimits:\n{limits}");
-        let resources = format!(
-            "- name: configmaps\n  apiVersion: v1\n  kind: ConfigMap\n  namespaces: [{ns}]\n"
-        );
-        let sidecar = Sidecar::start_with(BIN.as_ref(), cluster, &extra, &resources)
+        let config = SidecarConfig::new()
+            .resource(Resource::configmaps().namespaces([base.ns()]))
+            .server(|s| s.metrics_port(metrics))
+            .limits(limits);
+        base.start_sidecar(BIN.as_ref(), &config)
             .expect("start the sidecar");
-        let mut api = connect(sidecar.socket()).await;
-        wait_synced(&mut api, &ns).await;
-        Fixture {
-            kube,
-            ns,
-            sidecar,
-            metrics,
-            api,
-        }
+        // Status, which the limits never refuse (Lists and Watches they may).
+        let mut api = base.cache().await.expect("connect");
+        wait_synced(&mut api).await.expect("synced");
+        Fixture { base, metrics, api }
     }
 
     fn configmaps(&self) -> Api<ConfigMap> {
-        Api::namespaced(self.kube.clone(), &self.ns)
+        Api::namespaced(self.kube().clone(), self.ns())
     }
 
     /// The names the sidecar lists.
@@ -96,7 +97,7 @@ impl Fixture {
     fn list(&self) -> ListRequest {
         ListRequest {
             resource: "configmaps".into(),
-            namespace: self.ns.clone(),
+            namespace: self.ns().to_owned(),
             ..Default::default()
         }
     }
@@ -104,7 +105,7 @@ impl Fixture {
     fn watch(&self) -> WatchRequest {
         WatchRequest {
             resource: "configmaps".into(),
-            namespace: self.ns.clone(),
+            namespace: self.ns().to_owned(),
             start: Some(Start::SendInitialState(true)),
             ..Default::default()
         }
@@ -128,10 +129,6 @@ impl Fixture {
             .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
             .unwrap_or_else(|| panic!("no sample {series} in\n{text}"))
     }
-
-    async fn cleanup(self) {
-        let _ = delete_namespace(&self.kube, &self.ns).await;
-    }
 }
 
 fn config_map(name: &str, size: usize) -> ConfigMap {
@@ -140,29 +137,6 @@ fn config_map(name: &str, size: usize) -> ConfigMap {
         "data": {"payload": "x".repeat(size)}
     }))
     .expect("a ConfigMap")
-}
-
-async fn connect(socket: &Path) -> CacheClient<Channel> {
-    client::connect(&socket.display().to_string())
-        .await
-        .expect("connect")
-}
-
-/// Returns once the sidecar has synced: a Get that waits for the sync answers (found or not)
-/// only then. (A Get, not a List: Lists may be what the fixture's limits refuse.)
-async fn wait_synced(api: &mut CacheClient<Channel>, ns: &str) {
-    let mut request = tonic::Request::new(GetRequest {
-        resource: "configmaps".into(),
-        namespace: ns.into(),
-        name: "kube-root-ca.crt".into(),
-        wait_for_sync: true,
-        ..Default::default()
-    });
-    request.set_timeout(PATIENCE);
-    match api.get(request).await {
-        Ok(_) => {}
-        Err(e) => assert_eq!(e.code(), Code::NotFound, "synced: {e:?}"),
-    }
 }
 
 /// The next event that is not a bookmark.
@@ -209,11 +183,9 @@ where
 
 #[tokio::test]
 async fn an_object_over_max_object_size_is_skipped_counted_and_logged_while_others_serve() {
-    let f = Fixture::new(
-        "limits-size",
-        &[("small", 100), ("big", 20_000)],
-        "  maxObjectSize: 8Ki\n",
-    )
+    let f = Fixture::new("limits-size", &[("small", 100), ("big", 20_000)], |l| {
+        l.max_object_size("8Ki")
+    })
     .await;
     let names = f.names().await;
     assert!(names.contains(&"small".to_string()), "{names:?}");
@@ -221,17 +193,17 @@ async fn an_object_over_max_object_size_is_skipped_counted_and_logged_while_othe
     let mut api = f.api.clone();
     let get = |name: &str| GetRequest {
         resource: "configmaps".into(),
-        namespace: f.ns.clone(),
+        namespace: f.ns().to_owned(),
         name: name.into(),
         ..Default::default()
     };
     let missing = api.get(get("big")).await.unwrap_err();
     assert_eq!(missing.code(), Code::NotFound, "{missing:?}");
-    let log = f.sidecar.plain_log();
+    let log = f.sidecar().plain_log();
     assert!(
         log.lines()
             .any(|l| l.contains("larger than limits.maxObjectSize")
-                && l.contains(&format!("{}/big", f.ns))
+                && l.contains(&format!("{}/big", f.ns()))
                 && l.contains("limit=8192")),
         "{log}"
     );
@@ -264,17 +236,16 @@ async fn an_object_over_max_object_size_is_skipped_counted_and_logged_while_othe
 
     let series = format!(
         "informerd_scope_objects_skipped_total{{resource=\"configmaps\",scope=\"{}\",reason=\"too_large\"}}",
-        f.ns
+        f.ns()
     );
     // Every arrival counts: big at the list, small grown (a relist would count them again).
     let skipped = f.sample(&series).await;
     assert!(skipped >= 2.0, "{skipped}");
-    f.cleanup().await;
 }
 
 #[tokio::test]
 async fn watches_beyond_max_watchers_are_refused_until_one_closes() {
-    let f = Fixture::new("limits-watchers", &[("a", 10)], "  maxWatchers: 2\n").await;
+    let f = Fixture::new("limits-watchers", &[("a", 10)], |l| l.max_watchers(2)).await;
     let mut api = f.api.clone();
     let mut open = Vec::new();
     for _ in 0..2 {
@@ -303,7 +274,6 @@ async fn watches_beyond_max_watchers_are_refused_until_one_closes() {
     assert_eq!(next(&mut w).await.r#type, EventType::Added as i32);
     let series = "informerd_limit_refusals_total{limit=\"maxWatchers\"}";
     assert!(f.sample(series).await >= 1.0);
-    f.cleanup().await;
 }
 
 /// A channel whose HTTP/2 windows are small, so that a List it does not read stays open.
@@ -329,8 +299,8 @@ async fn lists_beyond_max_concurrent_lists_are_refused_while_one_is_held_unread(
     // 2 MB of objects: more than the server's HTTP/2 send buffer and the client's window.
     let names: Vec<String> = (0..40).map(|i| format!("cm{i}")).collect();
     let configmaps: Vec<(&str, usize)> = names.iter().map(|n| (n.as_str(), 50_000)).collect();
-    let f = Fixture::new("limits-lists", &configmaps, "  maxConcurrentLists: 1\n").await;
-    let mut slow = small_window_channel(f.sidecar.socket()).await;
+    let f = Fixture::new("limits-lists", &configmaps, |l| l.max_concurrent_lists(1)).await;
+    let mut slow = small_window_channel(f.sidecar().socket()).await;
     let held = slow
         .list(ListRequest {
             chunk_size: 1,
@@ -362,12 +332,14 @@ async fn lists_beyond_max_concurrent_lists_are_refused_while_one_is_held_unread(
         listed += chunk.objects.len();
     }
     assert!(listed >= 40, "{listed}");
-    f.cleanup().await;
 }
 
 #[tokio::test]
 async fn a_request_over_max_request_size_is_refused_naming_the_limit() {
-    let f = Fixture::new("limits-request", &[("a", 10)], "  maxRequestSize: 1Ki\n").await;
+    let f = Fixture::new("limits-request", &[("a", 10)], |l| {
+        l.max_request_size("1Ki")
+    })
+    .await;
     let mut api = f.api.clone();
     let refused = api
         .list(ListRequest {
@@ -386,13 +358,12 @@ async fn a_request_over_max_request_size_is_refused_naming_the_limit() {
         2,
         "a small request serves (a, kube-root-ca.crt)"
     );
-    f.cleanup().await;
 }
 
 #[tokio::test]
 async fn above_max_memory_new_lists_and_watches_are_refused_while_get_serves() {
     // One byte: the process is always above it.
-    let f = Fixture::new("limits-memory", &[("a", 10)], "  maxMemory: 1\n").await;
+    let f = Fixture::new("limits-memory", &[("a", 10)], |l| l.max_memory(1u64)).await;
     let mut api = f.api.clone();
     assert_exhausted(
         &api.list(f.list()).await.unwrap_err(),
@@ -407,7 +378,7 @@ async fn above_max_memory_new_lists_and_watches_are_refused_while_get_serves() {
     let got = api
         .get(GetRequest {
             resource: "configmaps".into(),
-            namespace: f.ns.clone(),
+            namespace: f.ns().to_owned(),
             name: "a".into(),
             ..Default::default()
         })
@@ -417,7 +388,7 @@ async fn above_max_memory_new_lists_and_watches_are_refused_while_get_serves() {
     assert_eq!(got.object.expect("object").name, "a");
     let status = api.status(StatusRequest::default()).await.expect("status");
     assert!(status.get_ref().synced, "the cache goes on");
-    let log = f.sidecar.log();
+    let log = f.sidecar().log();
     assert!(
         log.contains("allocated memory is above limits.maxMemory"),
         "{log}"
@@ -427,5 +398,4 @@ async fn above_max_memory_new_lists_and_watches_are_refused_while_get_serves() {
         let series = format!("informerd_limit_refusals_total{{limit=\"{limit}\"}}");
         assert!(f.sample(&series).await >= at_least);
     }
-    f.cleanup().await;
 }

@@ -3,7 +3,8 @@
 //! `/livez` answers 200 throughout; `/metrics` is read, during writes, by the Prometheus
 //! project's own OpenMetrics parser (its Python client, installed by `make`), and its counters
 //! move exactly as the writes say: events stored, objects the filter drops, RPCs by method and
-//! code, watchers open and ended. A port that is taken stops `serve` with the field and line.
+//! code, watchers open and ended (each a test of its own, on namespaces of its own). A port
+//! that is taken stops `serve` with the field and line.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,8 +15,8 @@ use futures::TryStreamExt;
 use informerd::proto::{watch_request::Start, EventType, GetRequest, ListRequest, WatchRequest};
 use informerd_client as client;
 use informerd_testkit::{
-    delete_namespace, free_port, repo_root, unique_namespace, wait_default_service_account,
-    ControlPlane,
+    free_port, repo_root, wait_default_service_account, ControlPlane, Fixture, Resource,
+    SidecarConfig,
 };
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
@@ -228,6 +229,9 @@ async fn create_pod(pods: &Api<Pod>, name: &str) -> anyhow::Result<()> {
 
 /// Writes `dir/informerd.yaml`: a socket in `dir`, `server.metrics: {metrics}`, and
 /// `resources` (the `resources:` section).
+///
+/// Decision: text, not testkit's `SidecarConfig`, for the test whose error names the line and
+/// column of `server.metrics`: the text's layout is what it checks.
 fn write_config(dir: &Path, metrics: &str, resources: &str) -> PathBuf {
     let config = dir.join("informerd.yaml");
     let text = format!(
@@ -238,11 +242,17 @@ fn write_config(dir: &Path, metrics: &str, resources: &str) -> PathBuf {
     config
 }
 
-/// Starts `informerd serve` on `config` (a `resources:` section) with `server.metrics` on a
-/// free loopback port, as `kubeconfig`; returns once the metrics port answers.
-async fn serve(kubeconfig: &Path, dir: PathBuf, resources: &str) -> Serving {
+/// Starts `informerd serve` caching `pods`, its socket in `dir` and `server.metrics` on a free
+/// loopback port, as `kubeconfig`; returns once the metrics port answers.
+async fn serve(kubeconfig: &Path, dir: PathBuf, pods: Resource) -> Serving {
     let port = free_port();
-    let config = write_config(&dir, &format!("127.0.0.1:{port}"), resources);
+    let config = dir.join("informerd.yaml");
+    let text = SidecarConfig::new()
+        .socket(dir.join("informerd.sock"))
+        .server(|s| s.metrics_port(port))
+        .resource(pods)
+        .to_yaml();
+    std::fs::write(&config, text).expect("write the config");
     let log = std::fs::File::create(dir.join("informerd.log")).expect("the log file");
     let child = Command::new(BIN)
         .args(["serve", "--config"])
@@ -310,26 +320,103 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn probes_and_metrics_follow_the_sync_and_the_writes() -> anyhow::Result<()> {
-    let cp = ControlPlane::get();
-    let admin = cp.client().await?;
-    let allowed = unique_namespace(&admin, "metrics-a").await?;
-    let denied = unique_namespace(&admin, "metrics-denied").await?;
-    wait_default_service_account(&admin, &allowed).await?;
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), &allowed);
-    for name in ["keep-0", "keep-1", "keep-2", "drop-0", "drop-1"] {
-        create_pod(&pods, name).await?;
-    }
-    grant_pods(&admin, &allowed, &allowed).await?;
-    let dir = temp_dir("sync");
-    let kubeconfig = dir.join("kubeconfig");
-    impersonating_kubeconfig(cp, &allowed, &kubeconfig);
-    let resources = format!(
-        "- name: pods\n  apiVersion: v1\n  kind: Pod\n  namespaces: [{allowed}, {denied}]\n  filter: \"{FILTER}\"\n"
-    );
-    let sidecar = serve(&kubeconfig, dir, &resources).await;
+/// A namespace `allowed` with pods `keep-0..2` and `drop-0..1`, and a sidecar caching its pods
+/// (with [`FILTER`]) as a ServiceAccount granted them; with `denied`, a second namespace it is
+/// not granted (yet). The namespaces are deleted on drop.
+struct Setup {
+    fixture: Fixture,
+    allowed: String,
+    denied: String,
+    pods: Api<Pod>,
+    sidecar: Serving,
+}
 
+impl Setup {
+    async fn new(base: &str, with_denied: bool) -> anyhow::Result<Setup> {
+        let cp = ControlPlane::get();
+        let mut fixture = Fixture::new(&format!("{base}-a")).await?;
+        let admin = fixture.kube().clone();
+        let allowed = fixture.ns().to_owned();
+        let mut namespaces = vec![allowed.clone()];
+        let denied = if with_denied {
+            let denied = fixture.add_namespace(&format!("{base}-denied")).await?;
+            namespaces.push(denied.clone());
+            denied
+        } else {
+            String::new()
+        };
+        wait_default_service_account(&admin, &allowed).await?;
+        let pods: Api<Pod> = Api::namespaced(admin.clone(), &allowed);
+        for name in ["keep-0", "keep-1", "keep-2", "drop-0", "drop-1"] {
+            create_pod(&pods, name).await?;
+        }
+        grant_pods(&admin, &allowed, &allowed).await?;
+        let dir = temp_dir(base);
+        let kubeconfig = dir.join("kubeconfig");
+        impersonating_kubeconfig(cp, &allowed, &kubeconfig);
+        let pods_resource = Resource::pods().namespaces(namespaces).filter(FILTER);
+        let sidecar = serve(&kubeconfig, dir, pods_resource).await;
+        Ok(Setup {
+            fixture,
+            allowed,
+            denied,
+            pods,
+            sidecar,
+        })
+    }
+
+    /// Waits until the sidecar is ready (every scope synced).
+    async fn wait_ready(&self) {
+        wait_until("/readyz answers 200", || async {
+            self.sidecar.get("/readyz").await.status == 200
+        })
+        .await;
+    }
+
+    /// (received, stored, filtered out) events of the allowed namespace.
+    fn counts(&self, m: &Samples) -> (f64, f64, f64) {
+        let scope = [("resource", "pods"), ("scope", self.allowed.as_str())];
+        (
+            m.value("informerd_scope_events_received_total", &scope),
+            m.value("informerd_scope_events_stored_total", &scope),
+            m.value("informerd_scope_objects_filtered_out_total", &scope),
+        )
+    }
+
+    /// A watch of the allowed namespace, read to its SYNCED.
+    async fn synced_watch(
+        &self,
+        api: &mut client::proto::cache_client::CacheClient<tonic::transport::Channel>,
+    ) -> anyhow::Result<tonic::Streaming<client::proto::WatchEvent>> {
+        let mut watch = api
+            .watch(WatchRequest {
+                resource: "pods".into(),
+                namespace: self.allowed.clone(),
+                start: Some(Start::SendInitialState(true)),
+                ..Default::default()
+            })
+            .await?
+            .into_inner();
+        while let Some(event) = watch.message().await? {
+            if event.r#type == EventType::Synced as i32 {
+                break;
+            }
+        }
+        Ok(watch)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_names_a_forbidden_namespace_until_it_is_granted_and_livez_answers_throughout(
+) -> anyhow::Result<()> {
+    let Setup {
+        fixture,
+        allowed,
+        denied,
+        sidecar,
+        ..
+    } = Setup::new("metrics-ready", true).await?;
+    let admin = fixture.kube().clone();
     // Not ready while RBAC forbids a namespace: the answer names the resource and the scope.
     let forbidden = format!("{denied}: Forbidden");
     wait_until("/readyz names the forbidden namespace", || async {
@@ -375,20 +462,28 @@ async fn probes_and_metrics_follow_the_sync_and_the_writes() -> anyhow::Result<(
         1.0
     );
     assert_eq!(state(&m, &denied, "Synced"), 1.0);
-    let scope = [("resource", "pods"), ("scope", allowed.as_str())];
-    let counts = |m: &Samples| {
-        (
-            m.value("informerd_scope_events_received_total", &scope),
-            m.value("informerd_scope_events_stored_total", &scope),
-            m.value("informerd_scope_objects_filtered_out_total", &scope),
-        )
-    };
-    assert_eq!(counts(&m), (5.0, 3.0, 2.0), "the initial list");
+    assert_eq!(sidecar.get("/livez").await.status, 200);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_initial_list_is_counted_as_received_stored_and_filtered_out() -> anyhow::Result<()> {
+    let setup = Setup::new("metrics-list", false).await?;
+    setup.wait_ready().await;
+    let m = setup.sidecar.scrape().await;
+    assert_eq!(setup.counts(&m), (5.0, 3.0, 2.0), "the initial list");
     assert_eq!(
         m.value("informerd_cache_objects", &[("resource", "pods")]),
         3.0
     );
+    Ok(())
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rpcs_are_counted_by_method_and_code() -> anyhow::Result<()> {
+    let setup = Setup::new("metrics-rpc", false).await?;
+    setup.wait_ready().await;
+    let (allowed, sidecar) = (&setup.allowed, &setup.sidecar);
     // RPCs: counted by method and code.
     let mut api = client::connect(&sidecar.socket()).await?;
     let list = ListRequest {
@@ -416,22 +511,39 @@ async fn probes_and_metrics_follow_the_sync_and_the_writes() -> anyhow::Result<(
     let missing = api.get(get("drop-0")).await.expect_err("filtered out");
     assert_eq!(missing.code(), tonic::Code::NotFound);
 
-    // A watcher, open while the writes happen.
-    let mut watch = api
-        .watch(WatchRequest {
-            resource: "pods".into(),
-            namespace: allowed.clone(),
-            start: Some(Start::SendInitialState(true)),
-            ..Default::default()
-        })
-        .await?
-        .into_inner();
-    while let Some(event) = watch.message().await? {
-        if event.r#type == EventType::Synced as i32 {
-            break;
-        }
-    }
+    let m = sidecar.scrape().await;
+    let rpc = |m: &Samples, method: &str, code: &str| {
+        m.get(
+            "informerd_rpc_handled_total",
+            &[
+                ("service", "informerd.v1.Cache"),
+                ("method", method),
+                ("code", code),
+            ],
+        )
+    };
+    assert_eq!(rpc(&m, "List", "OK"), Some(2.0));
+    assert_eq!(rpc(&m, "Get", "OK"), Some(1.0));
+    assert_eq!(rpc(&m, "Get", "NOT_FOUND"), Some(1.0));
+    assert_eq!(
+        m.get(
+            "informerd_rpc_handling_seconds_count",
+            &[("service", "informerd.v1.Cache"), ("method", "List")]
+        ),
+        Some(2.0)
+    );
+    Ok(())
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_are_counted_while_they_happen_and_sent_to_a_watcher() -> anyhow::Result<()> {
+    let setup = Setup::new("metrics-writes", false).await?;
+    setup.wait_ready().await;
+    let (pods, sidecar) = (&setup.pods, &setup.sidecar);
+    let mut api = client::connect(&sidecar.socket()).await?;
+    // A watcher, open while the writes happen.
+    let _watch = setup.synced_watch(&mut api).await?;
+    let counts = |m: &Samples| setup.counts(m);
     // Writes, scraped while they happen: 4 kept pods and 3 dropped ones created, a kept one
     // relabelled. (No deletion: how many events one makes depends on graceful deletion.)
     let writes = {
@@ -481,28 +593,17 @@ async fn probes_and_metrics_follow_the_sync_and_the_writes() -> anyhow::Result<(
     );
     assert_eq!(sent(&m, "SYNCED"), Some(1.0));
     assert_eq!(m.value("informerd_watchers", &[("resource", "pods")]), 1.0);
-    let rpc = |m: &Samples, method: &str, code: &str| {
-        m.get(
-            "informerd_rpc_handled_total",
-            &[
-                ("service", "informerd.v1.Cache"),
-                ("method", method),
-                ("code", code),
-            ],
-        )
-    };
-    assert_eq!(rpc(&m, "List", "OK"), Some(2.0));
-    assert_eq!(rpc(&m, "Get", "OK"), Some(1.0));
-    assert_eq!(rpc(&m, "Get", "NOT_FOUND"), Some(1.0));
-    assert_eq!(
-        m.get(
-            "informerd_rpc_handling_seconds_count",
-            &[("service", "informerd.v1.Cache"), ("method", "List")]
-        ),
-        Some(2.0)
-    );
     assert!(m.value("informerd_memory_resident_bytes", &[]) > 0.0);
+    Ok(())
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watcher_whose_client_goes_is_ended_as_client_closed() -> anyhow::Result<()> {
+    let setup = Setup::new("metrics-closed", false).await?;
+    setup.wait_ready().await;
+    let sidecar = &setup.sidecar;
+    let mut api = client::connect(&sidecar.socket()).await?;
+    let watch = setup.synced_watch(&mut api).await?;
     // The client goes: the watcher ends, counted as ClientClosed, and the watch RPC as
     // CANCELLED.
     drop(watch);
@@ -517,9 +618,6 @@ async fn probes_and_metrics_follow_the_sync_and_the_writes() -> anyhow::Result<(
     })
     .await;
 
-    drop(sidecar);
-    delete_namespace(&admin, &allowed).await?;
-    delete_namespace(&admin, &denied).await?;
     Ok(())
 }
 

@@ -27,8 +27,9 @@ use std::{
 use futures::TryStreamExt;
 use informerd::proto::ListRequest;
 use informerd_testkit::{
-    delete_namespace, deployed_config, documents, repo_root, unique_namespace, unique_prefix,
-    wait_default_service_account, ControlPlane, Kubectl, Sidecar,
+    delete_namespace, deployed_config, documents, repo_root, unique_prefix,
+    wait_default_service_account, ControlPlane, Fixture, Kubectl, Resource, Server, Sidecar,
+    SidecarConfig,
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
@@ -181,13 +182,14 @@ async fn the_node_base_applies_and_keeps_exactly_the_pods_of_its_node() -> anyho
 
     let resources = serde_yaml::to_string(&config["resources"])?;
     assert!(resources.contains("${NODE_NAME}"), "{resources}");
-    let sidecar = Sidecar::start_with_env(
-        BIN.as_ref(),
-        cp,
-        &[("NODE_NAME", node.as_str())],
-        "",
-        &resources,
-    )?;
+    let deployed = config["resources"]
+        .as_sequence()
+        .expect("the deployed resources")
+        .iter()
+        .cloned()
+        .fold(SidecarConfig::new(), SidecarConfig::resource_yaml);
+    let sidecar =
+        Sidecar::start_with_env(BIN.as_ref(), cp, &[("NODE_NAME", node.as_str())], &deployed)?;
     let socket = sidecar.socket().display().to_string();
     let mut api = informerd_client::connect(&socket).await?;
 
@@ -457,14 +459,13 @@ async fn list(
 #[tokio::test]
 async fn a_surge_pod_waits_for_the_socket_and_takes_it_over() -> anyhow::Result<()> {
     let cp = ControlPlane::get();
-    let admin = cp.client().await?;
     let OneSocket {
-        ns,
+        fixture: _fixture,
         dir,
         socket,
         config,
         target,
-    } = OneSocket::new(&admin, "").await?;
+    } = OneSocket::new(|s| s).await?;
     let mut old = Serving::start(cp, &config, &dir.join("old.log"));
     let old_epoch = old.epoch_at(&target).await;
     let mut new = Serving::start(cp, &config, &dir.join("new.log"));
@@ -514,15 +515,14 @@ async fn a_surge_pod_waits_for_the_socket_and_takes_it_over() -> anyhow::Result<
     new.terminate();
     new.wait();
     assert!(!socket.exists(), "the last one removes its socket");
-    delete_namespace(&admin, &ns).await?;
     std::fs::remove_dir_all(&dir)?;
     Ok(())
 }
 
-/// Two informerds' shared setup: a namespace with a pod, and a configuration caching its pods
-/// on a socket in a fresh directory, with `server` lines added to the `server:` section.
+/// Two informerds' shared setup: a namespace with a pod (deleted on drop), and a configuration
+/// caching its pods on a socket in a fresh directory, its `server` section edited by `server`.
 struct OneSocket {
-    ns: String,
+    fixture: Fixture,
     dir: std::path::PathBuf,
     socket: std::path::PathBuf,
     config: std::path::PathBuf,
@@ -530,8 +530,10 @@ struct OneSocket {
 }
 
 impl OneSocket {
-    async fn new(admin: &Client, server: &str) -> anyhow::Result<OneSocket> {
-        let ns = unique_namespace(admin, "nod-surge").await?;
+    async fn new(server: impl FnOnce(Server) -> Server) -> anyhow::Result<OneSocket> {
+        let fixture = Fixture::new("nod-surge").await?;
+        let admin = fixture.kube();
+        let ns = fixture.ns().to_owned();
         wait_default_service_account(admin, &ns).await?;
         let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
             "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
@@ -543,16 +545,15 @@ impl OneSocket {
         std::fs::create_dir_all(&dir)?;
         let socket = dir.join("s.sock");
         let config = dir.join("informerd.yaml");
-        std::fs::write(
-            &config,
-            format!(
-                "apiVersion: informerd.io/v1alpha1\nkind: Config\nserver:\n  socket: {}\n{server}resources:\n- {{apiVersion: v1, kind: Pod, namespaces: [{ns}]}}\n",
-                socket.display()
-            ),
-        )?;
+        let text = SidecarConfig::new()
+            .socket(&socket)
+            .server(server)
+            .resource(Resource::kind("v1", "Pod").namespaces([&ns]))
+            .to_yaml();
+        std::fs::write(&config, text)?;
         let target = format!("unix://{}", socket.display());
         Ok(OneSocket {
-            ns,
+            fixture,
             dir,
             socket,
             config,
@@ -567,8 +568,7 @@ impl OneSocket {
 #[tokio::test]
 async fn a_second_informerd_on_a_served_socket_fails_naming_the_holder() -> anyhow::Result<()> {
     let cp = ControlPlane::get();
-    let admin = cp.client().await?;
-    let one = OneSocket::new(&admin, "  socketHandoverTimeout: 2s\n").await?;
+    let one = OneSocket::new(|s| s.socket_handover_timeout("2s")).await?;
     let mut first = Serving::start(cp, &one.config, &one.dir.join("first.log"));
     let epoch = first.epoch_at(&one.target).await;
     let mut second = Serving::start(cp, &one.config, &one.dir.join("second.log"));
@@ -601,7 +601,6 @@ async fn a_second_informerd_on_a_served_socket_fails_naming_the_holder() -> anyh
     first.terminate();
     first.wait();
     assert!(!one.socket.exists(), "the first one removes its socket");
-    delete_namespace(&admin, &one.ns).await?;
     std::fs::remove_dir_all(&one.dir)?;
     Ok(())
 }

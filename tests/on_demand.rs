@@ -4,7 +4,8 @@
 //! it for `idleTimeout` it is stopped (Status and `/metrics` say so) and the process's
 //! allocated memory falls back; a kind outside `onDemand.allow` is refused with
 //! PERMISSION_DENIED naming the bound, and so is a cache over `onDemand.maxCaches`. Ensure
-//! is called through the raw API, the Rust client and the CLI.
+//! is called through the raw API, the Rust client and the CLI. Each behaviour is a test of its
+//! own, with a namespace, CRDs and sidecar of its own.
 
 use std::time::Duration;
 
@@ -15,13 +16,11 @@ use informerd::proto::{
 };
 use informerd_client::{self as client, proto::Reason};
 use informerd_testkit::{
-    delete_namespace, free_port, scrape_metrics, unique_namespace, unique_prefix, ControlPlane,
-    Sidecar,
+    free_port, scrape_metrics, unique_prefix, Fixture, OnDemand, SidecarConfig, Transform,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::discovery::ApiResource;
-use kube::Client;
 use serde_json::json;
 use tonic::transport::Channel;
 
@@ -34,7 +33,8 @@ const PAYLOAD: usize = 16 * 1024;
 const PATIENCE: Duration = Duration::from_secs(120);
 
 /// A namespaced CRD of `kind` in `group`, served as v1.
-async fn create_crd(client: &Client, group: &str, kind: &str) -> anyhow::Result<ApiResource> {
+/// The fixture deletes it on drop.
+async fn create_crd(fixture: &mut Fixture, group: &str, kind: &str) -> anyhow::Result<ApiResource> {
     let plural = format!("{}s", kind.to_lowercase());
     let crd: CustomResourceDefinition = serde_json::from_value(json!({
         "metadata": {"name": format!("{plural}.{group}")},
@@ -48,9 +48,10 @@ async fn create_crd(client: &Client, group: &str, kind: &str) -> anyhow::Result<
                     "type": "object", "properties": {"data": {"type": "string"}}}}}}}]
         }
     }))?;
-    Api::<CustomResourceDefinition>::all(client.clone())
+    Api::<CustomResourceDefinition>::all(fixture.kube().clone())
         .create(&PostParams::default(), &crd)
         .await?;
+    fixture.delete_on_drop::<CustomResourceDefinition>(&format!("{plural}.{group}"));
     Ok(ApiResource {
         group: group.into(),
         version: "v1".into(),
@@ -136,37 +137,91 @@ fn assert_refused_by(status: &tonic::Status, bound: &str) {
     assert!(status.message().contains(bound), "{status:?}");
 }
 
-#[tokio::test]
-async fn a_kind_outside_the_configuration_is_cached_on_demand_and_stopped_when_idle(
-) -> anyhow::Result<()> {
-    let cp = ControlPlane::get();
-    let client = cp.client().await?;
-    let group = format!("{}.ondemand.informerd.io", unique_prefix("od"));
-    let widgets_ar = create_crd(&client, &group, "Widget").await?;
-    create_crd(&client, &group, "Gizmo").await?;
-    let ns = unique_namespace(&client, "ondemand").await?;
-    let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &widgets_ar);
-    for i in 0..OBJECTS {
-        apply(&widgets, &widgets_ar, &format!("w{i}")).await?;
+/// A namespace with `objects` Widgets (two CRDs of a group of its own, Widget and Gizmo), and
+/// informerd allowing both kinds on demand (at most one cache, stopped after 2 s idle,
+/// managedFields dropped), metrics on a port of its own. The namespace and CRDs are deleted on
+/// drop.
+struct Setup {
+    fixture: Fixture,
+    port: u16,
+    api: CacheClient<Channel>,
+    widgets: Api<DynamicObject>,
+    widgets_ar: ApiResource,
+    /// The Widgets' apiVersion.
+    api_version: String,
+    /// The on-demand resource of the Widgets of the namespace.
+    name: String,
+    ns: String,
+}
+
+impl Setup {
+    async fn new(base: &str, objects: usize) -> anyhow::Result<Setup> {
+        let mut fixture = Fixture::new(base).await?;
+        let client = fixture.kube().clone();
+        let group = format!("{}.ondemand.informerd.io", unique_prefix("od"));
+        let widgets_ar = create_crd(&mut fixture, &group, "Widget").await?;
+        create_crd(&mut fixture, &group, "Gizmo").await?;
+        let ns = fixture.ns().to_owned();
+        let widgets: Api<DynamicObject> = Api::namespaced_with(client, &ns, &widgets_ar);
+        for i in 0..objects {
+            apply(&widgets, &widgets_ar, &format!("w{i}")).await?;
+        }
+        let port = free_port();
+        let config = SidecarConfig::new()
+            .on_demand(
+                OnDemand::new()
+                    .allow(&group, &["Widget", "Gizmo"])
+                    .max_caches(1)
+                    .idle_timeout("2s")
+                    .transform(Transform::default().drop(["metadata.managedFields"])),
+            )
+            .server(|s| s.metrics_port(port));
+        fixture.start_sidecar(std::path::Path::new(BIN), &config)?;
+        let api = fixture.cache().await?;
+        let api_version = widgets_ar.api_version.clone();
+        let name = format!("widgets.{group}/{ns}");
+        Ok(Setup {
+            fixture,
+            port,
+            api,
+            widgets,
+            widgets_ar,
+            api_version,
+            name,
+            ns,
+        })
     }
 
-    let port = free_port();
-    let on_demand = format!(
-        " []\nonDemand:\n  allow:\n  - group: {group}\n    kinds: [Widget, Gizmo]\n  \
-         maxCaches: 1\n  idleTimeout: 2s\n  transform:\n    drop: [metadata.managedFields]\n"
-    );
-    let sidecar = Sidecar::start_with(
-        std::path::Path::new(BIN),
-        cp,
-        &format!("  metrics: 127.0.0.1:{port}\n"),
-        &on_demand,
-    )?;
-    let mut api = client::connect(&sidecar.socket().display().to_string()).await?;
-    let api_version = widgets_ar.api_version.clone();
+    /// Waits until no on-demand cache is left; the Status then.
+    async fn wait_stopped(&mut self) -> anyhow::Result<StatusResponse> {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            let now = status(&mut self.api).await?;
+            if now.on_demand.is_empty() {
+                return Ok(now);
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "never stopped: {now:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
 
+#[tokio::test]
+async fn ensure_starts_a_cache_of_a_kind_the_configuration_does_not_list_and_joins_it_after(
+) -> anyhow::Result<()> {
+    let Setup {
+        mut api,
+        api_version,
+        name,
+        ns,
+        fixture: _fixture,
+        ..
+    } = Setup::new("ondemand-start", 1).await?;
     // Ensure: started, synced, named after the resource and its namespace.
     let ensured = ensure_raw(&mut api, &api_version, &ns).await?;
-    let name = format!("widgets.{group}/{ns}");
     assert_eq!(ensured.resource, name);
     assert!(ensured.started);
     let joined = ensure_raw(&mut api, &api_version, &ns).await?;
@@ -174,7 +229,22 @@ async fn a_kind_outside_the_configuration_is_cached_on_demand_and_stopped_when_i
         (joined.resource.as_str(), joined.started),
         (name.as_str(), false)
     );
+    Ok(())
+}
 
+#[tokio::test]
+async fn an_ensured_cache_lists_every_object_transformed_and_shows_in_status_and_metrics(
+) -> anyhow::Result<()> {
+    let Setup {
+        port,
+        mut api,
+        api_version,
+        name,
+        ns,
+        fixture: _fixture,
+        ..
+    } = Setup::new("ondemand-serve", OBJECTS).await?;
+    ensure_raw(&mut api, &api_version, &ns).await?;
     // It serves: List holds every custom resource, transformed.
     let chunks: Vec<_> = api
         .list(ListRequest {
@@ -201,16 +271,26 @@ async fn a_kind_outside_the_configuration_is_cached_on_demand_and_stopped_when_i
         .unwrap_or_else(|| panic!("{name} not in Status: {held:?}"));
     assert_eq!(entry.objects as usize, OBJECTS);
     assert_eq!(entry.namespaces, vec![ns.clone()]);
-    let encoded = held
-        .resources
-        .iter()
-        .find(|r| r.name == name)
-        .map_or(0, |r| r.encoded_bytes + r.interned_bytes);
     let metrics = scrape_metrics(port).await?;
     assert_eq!(metrics.sum("informerd_on_demand_caches", &[]), 1.0);
     assert_eq!(metrics.sum("informerd_on_demand_starts_total", &[]), 1.0);
-    let allocated_held = allocated(port).await?;
+    Ok(())
+}
 
+#[tokio::test]
+async fn a_watch_sees_new_objects_and_keeps_the_cache_past_its_idle_timeout() -> anyhow::Result<()>
+{
+    let Setup {
+        mut api,
+        widgets,
+        widgets_ar,
+        api_version,
+        name,
+        ns,
+        fixture: _fixture,
+        ..
+    } = Setup::new("ondemand-watch", 1).await?;
+    ensure_raw(&mut api, &api_version, &ns).await?;
     // A Watch sees a new custom resource, and keeps the cache while it is open.
     let mut watch = api
         .watch(WatchRequest {
@@ -235,21 +315,22 @@ async fn a_kind_outside_the_configuration_is_cached_on_demand_and_stopped_when_i
     let watched = status(&mut api).await?;
     let entry = watched.on_demand.iter().find(|c| c.resource == name);
     assert_eq!(entry.map(|c| c.clients), Some(1), "{watched:?}");
-    drop(watch);
+    Ok(())
+}
 
+#[tokio::test]
+async fn an_idle_cache_is_stopped_and_the_next_ensure_starts_it_again() -> anyhow::Result<()> {
+    let mut setup = Setup::new("ondemand-idle", 1).await?;
+    let (port, api_version, name, ns) = (
+        setup.port,
+        setup.api_version.clone(),
+        setup.name.clone(),
+        setup.ns.clone(),
+    );
+    ensure_raw(&mut setup.api, &api_version, &ns).await?;
     // No client for idleTimeout: stopped, in Status and metrics.
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    let stopped = loop {
-        let now = status(&mut api).await?;
-        if now.on_demand.is_empty() {
-            break now;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never stopped: {now:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let stopped = setup.wait_stopped().await?;
+    let mut api = setup.api.clone();
     assert_eq!(stopped.on_demand_stops.get("Idle"), Some(&1), "{stopped:?}");
     assert!(stopped.resources.iter().all(|r| r.name != name));
     let metrics = scrape_metrics(port).await?;
@@ -268,6 +349,52 @@ async fn a_kind_outside_the_configuration_is_cached_on_demand_and_stopped_when_i
         .expect_err("a stopped cache is not served");
     assert_eq!(gone.code(), tonic::Code::NotFound, "{gone:?}");
 
+    // Widgets again: a new start (through the CLI, which prints the name to read it by).
+    let cli = std::process::Command::new(BIN)
+        .args([
+            "ensure",
+            &api_version,
+            "Widget",
+            "-n",
+            &ns,
+            "--timeout",
+            "2m",
+            "--socket",
+        ])
+        .arg(setup.fixture.sidecar().socket())
+        .output()?;
+    let stderr = String::from_utf8_lossy(&cli.stderr);
+    assert!(cli.status.success(), "informerd ensure: {stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&cli.stdout).trim(),
+        name,
+        "{stderr}"
+    );
+    let metrics = scrape_metrics(port).await?;
+    assert_eq!(metrics.sum("informerd_on_demand_starts_total", &[]), 2.0);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_stopped_cache_releases_its_memory() -> anyhow::Result<()> {
+    let mut setup = Setup::new("ondemand-memory", OBJECTS).await?;
+    let (port, api_version, name, ns) = (
+        setup.port,
+        setup.api_version.clone(),
+        setup.name.clone(),
+        setup.ns.clone(),
+    );
+    ensure_raw(&mut setup.api, &api_version, &ns).await?;
+    // The memory it holds is measured.
+    let held = status(&mut setup.api).await?;
+    let encoded = held
+        .resources
+        .iter()
+        .find(|r| r.name == name)
+        .map_or(0, |r| r.encoded_bytes + r.interned_bytes);
+    let allocated_held = allocated(port).await?;
+    setup.wait_stopped().await?;
+    let deadline = tokio::time::Instant::now() + PATIENCE;
     // Its memory is released: allocated bytes fall below what they were while it held the
     // objects, by at least half of the size of the objects (encoded and interned) (waited for, not timed).
     let margin = encoded as f64 / 2.0;
@@ -286,47 +413,40 @@ async fn a_kind_outside_the_configuration_is_cached_on_demand_and_stopped_when_i
         "allocated {after} after the stop, {allocated_held} before (margin {margin})"
     );
 
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_kind_outside_on_demand_allow_is_refused() -> anyhow::Result<()> {
+    let Setup {
+        api,
+        ns,
+        fixture: _fixture,
+        ..
+    } = Setup::new("ondemand-allow", 0).await?;
     // Outside the bounds: a kind onDemand.allow does not list.
     let refused = ensure(&api, "v1", "ConfigMap", &[&ns])
         .await
         .expect_err("ConfigMaps are outside the bounds");
     assert_refused_by(&refused, "onDemand.allow");
 
-    // maxCaches: 1. Widgets again (a new start), then Gizmos is one too many.
-    // (through the CLI, which prints the name to read it by)
-    let cli = std::process::Command::new(BIN)
-        .args([
-            "ensure",
-            &api_version,
-            "Widget",
-            "-n",
-            &ns,
-            "--timeout",
-            "2m",
-            "--socket",
-        ])
-        .arg(sidecar.socket())
-        .output()?;
-    let stderr = String::from_utf8_lossy(&cli.stderr);
-    assert!(cli.status.success(), "informerd ensure: {stderr}");
-    assert_eq!(
-        String::from_utf8_lossy(&cli.stdout).trim(),
-        name,
-        "{stderr}"
-    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_cache_over_on_demand_max_caches_is_refused() -> anyhow::Result<()> {
+    let Setup {
+        mut api,
+        api_version,
+        ns,
+        fixture: _fixture,
+        ..
+    } = Setup::new("ondemand-max", 0).await?;
+    // maxCaches: 1. Widgets, then Gizmos is one too many.
+    ensure_raw(&mut api, &api_version, &ns).await?;
     let full = ensure(&api, &api_version, "Gizmo", &[&ns])
         .await
         .expect_err("maxCaches is 1");
     assert_refused_by(&full, "onDemand.maxCaches");
-    let metrics = scrape_metrics(port).await?;
-    assert_eq!(metrics.sum("informerd_on_demand_starts_total", &[]), 2.0);
-
-    drop(sidecar);
-    delete_namespace(&client, &ns).await?;
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for plural in ["widgets", "gizmos"] {
-        crds.delete(&format!("{plural}.{group}"), &DeleteParams::default())
-            .await?;
-    }
     Ok(())
 }

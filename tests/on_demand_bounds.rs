@@ -11,8 +11,8 @@ use std::time::Duration;
 use informerd::proto::{EnsureRequest, EnsureResponse, ListRequest, StatusRequest, StatusResponse};
 use informerd_client::{self as client, connect_with_token, proto::Reason, ConnectOptions, Token};
 use informerd_testkit::{
-    delete_namespace, free_port, grant_pod_readers, scrape_metrics, unique_namespace,
-    wait_default_service_account, ControlPlane, Sidecar,
+    free_port, grant_pod_readers, scrape_metrics, wait_default_service_account, Authorization,
+    ControlPlane, Fixture, OnDemand, Resource, Sidecar, SidecarConfig,
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, ListParams, ObjectMeta, PostParams};
@@ -45,8 +45,9 @@ async fn status(api: &mut Cache) -> StatusResponse {
 #[tokio::test]
 async fn a_cache_over_max_objects_is_stopped_and_callers_are_told_why() {
     let cp = ControlPlane::get();
-    let admin = cp.client().await.expect("client");
-    let ns = unique_namespace(&admin, "od-max").await.expect("ns");
+    let fixture = Fixture::new("od-max").await.expect("ns");
+    let admin = fixture.kube().clone();
+    let ns = fixture.ns().to_owned();
     for i in 0..3 {
         let cm = ConfigMap {
             metadata: ObjectMeta {
@@ -62,15 +63,15 @@ async fn a_cache_over_max_objects_is_stopped_and_callers_are_told_why() {
             .expect("create");
     }
     let port = free_port();
-    let on_demand = " []\nonDemand:\n  allow: [{group: \"\", kinds: [ConfigMap]}]\n  \
-                     maxObjects: 2\n  idleTimeout: 1h\n";
-    let sidecar = Sidecar::start_with(
-        std::path::Path::new(BIN),
-        cp,
-        &format!("  metrics: 127.0.0.1:{port}\n"),
-        on_demand,
-    )
-    .expect("informerd starts");
+    let config = SidecarConfig::new()
+        .on_demand(
+            OnDemand::new()
+                .allow("", &["ConfigMap"])
+                .max_objects(2)
+                .idle_timeout("1h"),
+        )
+        .server(|s| s.metrics_port(port));
+    let sidecar = Sidecar::start(std::path::Path::new(BIN), cp, &config).expect("informerd starts");
     let mut api = client::connect(&sidecar.socket().display().to_string())
         .await
         .expect("connect");
@@ -115,29 +116,26 @@ async fn a_cache_over_max_objects_is_stopped_and_callers_are_told_why() {
     assert!(gone.message().contains("onDemand.maxObjects"), "{gone:?}");
 
     drop(sidecar);
-    let _ = delete_namespace(&admin, &ns).await;
 }
 
 #[tokio::test]
 async fn ensure_under_authorization_is_a_list_and_watch_of_the_caller_and_never_remote() {
     let cp = ControlPlane::get();
-    let admin = cp.client().await.expect("client");
-    let a = unique_namespace(&admin, "od-authz-a").await.expect("ns a");
-    let b = unique_namespace(&admin, "od-authz-b").await.expect("ns b");
+    let mut fixture = Fixture::new("od-authz-a").await.expect("ns a");
+    let admin = fixture.kube().clone();
+    let a = fixture.ns().to_owned();
+    let b = fixture.add_namespace("od-authz-b").await.expect("ns b");
     wait_default_service_account(&admin, &a).await.expect("sa");
     grant_pod_readers(&admin, &a, "reader-a", &[("reader-a", &a)])
         .await
         .expect("grant");
     // The default cluster, and itself again as the remote `mirror` (its kubeconfig).
-    let config = format!(
-        "\n- name: pods\n  apiVersion: v1\n  kind: Pod\n  namespaces: [{a}]\n  cluster: mirror\n\
-         clusters:\n- name: mirror\n  kubeconfig: {}\nonDemand:\n  allow: [{{group: \"\", \
-         kinds: [Pod]}}]\n",
-        cp.kubeconfig().display()
-    );
-    let server = "  authorization:\n    mode: kubernetes\n    deniedTTL: 1s\n";
-    let sidecar = Sidecar::start_with(std::path::Path::new(BIN), cp, server, &config)
-        .expect("informerd starts");
+    let config = SidecarConfig::new()
+        .resource(Resource::pods().namespaces([&a]).cluster("mirror"))
+        .cluster("mirror", cp.kubeconfig())
+        .on_demand(OnDemand::new().allow("", &["Pod"]))
+        .server(|s| s.authorization(Authorization::kubernetes().denied_ttl("1s")));
+    let sidecar = Sidecar::start(std::path::Path::new(BIN), cp, &config).expect("informerd starts");
     let token = cp
         .service_account_token(&a, "reader-a", &["informerd"], 3600)
         .await
@@ -214,7 +212,4 @@ async fn ensure_under_authorization_is_a_list_and_watch_of_the_caller_and_never_
     assert!(listed.message().contains("cluster mirror"), "{listed:?}");
 
     drop(sidecar);
-    for ns in [&a, &b] {
-        let _ = delete_namespace(&admin, ns).await;
-    }
 }

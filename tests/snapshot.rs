@@ -41,7 +41,6 @@ async fn a_restart_after_sigterm_resumes_without_a_list_and_clients_keep_their_t
     setup
         .assert_exact_changes(token, before, &at, &made)
         .await?;
-    setup.cleanup().await;
     Ok(())
 }
 
@@ -60,7 +59,6 @@ async fn a_410_on_resume_relists_and_emits_deleted_for_what_vanished() -> anyhow
     let token = token(&setup).await?;
     let made = setup.restart_into_a_410(0).await?;
     setup.assert_relisted(token, before, &made).await?;
-    setup.cleanup().await;
     Ok(())
 }
 
@@ -122,16 +120,22 @@ async fn corrupt_truncated_foreign_and_old_snapshots_are_refused_and_the_cache_l
     let mut other = start(
         setup.cp(),
         &setup.dir,
-        "",
+        |s| s,
         &setup.ns,
-        "  labelSelector: app=snap\n",
+        |r| r.label_selector("app=snap"),
     )?;
     let log = wait_log(&other, "snapshot ignored")?;
     assert!(log.contains("taken with another configuration"), "{log}");
     other.kill();
     std::fs::write(snapshot_file(&setup.dir), &good)?;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let mut old = start(setup.cp(), &setup.dir, "  maxAge: 1s\n", &setup.ns, "")?;
+    let mut old = start(
+        setup.cp(),
+        &setup.dir,
+        |s| s.max_age("1s"),
+        &setup.ns,
+        |r| r,
+    )?;
     let log = wait_log(&old, "snapshot ignored")?;
     assert!(log.contains("more than snapshot.maxAge"), "{log}");
     old.kill();
@@ -141,7 +145,6 @@ async fn corrupt_truncated_foreign_and_old_snapshots_are_refused_and_the_cache_l
     setup.sidecar.restart()?;
     let scope = setup.wait_synced().await?;
     assert_eq!(scope.listed, 0, "{scope:?}");
-    setup.cleanup().await;
     Ok(())
 }
 
@@ -181,6 +184,5 @@ async fn sigkill_during_a_snapshot_write_leaves_the_previous_snapshot_usable() -
     assert_eq!(scope.listed, 0, "resumed, not listed: {scope:?}");
     let truth = setup.converge().await?;
     assert!(truth.contains_key(&format!("{}/after-the-kill", setup.ns)));
-    setup.cleanup().await;
     Ok(())
 }

@@ -73,6 +73,5 @@ async fn paginated_scopes_resume_from_the_snapshot_and_relist_in_pages_after_a_4
     setup.assert_relisted(client_token, before, &made).await?;
     let log = setup.sidecar.plain_log();
     assert_eq!(fallbacks(&setup), 2, "the relist is in pages: {log}");
-    setup.cleanup().await;
     Ok(())
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use informerd::proto::StatusRequest;
 use informerd_client::{self as client, ConnectOptions};
-use informerd_testkit::{delete_namespace, free_port, unique_namespace, ControlPlane, Sidecar};
+use informerd_testkit::{free_port, ControlPlane, Fixture, Resource, Sidecar, SidecarConfig};
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair, KeyUsagePurpose,
@@ -137,11 +137,7 @@ where
 
 #[tokio::test]
 async fn rotated_certificates_and_client_cas_are_served_to_new_connections() {
-    let cluster = ControlPlane::get();
-    let kube = cluster.client().await.expect("admin client");
-    let ns = unique_namespace(&kube, "tls-reload")
-        .await
-        .expect("namespace");
+    let mut fixture = Fixture::new("tls-reload").await.expect("namespace");
     let dir = std::env::temp_dir().join(format!("informerd-tls-reload-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("directory");
@@ -168,14 +164,18 @@ async fn rotated_certificates_and_client_cas_are_served_to_new_connections() {
         ("ca.crt", &clients_1.pem()),
     ]);
     let port = free_port();
-    let server = format!(
-        "  listen: 127.0.0.1:{port}\n  tls:\n    certFile: {}\n    keyFile: {}\n    clientCAFile: {}\n",
-        secret.path("tls.crt").display(),
-        secret.path("tls.key").display(),
-        secret.path("ca.crt").display()
-    );
-    let resources = format!("- name: pods\n  apiVersion: v1\n  kind: Pod\n  namespaces: [{ns}]\n");
-    let sidecar = Sidecar::start_with(BIN.as_ref(), cluster, &server, &resources).expect("sidecar");
+    let config = SidecarConfig::new()
+        .resource(Resource::pods().namespaces([fixture.ns()]))
+        .server(|s| {
+            s.listen(format!("127.0.0.1:{port}")).tls(
+                secret.path("tls.crt"),
+                secret.path("tls.key"),
+                Some(&secret.path("ca.crt")),
+            )
+        });
+    let sidecar = fixture
+        .start_sidecar(BIN.as_ref(), &config)
+        .expect("sidecar");
     let address = format!("https://127.0.0.1:{port}");
 
     old.status(&address)
@@ -195,7 +195,7 @@ async fn rotated_certificates_and_client_cas_are_served_to_new_connections() {
     ]);
     eventually(
         "a new connection gets B and client CA 2",
-        &sidecar,
+        sidecar,
         || async { new.status(&address).await.is_ok() },
     )
     .await;
@@ -220,7 +220,7 @@ async fn rotated_certificates_and_client_cas_are_served_to_new_connections() {
             ("tls.key", key),
             ("ca.crt", &clients_2.pem()),
         ]);
-        eventually(&format!("a warning that {problem}"), &sidecar, || async {
+        eventually(&format!("a warning that {problem}"), sidecar, || async {
             sidecar
                 .log()
                 .lines()
@@ -236,8 +236,7 @@ async fn rotated_certificates_and_client_cas_are_served_to_new_connections() {
         "the mismatch names the key file"
     );
 
-    drop(sidecar);
-    let _ = delete_namespace(&kube, &ns).await;
+    drop(fixture);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -252,18 +251,18 @@ async fn a_bad_file_at_start_up_stops_it_naming_the_field() {
     let (cert, key) = Ca::new("server CA").issue(ExtendedKeyUsagePurpose::ServerAuth);
     secret.publish(&[("tls.crt", &cert), ("tls.key", &key), ("ca.crt", "garbage")]);
     let config = dir.join("informerd.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "apiVersion: informerd.io/v1alpha1\nkind: Config\nserver:\n  socket: {}\n  listen: 127.0.0.1:{}\n  tls:\n    certFile: {}\n    keyFile: {}\n    clientCAFile: {}\nresources:\n- name: pods\n  apiVersion: v1\n  kind: Pod\n  namespaces: [default]\n",
-            dir.join("informerd.sock").display(),
-            free_port(),
-            secret.path("tls.crt").display(),
-            secret.path("tls.key").display(),
-            secret.path("ca.crt").display()
-        ),
-    )
-    .expect("config");
+    let text = SidecarConfig::new()
+        .socket(dir.join("informerd.sock"))
+        .resource(Resource::pods().namespaces(["default"]))
+        .server(|s| {
+            s.listen(format!("127.0.0.1:{}", free_port())).tls(
+                secret.path("tls.crt"),
+                secret.path("tls.key"),
+                Some(&secret.path("ca.crt")),
+            )
+        })
+        .to_yaml();
+    std::fs::write(&config, text).expect("config");
     // The sidecar's own process: it must exit by itself (killed after a generous deadline).
     let mut child = std::process::Command::new(BIN)
         .arg("serve")

@@ -15,55 +15,54 @@ use std::time::Duration;
 use futures::{stream, StreamExt, TryStreamExt};
 use informerd::proto::{
     cache_client::CacheClient, GetRequest, KeyEvent, KeyEventType, KeysSubscription, ListRequest,
-    OwnerMapping, OwnerMode, ResumeToken, StatusRequest,
+    OwnerMapping, OwnerMode, ResumeToken,
 };
-use informerd_client as client;
 use informerd_client::keys::{watch_keys, Acker};
 use informerd_testkit::{
-    delete_namespace, free_port, scrape_metrics, unique_namespace, wait_default_service_account,
-    ControlPlane, Samples, Sidecar,
+    self as testkit, create_pods, free_port, scrape_metrics, wait_default_service_account,
+    wait_synced, Resource, Samples, SidecarConfig, Transform,
 };
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-use kube::Client;
 use serde_json::{json, Value};
 use tonic::transport::Channel;
 use tonic::{Code, Streaming};
 
 const BIN: &str = env!("CARGO_BIN_EXE_informerd");
 
-/// A namespace and a sidecar caching its pods (managedFields dropped; ownerReferences kept).
+/// A namespace and a sidecar caching its pods (with `transform`); the namespace is deleted on
+/// drop.
 struct Fixture {
-    kube: Client,
-    ns: String,
-    sidecar: Sidecar,
+    base: testkit::Fixture,
     api: CacheClient<Channel>,
     /// The sidecar's `server.metrics` port.
     metrics: u16,
 }
 
+impl std::ops::Deref for Fixture {
+    type Target = testkit::Fixture;
+    fn deref(&self) -> &testkit::Fixture {
+        &self.base
+    }
+}
+
 impl Fixture {
-    async fn new(base: &str, transform: &str) -> anyhow::Result<Fixture> {
-        let cluster = ControlPlane::get();
-        let kube = cluster.client().await?;
-        let ns = unique_namespace(&kube, base).await?;
-        wait_default_service_account(&kube, &ns).await?;
-        let resources = format!(
-            "- name: pods\n  apiVersion: v1\n  kind: Pod\n  namespaces: [{ns}]\n  transform:\n    {transform}\n"
-        );
+    async fn new(base: &str, transform: Transform) -> anyhow::Result<Fixture> {
+        let mut base = testkit::Fixture::new(base).await?;
+        wait_default_service_account(base.kube(), base.ns()).await?;
         let metrics = free_port();
-        let server = format!("  metrics: 127.0.0.1:{metrics}\n");
-        let sidecar = Sidecar::start_with(BIN.as_ref(), cluster, &server, &resources)?;
-        let mut api = client::connect(&sidecar.socket().display().to_string()).await?;
-        wait_synced(&mut api).await;
-        Ok(Fixture {
-            kube,
-            ns,
-            sidecar,
-            api,
-            metrics,
-        })
+        let config = SidecarConfig::new()
+            .resource(
+                Resource::pods()
+                    .namespaces([base.ns()])
+                    .transform(transform),
+            )
+            .server(|s| s.metrics_port(metrics));
+        base.start_sidecar(BIN.as_ref(), &config)?;
+        let mut api = base.cache().await?;
+        wait_synced(&mut api).await?;
+        Ok(Fixture { base, api, metrics })
     }
 
     /// The sidecar's WatchKeys figures for its pods: streams, changes marked, keys sent,
@@ -100,35 +99,20 @@ impl Fixture {
     }
 
     fn pods(&self) -> Api<Pod> {
-        Api::namespaced(self.kube.clone(), &self.ns)
+        Api::namespaced(self.kube().clone(), self.ns())
     }
 
     fn subscription(&self) -> KeysSubscription {
         KeysSubscription {
             resource: "pods".into(),
-            namespace: self.ns.clone(),
+            namespace: self.ns().to_owned(),
             ..Default::default()
         }
     }
 
     /// Creates `count` pods `p0..` (16 at a time).
     async fn create_pods(&self, count: usize) -> anyhow::Result<()> {
-        let pods = self.pods();
-        stream::iter(0..count)
-            .map(|i| {
-                let pods = pods.clone();
-                async move {
-                    let pod: Pod = serde_json::from_value(json!({
-                        "metadata": {"name": format!("p{i}"), "labels": {"app": "keys"}},
-                        "spec": {"containers": [{"name": "c", "image": "busybox"}]}
-                    }))?;
-                    pods.create(&PostParams::default(), &pod).await?;
-                    anyhow::Ok(())
-                }
-            })
-            .buffer_unordered(16)
-            .try_collect::<Vec<()>>()
-            .await?;
+        create_pods(self.kube(), self.ns(), count, &[("app", "keys")], false).await?;
         Ok(())
     }
 
@@ -173,7 +157,7 @@ impl Fixture {
             .api
             .get(GetRequest {
                 resource: "pods".into(),
-                namespace: self.ns.clone(),
+                namespace: self.ns().to_owned(),
                 name: name.into(),
                 ..Default::default()
             })
@@ -203,7 +187,7 @@ impl Fixture {
                 .api
                 .list(ListRequest {
                     resource: "pods".into(),
-                    namespace: self.ns.clone(),
+                    namespace: self.ns().to_owned(),
                     ..Default::default()
                 })
                 .await?
@@ -222,22 +206,10 @@ impl Fixture {
         }
         anyhow::bail!("the sidecar did not catch up with the apiserver in 120 s")
     }
-
-    async fn cleanup(self) {
-        let _ = delete_namespace(&self.kube, &self.ns).await;
-    }
 }
 
-async fn wait_synced(api: &mut CacheClient<Channel>) {
-    for _ in 0..1200 {
-        if let Ok(s) = api.status(StatusRequest::default()).await {
-            if s.get_ref().synced {
-                return;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the sidecar did not sync in 60 s");
+fn drop_managed_fields() -> Transform {
+    Transform::default().drop(["metadata.managedFields"])
 }
 
 /// The next event, or None when none comes for `quiet`.
@@ -279,7 +251,7 @@ async fn churn_sends_each_changed_key_once_per_quiet_period_and_the_last_get_is_
 ) -> anyhow::Result<()> {
     const PODS: usize = 1_000;
     const ROUNDS: usize = 10;
-    let mut fx = Fixture::new("keys-churn", "drop: [metadata.managedFields]").await?;
+    let mut fx = Fixture::new("keys-churn", drop_managed_fields()).await?;
     fx.create_pods(PODS).await?;
     fx.wait_caught_up().await?;
     let mut sub = fx.subscription();
@@ -368,14 +340,13 @@ async fn churn_sends_each_changed_key_once_per_quiet_period_and_the_last_get_is_
     drop(acker);
     fx.key_metrics_until("the stream closed", |m| m[0] == 0.0 && m[5] == 0.0)
         .await?;
-    fx.cleanup().await;
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn owner_mapping_sends_the_replicasets_key_once_per_burst_of_its_pods() -> anyhow::Result<()>
 {
-    let mut fx = Fixture::new("keys-owner", "drop: [metadata.managedFields]").await?;
+    let mut fx = Fixture::new("keys-owner", drop_managed_fields()).await?;
     // Decision: the project's kube-controller-manager runs the garbage collector but not the
     // ReplicaSet controller (tools/cmd/cluster), so the test writes the pods as that controller
     // does: a real ReplicaSet, and pods whose controller owner reference names it (uid and
@@ -391,7 +362,7 @@ async fn owner_mapping_sends_the_replicasets_key_once_per_burst_of_its_pods() ->
             }
         }
     }))?;
-    let rs = Api::<ReplicaSet>::namespaced(fx.kube.clone(), &fx.ns)
+    let rs = Api::<ReplicaSet>::namespaced(fx.kube().clone(), fx.ns())
         .create(&PostParams::default(), &rs)
         .await?;
     let owner = json!({
@@ -444,20 +415,19 @@ async fn owner_mapping_sends_the_replicasets_key_once_per_burst_of_its_pods() ->
             keys,
             vec![(
                 "ReplicaSet".to_string(),
-                fx.ns.clone(),
+                fx.ns().to_owned(),
                 "web".to_string(),
                 false
             )],
             "burst {burst}: the owner's key, once"
         );
     }
-    fx.cleanup().await;
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resume_sends_the_keys_changed_since_and_a_restart_resyncs() -> anyhow::Result<()> {
-    let mut fx = Fixture::new("keys-resume", "drop: [metadata.managedFields]").await?;
+    let mut fx = Fixture::new("keys-resume", drop_managed_fields()).await?;
     fx.create_pods(5).await?;
     fx.wait_caught_up().await?;
     let (mut events, acker) = watch_keys(&mut fx.api.clone(), fx.subscription()).await?;
@@ -488,21 +458,20 @@ async fn resume_sends_the_keys_changed_since_and_a_restart_resyncs() -> anyhow::
     drop(events);
 
     // A restart while a pod is deleted and another changes: the old token resyncs.
-    fx.sidecar.kill();
+    fx.base.sidecar_mut().kill();
     fx.pods()
         .delete("p2", &kube::api::DeleteParams::default().grace_period(0))
         .await?;
     fx.touch(&["p3".to_string()], 2).await?;
-    fx.sidecar.restart()?;
-    fx.api = client::connect(&fx.sidecar.socket().display().to_string()).await?;
-    wait_synced(&mut fx.api).await;
+    fx.base.sidecar_mut().restart()?;
+    fx.api = fx.cache().await?;
+    wait_synced(&mut fx.api).await?;
     fx.wait_caught_up().await?;
     let (mut events, acker) = watch_keys(&mut fx.api.clone(), sub).await?;
     let resynced: BTreeSet<String> = read_resync(&mut events, &acker).await.into_iter().collect();
     let want: BTreeSet<String> = fx.apiserver_state().await?.into_keys().collect();
     assert_eq!(resynced, want, "every key once, p2 gone");
     assert!(!resynced.contains("p2"));
-    fx.cleanup().await;
     Ok(())
 }
 
@@ -520,7 +489,11 @@ async fn wait_token(events: &mut Streaming<KeyEvent>) -> ResumeToken {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_subscriptions_name_the_field() -> anyhow::Result<()> {
-    let fx = Fixture::new("keys-invalid", "drop: [metadata.ownerReferences]").await?;
+    let fx = Fixture::new(
+        "keys-invalid",
+        Transform::default().drop(["metadata.ownerReferences"]),
+    )
+    .await?;
     let cases = [
         (
             KeysSubscription {
@@ -566,6 +539,5 @@ async fn bad_subscriptions_name_the_field() -> anyhow::Result<()> {
             status.message()
         );
     }
-    fx.cleanup().await;
     Ok(())
 }

@@ -1,9 +1,8 @@
 //! The pods a benchmark finds in the control plane: the seeder's numbered namespaces, how
 //! many pods they hold, and the sidecar's `resources:` entry that caches them.
 
-use std::fmt::Write as _;
-
 use anyhow::Context;
+use informerd_testkit::Resource;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 
@@ -28,19 +27,11 @@ pub async fn count_pods(client: &kube::Client, namespaces: &[String]) -> anyhow:
 }
 
 /// The `resources:` entry `pods` of a sidecar configuration: the Pods of `namespaces`, with
-/// the transform's `keep` and `drop` paths (each left out when empty). A benchmark appends
-/// what else the entry needs (`indexes:`).
-pub fn pods_resource(namespaces: &[String], keep: &[&str], drop: &[&str]) -> String {
-    let list = |l: &[&str]| serde_json::to_string(l).expect("strings serialize");
-    let mut yaml = format!(
-        "- name: pods\n  apiVersion: v1\n  kind: Pod\n  namespaces: {}\n  transform:\n",
-        serde_json::to_string(namespaces).expect("strings serialize")
-    );
-    if !keep.is_empty() {
-        let _ = writeln!(yaml, "    keep: {}", list(keep));
-    }
-    if !drop.is_empty() {
-        let _ = writeln!(yaml, "    drop: {}", list(drop));
-    }
-    yaml
+/// the transform's `keep` and `drop` paths. A benchmark adds what else the entry needs
+/// (an index).
+pub fn pods_resource(namespaces: &[String], keep: &[&str], drop: &[&str]) -> Resource {
+    Resource::pods()
+        .namespaces(namespaces)
+        .keep(keep.iter().copied())
+        .drop(drop.iter().copied())
 }

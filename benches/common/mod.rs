@@ -19,9 +19,7 @@ pub mod writes;
 
 use std::process::ExitCode;
 
-use informerd_testkit::{
-    delete_namespace, unique_namespace, wait_default_service_account, ControlPlane, Sidecar,
-};
+use informerd_testkit::{wait_default_service_account, ControlPlane, Fixture, Sidecar};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 
@@ -53,23 +51,16 @@ pub fn main_in_namespace<S>(
             .enable_all()
             .build()?;
         rt.block_on(async {
-            let kube = cluster.client().await?;
-            let ns = unique_namespace(&kube, prefix).await?;
-            let pods = Api::namespaced(kube.clone(), &ns);
+            // Deleted when dropped, also when the benchmark panics.
+            let fixture = Fixture::on(cluster, prefix).await?;
+            let pods = fixture.pods();
             let at = InNamespace {
                 cluster,
-                ns: &ns,
+                ns: fixture.ns(),
                 pods: &pods,
             };
-            let outcome = async {
-                wait_default_service_account(&kube, &ns).await?;
-                bench(&at, &settings).await
-            }
-            .await;
-            if let Err(e) = delete_namespace(&kube, &ns).await {
-                eprintln!("warning: could not delete namespace {ns}: {e}");
-            }
-            outcome
+            wait_default_service_account(fixture.kube(), fixture.ns()).await?;
+            bench(&at, &settings).await
         })
     };
     match run() {

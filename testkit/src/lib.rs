@@ -6,22 +6,37 @@
 //! its own), otherwise the developer's `.cluster` in the repository (the one `make cluster`
 //! starts). Either way `cluster up` is run first; it is idempotent and only prints the
 //! kubeconfig path while the cluster is up.
+//!
+//! Beside it, what tests and benchmarks share rather than copy: a [`Fixture`] of namespaces
+//! deleted on drop, sidecar configurations built as values ([`SidecarConfig`]) for a running
+//! [`Sidecar`], the pods they write ([`create_pods`], [`Apply`]), and waiting for a sidecar to
+//! sync ([`wait_synced`]).
 
 #![forbid(unsafe_code)]
 
 mod apiserver;
+mod config;
 mod etcd;
+mod fixture;
 pub mod fixtures;
+mod grpc;
 mod health;
 mod kubectl;
 mod metrics;
+mod pods;
 mod proxy;
 mod sidecar;
 mod tokens;
 
 pub use apiserver::PrivateControlPlane;
+pub use config::{
+    Authorization, Index, Limits, OnDemand, Resource, Server, SidecarConfig, Snapshot, Transform,
+};
+pub use fixture::Fixture;
+pub use grpc::{connect, wait_synced};
 pub use kubectl::{deployed_config, documents, unique_prefix, Kubectl};
 pub use metrics::{scrape_metrics, Sample, Samples};
+pub use pods::{create_pods, pod, Apply, PodManifest};
 pub use proxy::FaultProxy;
 pub use sidecar::Sidecar;
 pub use tokens::{forge_token, grant_pod_readers};

@@ -7,7 +7,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::{ControlPlane, Error, Result};
+use crate::{ControlPlane, Error, Result, SidecarConfig};
 
 /// An `informerd serve` process; killed when dropped.
 #[derive(Debug)]
@@ -23,41 +23,25 @@ pub struct Sidecar {
 }
 
 impl Sidecar {
-    /// Starts `bin serve` with a configuration made of `resources_yaml` (the `resources:`
-    /// section, a YAML list) and a socket in a fresh temporary directory; returns once the
-    /// socket accepts connections (the API serves before the caches have synced: wait with the
-    /// API).
-    pub fn start(bin: &Path, cluster: &ControlPlane, resources_yaml: &str) -> Result<Sidecar> {
-        Self::start_with(bin, cluster, "", resources_yaml)
+    /// Starts `bin serve` with `config` (its `server.socket` set to a socket in a fresh
+    /// temporary directory); returns once the socket accepts connections (the API serves
+    /// before the caches have synced: wait with the API, e.g. [`crate::wait_synced`]).
+    pub fn start(bin: &Path, cluster: &ControlPlane, config: &SidecarConfig) -> Result<Sidecar> {
+        Self::start_with_env(bin, cluster, &[], config)
     }
 
-    /// Like [`Sidecar::start`], with more of the `server:` section (indented YAML lines, e.g.
-    /// `  listen: 127.0.0.1:0\n`).
-    pub fn start_with(
-        bin: &Path,
-        cluster: &ControlPlane,
-        server_yaml: &str,
-        resources_yaml: &str,
-    ) -> Result<Sidecar> {
-        Self::start_with_env(bin, cluster, &[], server_yaml, resources_yaml)
-    }
-
-    /// Like [`Sidecar::start_with`], with environment variables for the process (which the
+    /// Like [`Sidecar::start`], with environment variables for the process (which the
     /// configuration reads as `${NAME}`).
     pub fn start_with_env(
         bin: &Path,
         cluster: &ControlPlane,
         env: &[(&str, &str)],
-        server_yaml: &str,
-        resources_yaml: &str,
+        config: &SidecarConfig,
     ) -> Result<Sidecar> {
         let dir = temp_dir()?;
         let socket = dir.join("informerd.sock");
+        let text = config.clone().socket(&socket).to_yaml();
         let config = dir.join("informerd.yaml");
-        let text = format!(
-            "apiVersion: informerd.io/v1alpha1\nkind: Config\nserver:\n  socket: {}\n{server_yaml}resources:\n{resources_yaml}",
-            socket.display()
-        );
         std::fs::write(&config, text).map_err(|e| io("write the sidecar config", e))?;
         let mut sidecar = Sidecar {
             bin: bin.to_path_buf(),

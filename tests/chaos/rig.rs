@@ -9,7 +9,8 @@ use std::{
 };
 
 use informerd_testkit::{
-    delete_namespace, free_port, scrape_metrics, FaultProxy, PrivateControlPlane, Samples, Sidecar,
+    delete_namespace, free_port, scrape_metrics, FaultProxy, PrivateControlPlane, Resource,
+    Samples, Sidecar, SidecarConfig,
 };
 use k8s_openapi::api::rbac::v1::{ClusterRole, RoleBinding};
 use kube::{
@@ -95,20 +96,19 @@ impl Rig {
             grant(&client, ns, &namespaces[0]).await?;
         }
         let proxy = FaultProxy::start(cp).await?;
-        let resources = format!(
-            "- name: pods\n  apiVersion: v1\n  kind: Pod\n  namespaces: {namespaces:?}\n  filter: 'object.metadata.labels[\"{TIER}\"] == \"keep\"'\n"
-        );
         let metrics_port = free_port();
+        let config = SidecarConfig::new()
+            .resource(
+                Resource::pods()
+                    .namespaces(&namespaces)
+                    .filter(&format!(r#"object.metadata.labels["{TIER}"] == "keep""#)),
+            )
+            .server(|s| s.metrics_port(metrics_port));
         let identity = proxy.control_plane_as(&format!(
             "system:serviceaccount:{}:{IDENTITY}",
             namespaces[0]
         ))?;
-        let sidecar = Sidecar::start_with(
-            BIN.as_ref(),
-            &identity,
-            &format!("  metrics: 127.0.0.1:{metrics_port}\n"),
-            &resources,
-        )?;
+        let sidecar = Sidecar::start(BIN.as_ref(), &identity, &config)?;
         let socket = sidecar.socket().to_string_lossy().into_owned();
         let stall = Arc::new(AtomicBool::new(false));
         let subscribers = (0..subscribers)

@@ -11,7 +11,7 @@ use futures::StreamExt;
 use informerd::proto::{
     cache_client::CacheClient, GetRequest, ListRequest, StatusRequest, StatusResponse,
 };
-use informerd_testkit::{unique_namespace, ControlPlane, PrivateControlPlane};
+use informerd_testkit::{ControlPlane, Fixture, PrivateControlPlane};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::Client;
@@ -24,8 +24,10 @@ pub type Cache = CacheClient<Channel>;
 
 /// The shared control plane (informerd's own cluster) and a private one (the remote), each
 /// with namespace `ns` holding configmap `settings` (`cluster: first` or `second`); the second
-/// also `only-second`.
+/// also `only-second`. The shared cluster's namespace is deleted when `owner` is dropped (the
+/// private cluster goes with `second`).
 pub struct TwoClusters {
+    pub owner: Fixture,
     pub first: &'static ControlPlane,
     pub first_client: Client,
     pub second: PrivateControlPlane,
@@ -38,15 +40,17 @@ impl TwoClusters {
     /// configmaps in both.
     pub async fn start(base: &str) -> TwoClusters {
         let first = ControlPlane::get();
-        let first_client = first.client().await.expect("client of the shared cluster");
+        let owner = Fixture::on(first, base).await.expect("ns");
+        let first_client = owner.kube().clone();
+        let ns = owner.ns().to_owned();
         let second = PrivateControlPlane::start().expect("a second control plane");
         let second_client = second.control_plane().client().await.expect("its client");
-        let ns = unique_namespace(&first_client, base).await.expect("ns");
         create_namespace(&second_client, &ns).await;
         create_configmap(&first_client, &ns, "settings", "first").await;
         create_configmap(&second_client, &ns, "settings", "second").await;
         create_configmap(&second_client, &ns, "only-second", "second").await;
         TwoClusters {
+            owner,
             first,
             first_client,
             second,
@@ -56,8 +60,8 @@ impl TwoClusters {
     }
 }
 
-/// Creates namespace `name` (in a cluster other than the shared one, where `unique_namespace`
-/// made it).
+/// Creates namespace `name` (in a cluster other than the shared one, where the fixture made
+/// it).
 pub async fn create_namespace(client: &Client, name: &str) {
     let namespace = Namespace {
         metadata: ObjectMeta {

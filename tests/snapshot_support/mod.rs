@@ -14,16 +14,16 @@ use std::{
 use futures::TryStreamExt;
 use informerd::proto::{
     cache_client::CacheClient, watch_request::Start, EventType, ListRequest, ResumeToken,
-    ScopeStatus, StatusRequest, WatchRequest,
+    ScopeStatus, WatchRequest,
 };
 use informerd_client as client;
 use informerd_testkit::{
-    delete_namespace, unique_namespace, wait_default_service_account, ControlPlane,
-    PrivateControlPlane, Sidecar,
+    create_pods, pod, wait_synced, ControlPlane, Fixture, PrivateControlPlane, Resource, Sidecar,
+    SidecarConfig, Snapshot,
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::{
-    api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams},
+    api::{DeleteParams, ListParams, Patch, PatchParams, WatchEvent, WatchParams},
     Api, Client,
 };
 use serde_json::json;
@@ -39,19 +39,13 @@ pub type State = BTreeMap<String, String>;
 /// A namespace of its own with `PODS` pods, and a sidecar caching its pods with snapshots in a
 /// directory of its own; on the shared control plane, or on a private one a test may restart.
 pub struct Setup {
+    /// Owns the namespace (deleted on drop, before a private control plane goes).
+    pub fixture: Fixture,
     pub private: Option<PrivateControlPlane>,
     pub client: Client,
     pub ns: String,
     pub dir: PathBuf,
     pub sidecar: Sidecar,
-}
-
-pub fn resources(ns: &str, extra: &str) -> String {
-    format!("- name: pods\n  apiVersion: v1\n  kind: Pod\n  namespaces: [{ns}]\n{extra}")
-}
-
-pub fn snapshot_yaml(dir: &Path, rest: &str) -> String {
-    format!("snapshot:\n  directory: {}\n{rest}", dir.display())
 }
 
 pub fn snapshot_file(dir: &Path) -> PathBuf {
@@ -70,18 +64,17 @@ impl Setup {
         pods: usize,
     ) -> anyhow::Result<Setup> {
         let cp = plane(private.as_ref());
-        let client = cp.client().await?;
-        let ns = unique_namespace(&client, base).await?;
+        let fixture = Fixture::on(cp, base).await?;
+        let client = fixture.kube().clone();
+        let ns = fixture.ns().to_owned();
         // A young (or just restarted) control plane's serviceaccount controller may not have
-        // made it yet, and pods are refused until it has.
-        wait_default_service_account(&client, &ns).await?;
-        for i in 0..pods {
-            create_pod(&client, &ns, &format!("p{i}")).await?;
-        }
+        // made it yet, and pods are refused until it has (create_pods waits for it).
+        create_pods(&client, &ns, pods, &[("app", "snap")], true).await?;
         let dir = std::env::temp_dir().join(format!("informerd-snapshots-{ns}"));
         let _ = std::fs::remove_dir_all(&dir);
-        let sidecar = start(cp, &dir, "  interval: 2s\n", &ns, "")?;
+        let sidecar = start(cp, &dir, |s| s.interval("2s"), &ns, |r| r)?;
         let setup = Setup {
+            fixture,
             private,
             client,
             ns,
@@ -106,24 +99,10 @@ impl Setup {
 
     /// The pods scope's status, once every scope is synced (the watch resumed or listed).
     pub async fn wait_synced(&self) -> anyhow::Result<ScopeStatus> {
-        let started = Instant::now();
-        loop {
-            let status = self
-                .cache()
-                .await?
-                .status(StatusRequest::default())
-                .await?
-                .into_inner();
-            if status.synced {
-                return Ok(status.resources[0].scopes[0].clone());
-            }
-            anyhow::ensure!(
-                started.elapsed() < DEADLINE,
-                "not synced: {status:?}\n{}",
-                self.sidecar.plain_log()
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        let status = wait_synced(&mut self.cache().await?)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}\n{}", self.sidecar.plain_log()))?;
+        Ok(status.resources[0].scopes[0].clone())
     }
 
     /// What the apiserver holds in the namespace.
@@ -275,9 +254,12 @@ impl Setup {
         );
         Ok(scope)
     }
+}
 
-    pub async fn cleanup(self) {
-        let _ = delete_namespace(&self.client, &self.ns).await;
+impl Drop for Setup {
+    /// The sidecar stopped, its snapshots removed; the fixture deletes the namespace.
+    fn drop(&mut self) {
+        self.sidecar.kill();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -290,30 +272,24 @@ pub fn plane(private: Option<&PrivateControlPlane>) -> &ControlPlane {
     }
 }
 
-/// A sidecar caching `ns`'s pods with snapshots in `dir`.
+/// A sidecar caching `ns`'s pods (`pods` edits the resource) with snapshots in `dir`
+/// (`snapshot` edits the section).
 pub fn start(
     cp: &ControlPlane,
     dir: &Path,
-    snapshot: &str,
+    snapshot: impl FnOnce(Snapshot) -> Snapshot,
     ns: &str,
-    extra: &str,
+    pods: impl FnOnce(Resource) -> Resource,
 ) -> anyhow::Result<Sidecar> {
-    Ok(Sidecar::start_with(
-        Path::new(BIN),
-        cp,
-        &snapshot_yaml(dir, snapshot),
-        &resources(ns, extra),
-    )?)
+    let config = SidecarConfig::new()
+        .snapshot(dir, snapshot)
+        .resource(pods(Resource::pods().namespaces([ns])));
+    Ok(Sidecar::start(Path::new(BIN), cp, &config)?)
 }
 
+/// Creates pod `name` (label `app: snap`).
 pub async fn create_pod(client: &Client, ns: &str, name: &str) -> anyhow::Result<()> {
-    let pod: Pod = serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": {"app": "snap"}},
-        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
-    }))?;
-    Api::<Pod>::namespaced(client.clone(), ns)
-        .create(&PostParams::default(), &pod)
-        .await?;
+    pod(name).label("app", "snap").apply(client, ns).await?;
     Ok(())
 }
 

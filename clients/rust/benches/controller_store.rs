@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use informerd_client::proto::StatusRequest;
-use informerd_testkit::{ControlPlane, Sidecar};
+use informerd_testkit::{ControlPlane, Resource, Sidecar, SidecarConfig};
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{watcher, WatchStreamExt};
@@ -111,15 +111,12 @@ async fn main() -> anyhow::Result<()> {
             .collect();
         (pods, names)
     };
-    let scope = if names.is_empty() {
-        String::new()
-    } else {
-        format!("  namespaces: [{}]\n", names.join(", "))
-    };
-    let resources = format!(
-        "- name: pods\n  apiVersion: v1\n  kind: Pod\n{scope}  transform:\n    drop: [metadata.managedFields]\n"
-    );
-    let sidecar = Sidecar::start(&common::informerd_bin(), cluster, &resources)?;
+    let mut resource = Resource::pods().drop(["metadata.managedFields"]);
+    if !names.is_empty() {
+        resource = resource.namespaces(&names);
+    }
+    let config = SidecarConfig::new().resource(resource);
+    let sidecar = Sidecar::start(&common::informerd_bin(), cluster, &config)?;
     let cache = informerd_client::connect(&sidecar.socket().display().to_string()).await?;
 
     println!("| store fed by | pods | bytes | bytes/pod |\n| --- | ---: | ---: | ---: |");

@@ -79,7 +79,7 @@ async fn start_controller(
         Source::KubeRs => (
             watcher::watcher(fx.pods(), watcher::Config::default()).boxed(),
             watcher::watcher(
-                Api::<ConfigMap>::namespaced(fx.kube.clone(), &fx.ns),
+                Api::<ConfigMap>::namespaced(fx.kube().clone(), fx.ns()),
                 watcher::Config::default(),
             )
             .boxed(),
@@ -87,9 +87,9 @@ async fn start_controller(
         Source::Informerd => {
             let cache = fx.cache().await?;
             // The pod store holds only what the reconciler reads: labels (identity comes).
-            let pods = informerd_client::Api::<Pod>::namespaced(cache.clone(), "pods", &fx.ns)
+            let pods = informerd_client::Api::<Pod>::namespaced(cache.clone(), "pods", fx.ns())
                 .fields(["metadata.labels"]);
-            let parents = informerd_client::Api::namespaced(cache, "configmaps", &fx.ns);
+            let parents = informerd_client::Api::namespaced(cache, "configmaps", fx.ns());
             (
                 informerd_client::watcher(pods, watcher::Config::default()).boxed(),
                 informerd_client::watcher(parents, watcher::Config::default()).boxed(),
@@ -102,9 +102,9 @@ async fn start_controller(
         .default_backoff()
         .reflect(cm_writer)
         .applied_objects();
-    let ns = fx.ns.clone();
+    let ns = fx.ns().to_owned();
     let ctx = Arc::new(Context {
-        kube: fx.kube.clone(),
+        kube: fx.kube().clone(),
         pods: pod_reader,
     });
     let controller = Controller::for_stream(parents, cm_reader)
@@ -158,13 +158,13 @@ async fn run(source: Source) -> anyhow::Result<BTreeMap<String, (String, String)
     ))
     .await?;
     let controller = start_controller(&fx, source).await?;
-    churn(&fx.kube, &fx.ns).await?;
+    churn(fx.kube(), fx.ns()).await?;
     let parents: BTreeMap<&str, &str> = [("c0", "x"), ("c1", "y")].into();
     eventually(
         90,
         &format!("{source:?}: every pod has its parent's team"),
         || async {
-            outcome(&fx.kube, &fx.ns).await.is_ok_and(|pods| {
+            outcome(fx.kube(), fx.ns()).await.is_ok_and(|pods| {
                 pods.values()
                     .all(|(parent, team)| parents.get(parent.as_str()) == Some(&team.as_str()))
             })
@@ -172,8 +172,7 @@ async fn run(source: Source) -> anyhow::Result<BTreeMap<String, (String, String)
     )
     .await;
     controller.abort();
-    let result = outcome(&fx.kube, &fx.ns).await?;
-    fx.cleanup().await;
+    let result = outcome(fx.kube(), fx.ns()).await?;
     Ok(result)
 }
 

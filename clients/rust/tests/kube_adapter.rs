@@ -23,9 +23,15 @@ async fn get_and_list_decode_into_kube_types() -> anyhow::Result<()> {
     let fx = Fixture::new("kubers-get").await?;
     let mut last = String::new();
     for (i, app) in ["web", "web", "db"].iter().enumerate() {
-        last = apply_pod(&fx.kube, &fx.ns, &format!("p{i}"), &labels(&[("app", app)])).await?;
+        last = apply_pod(
+            fx.kube(),
+            fx.ns(),
+            &format!("p{i}"),
+            &labels(&[("app", app)]),
+        )
+        .await?;
     }
-    let pods: Api<Pod> = Api::namespaced(fx.cache().await?, "pods", &fx.ns);
+    let pods: Api<Pod> = Api::namespaced(fx.cache().await?, "pods", fx.ns());
 
     // Read your own write: the cache holds p2 at the version the apiserver returned.
     let p2 = pods.get_at_least("p2", &last).await?;
@@ -44,7 +50,7 @@ async fn get_and_list_decode_into_kube_types() -> anyhow::Result<()> {
     assert_eq!(names, ["p0", "p1"]);
 
     // The same objects as DynamicObject.
-    let dynamic: Api<DynamicObject> = Api::namespaced(fx.cache().await?, "pods", &fx.ns);
+    let dynamic: Api<DynamicObject> = Api::namespaced(fx.cache().await?, "pods", fx.ns());
     let all = dynamic.list(&ListParams::default()).await?;
     assert_eq!(all.items.len(), 3);
     let p0 = dynamic.get("p0").await?;
@@ -73,12 +79,14 @@ async fn get_and_list_decode_into_kube_types() -> anyhow::Result<()> {
         .unwrap_err();
     assert_eq!(err.reason(), Some(Reason::Invalid), "{err}");
     assert!(err.to_string().contains("status.phase"), "{err}");
-    let wrong: Api<ConfigMap> = Api::namespaced(fx.cache().await?, "pods", &fx.ns);
+    let wrong: Api<ConfigMap> = Api::namespaced(fx.cache().await?, "pods", fx.ns());
     let err = wrong.get("p0").await.unwrap_err();
     assert!(matches!(err, Error::Decode { .. }), "{err}");
-    assert!(err.to_string().contains(&format!("{}/p0", fx.ns)), "{err}");
+    assert!(
+        err.to_string().contains(&format!("{}/p0", fx.ns())),
+        "{err}"
+    );
 
-    fx.cleanup().await;
     Ok(())
 }
 
@@ -90,9 +98,15 @@ async fn list_limit_returns_the_first_matches_and_says_whether_more_remain() -> 
     let fx = Fixture::new("kubers-limit").await?;
     let mut last = String::new();
     for (i, app) in ["web", "web", "db"].iter().enumerate() {
-        last = apply_pod(&fx.kube, &fx.ns, &format!("p{i}"), &labels(&[("app", app)])).await?;
+        last = apply_pod(
+            fx.kube(),
+            fx.ns(),
+            &format!("p{i}"),
+            &labels(&[("app", app)]),
+        )
+        .await?;
     }
-    let pods: Api<Pod> = Api::namespaced(fx.cache().await?, "pods", &fx.ns);
+    let pods: Api<Pod> = Api::namespaced(fx.cache().await?, "pods", fx.ns());
     pods.get_at_least("p2", &last).await?;
     let names = |items: &[Pod]| items.iter().map(ResourceExt::name_any).collect::<Vec<_>>();
 
@@ -135,7 +149,6 @@ async fn list_limit_returns_the_first_matches_and_says_whether_more_remain() -> 
     assert_unsupported(&err, "ListParams.continue_token");
     assert!(err.to_string().contains("without limit"), "{err}");
 
-    fx.cleanup().await;
     Ok(())
 }
 
@@ -156,7 +169,7 @@ type Log = Arc<Mutex<Vec<String>>>;
 async fn reflect_pods(
     fx: &Fixture,
 ) -> anyhow::Result<(Store<Pod>, Log, tokio::task::JoinHandle<()>)> {
-    let pods: Api<Pod> = Api::namespaced(fx.cache().await?, "pods", &fx.ns);
+    let pods: Api<Pod> = Api::namespaced(fx.cache().await?, "pods", fx.ns());
     let (reader, writer) = reflector::store();
     let log: Log = Arc::default();
     let seen = log.clone();
@@ -183,7 +196,7 @@ async fn reflect_pods(
 /// write, which then arrives as a late `Apply` after `InitDone` (seen in CI: `Apply(c)` where
 /// the relist test expected its restart's `Init` first).
 async fn sidecar_has_seen(fx: &Fixture, name: &str, version: &str) -> anyhow::Result<()> {
-    let pods: Api<Pod> = Api::namespaced(fx.cache().await?, "pods", &fx.ns);
+    let pods: Api<Pod> = Api::namespaced(fx.cache().await?, "pods", fx.ns());
     pods.get_at_least(name, version).await?;
     Ok(())
 }
@@ -219,7 +232,7 @@ async fn a_reflector_over_informerd_holds_the_apiservers_objects() -> anyhow::Re
     let fx = Fixture::new("kubers-reflect").await?;
     let mut last = String::new();
     for name in ["a", "b", "c"] {
-        last = apply_pod(&fx.kube, &fx.ns, name, &labels(&[("v", "1")])).await?;
+        last = apply_pod(fx.kube(), fx.ns(), name, &labels(&[("v", "1")])).await?;
     }
     sidecar_has_seen(&fx, "c", &last).await?;
     let (store, log, task) = reflect_pods(&fx).await?;
@@ -227,10 +240,10 @@ async fn a_reflector_over_informerd_holds_the_apiservers_objects() -> anyhow::Re
     assert_init_cycle(&events(&log, 0), &["a", "b", "c"]);
     let after_init = log.lock().unwrap().len();
 
-    apply_pod(&fx.kube, &fx.ns, "d", &labels(&[("v", "1")])).await?;
-    apply_pod(&fx.kube, &fx.ns, "a", &labels(&[("v", "2")])).await?;
-    delete_pod(&fx.kube, &fx.ns, "b").await?;
-    let truth = apiserver_pods(&fx.kube, &fx.ns).await?;
+    apply_pod(fx.kube(), fx.ns(), "d", &labels(&[("v", "1")])).await?;
+    apply_pod(fx.kube(), fx.ns(), "a", &labels(&[("v", "2")])).await?;
+    delete_pod(fx.kube(), fx.ns(), "b").await?;
+    let truth = apiserver_pods(fx.kube(), fx.ns()).await?;
     eventually(60, "the store holds the apiserver's pods", || {
         let held = versions(store.state().iter().map(AsRef::as_ref));
         let truth = truth.clone();
@@ -256,7 +269,6 @@ async fn a_reflector_over_informerd_holds_the_apiservers_objects() -> anyhow::Re
     assert_eq!(a.labels().get("v").map(String::as_str), Some("2"));
 
     task.abort();
-    fx.cleanup().await;
     Ok(())
 }
 
@@ -265,7 +277,7 @@ async fn a_sidecar_restart_is_a_new_init_cycle_that_drops_vanished_objects() -> 
     let mut fx = Fixture::new("kubers-relist").await?;
     let mut last = String::new();
     for name in ["a", "b", "c"] {
-        last = apply_pod(&fx.kube, &fx.ns, name, &labels(&[])).await?;
+        last = apply_pod(fx.kube(), fx.ns(), name, &labels(&[])).await?;
     }
     sidecar_has_seen(&fx, "c", &last).await?;
     let (store, log, task) = reflect_pods(&fx).await?;
@@ -274,12 +286,12 @@ async fn a_sidecar_restart_is_a_new_init_cycle_that_drops_vanished_objects() -> 
 
     // While the sidecar is down, one pod goes and one comes: no watch event can tell the
     // reflector; only the relist (a new epoch: EpochChanged) does.
-    fx.sidecar.kill();
-    delete_pod(&fx.kube, &fx.ns, "b").await?;
-    apply_pod(&fx.kube, &fx.ns, "e", &labels(&[])).await?;
-    fx.sidecar.restart()?;
+    fx.sidecar_mut().kill();
+    delete_pod(fx.kube(), fx.ns(), "b").await?;
+    apply_pod(fx.kube(), fx.ns(), "e", &labels(&[])).await?;
+    fx.sidecar_mut().restart()?;
 
-    let truth = apiserver_pods(&fx.kube, &fx.ns).await?;
+    let truth = apiserver_pods(fx.kube(), fx.ns()).await?;
     eventually(
         90,
         "the store holds the apiserver's pods after the relist",
@@ -305,15 +317,14 @@ async fn a_sidecar_restart_is_a_new_init_cycle_that_drops_vanished_objects() -> 
     );
 
     task.abort();
-    fx.cleanup().await;
     Ok(())
 }
 
 #[tokio::test]
 async fn the_event_stream_is_kube_rs_watcher_events() -> anyhow::Result<()> {
     let fx = Fixture::new("kubers-events").await?;
-    let written = apply_pod(&fx.kube, &fx.ns, "a", &labels(&[])).await?;
-    let pods: Api<Pod> = Api::namespaced(fx.cache().await?, "pods", &fx.ns);
+    let written = apply_pod(fx.kube(), fx.ns(), "a", &labels(&[])).await?;
+    let pods: Api<Pod> = Api::namespaced(fx.cache().await?, "pods", fx.ns());
     // The sidecar started before `a` was written: the initial state holds `a` once the
     // sidecar has seen the write (a busy machine may not have yet).
     pods.get_at_least("a", &written).await?;
@@ -325,13 +336,13 @@ async fn the_event_stream_is_kube_rs_watcher_events() -> anyhow::Result<()> {
     }
     assert!(matches!(stream.next().await, Some(Ok(Event::InitDone))));
     // Outside the label selector: never delivered; inside: Apply.
-    apply_pod(&fx.kube, &fx.ns, "hidden", &labels(&[("skip", "1")])).await?;
-    apply_pod(&fx.kube, &fx.ns, "b", &labels(&[])).await?;
+    apply_pod(fx.kube(), fx.ns(), "hidden", &labels(&[("skip", "1")])).await?;
+    apply_pod(fx.kube(), fx.ns(), "b", &labels(&[])).await?;
     match stream.next().await {
         Some(Ok(Event::Apply(pod))) => assert_eq!(pod.name_any(), "b"),
         other => panic!("expected Apply(b), got {other:?}"),
     }
-    delete_pod(&fx.kube, &fx.ns, "a").await?;
+    delete_pod(fx.kube(), fx.ns(), "a").await?;
     // The apiserver first marks the pod deleted (an update), then removes it.
     loop {
         match stream.next().await {
@@ -345,6 +356,5 @@ async fn the_event_stream_is_kube_rs_watcher_events() -> anyhow::Result<()> {
             other => panic!("expected Delete(a), got {other:?}"),
         }
     }
-    fx.cleanup().await;
     Ok(())
 }

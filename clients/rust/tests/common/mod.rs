@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use informerd_testkit::{
-    delete_namespace, unique_namespace, wait_default_service_account, ControlPlane, Sidecar,
+    self as testkit, pod, wait_default_service_account, Resource, SidecarConfig,
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
@@ -37,40 +37,36 @@ pub fn informerd_bin() -> PathBuf {
     bin
 }
 
-/// A namespace, and a sidecar caching its pods and config maps.
-pub struct Fixture {
-    pub kube: Client,
-    pub ns: String,
-    pub sidecar: Sidecar,
+/// A namespace, and a sidecar caching its pods and config maps; the namespace is deleted on
+/// drop (testkit's fixture, with this crate's configuration).
+pub struct Fixture(testkit::Fixture);
+
+impl std::ops::Deref for Fixture {
+    type Target = testkit::Fixture;
+    fn deref(&self) -> &testkit::Fixture {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Fixture {
+    fn deref_mut(&mut self) -> &mut testkit::Fixture {
+        &mut self.0
+    }
 }
 
 impl Fixture {
     pub async fn new(base: &str) -> anyhow::Result<Fixture> {
-        let cluster = ControlPlane::get();
-        let kube = cluster.client().await?;
-        let ns = unique_namespace(&kube, base).await?;
-        wait_default_service_account(&kube, &ns).await?;
-        let resources = format!(
-            "- name: pods\n  apiVersion: v1\n  kind: Pod\n  namespaces: [{ns}]\n  transform:\n    drop: [metadata.managedFields]\n\
-             - name: configmaps\n  apiVersion: v1\n  kind: ConfigMap\n  namespaces: [{ns}]\n"
-        );
-        let sidecar = Sidecar::start(&informerd_bin(), cluster, &resources)?;
-        Ok(Fixture { kube, ns, sidecar })
-    }
-
-    pub async fn cache(
-        &self,
-    ) -> anyhow::Result<informerd_client::proto::cache_client::CacheClient<tonic::transport::Channel>>
-    {
-        Ok(informerd_client::connect(&self.sidecar.socket().display().to_string()).await?)
-    }
-
-    pub fn pods(&self) -> Api<Pod> {
-        Api::namespaced(self.kube.clone(), &self.ns)
-    }
-
-    pub async fn cleanup(self) {
-        let _ = delete_namespace(&self.kube, &self.ns).await;
+        let mut fx = testkit::Fixture::new(base).await?;
+        wait_default_service_account(fx.kube(), fx.ns()).await?;
+        let config = SidecarConfig::new()
+            .resource(
+                Resource::pods()
+                    .namespaces([fx.ns()])
+                    .drop(["metadata.managedFields"]),
+            )
+            .resource(Resource::configmaps().namespaces([fx.ns()]));
+        fx.start_sidecar(&informerd_bin(), &config)?;
+        Ok(Fixture(fx))
     }
 }
 
@@ -81,17 +77,11 @@ pub async fn apply_pod(
     name: &str,
     labels: &BTreeMap<&str, &str>,
 ) -> anyhow::Result<String> {
-    let pod = json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "busybox"}]}
-    });
-    let pod = Api::<Pod>::namespaced(kube.clone(), ns)
-        .patch(
-            name,
-            &PatchParams::apply("kubers-test").force(),
-            &Patch::Apply(pod),
-        )
+    let labels: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, *v)).collect();
+    let pod = pod(name)
+        .labels(&labels)
+        .node_name("node-1")
+        .apply(kube, ns)
         .await?;
     Ok(pod.resource_version().unwrap_or_default())
 }
