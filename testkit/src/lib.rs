@@ -18,7 +18,9 @@ mod apiserver;
 mod config;
 mod etcd;
 mod fixture;
-pub mod fixtures;
+/// The real Pod objects recorded from clusters: informerd-store's reader, the one every test
+/// and benchmark uses.
+pub use informerd_store::fixtures;
 mod grpc;
 mod health;
 mod kubectl;
