@@ -10,7 +10,7 @@ use informerd::{
     fleet::{Fleet, ScopeState},
     store::ChangeKind,
 };
-use informerd_testkit::{delete_namespace, unique_namespace, ControlPlane};
+use informerd_testkit::{ControlPlane, Fixture};
 use k8s_openapi::{
     api::core::v1::{Namespace, Pod},
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
@@ -137,23 +137,10 @@ fn unique_prefix(base: &str) -> String {
     )
 }
 
-fn seeded_namespaces(prefix: &str, n: usize) -> Vec<String> {
-    (0..n).map(|i| format!("{prefix}-{i}")).collect()
-}
-
-async fn cleanup(client: &Client, namespaces: &[String]) {
-    for ns in namespaces {
-        let _ = delete_namespace(client, ns).await;
-    }
-}
-
 #[tokio::test]
 async fn keeps_exactly_the_daemonset_pods_without_stripped_fields() -> anyhow::Result<()> {
-    let cp = ControlPlane::get();
-    let client = cp.client().await?;
-    let prefix = unique_prefix("ds");
-    let namespaces = seeded_namespaces(&prefix, 5);
-    cp.seed(&prefix, 400, 5)?;
+    let fx = Fixture::seeded(&unique_prefix("ds"), 400, 5).await?;
+    let (client, namespaces) = (fx.kube().clone(), fx.namespaces().to_vec());
 
     let cfg = pods_config(&format!(
         r#"  namespaces: {namespaces:?}
@@ -225,17 +212,15 @@ async fn keeps_exactly_the_daemonset_pods_without_stripped_fields() -> anyhow::R
         );
     }
     fleet.shutdown();
-    cleanup(&client, &namespaces).await;
     Ok(())
 }
 
 #[tokio::test]
 async fn after_churn_the_cache_equals_the_apiserver() -> anyhow::Result<()> {
     let cp = ControlPlane::get();
-    let client = cp.client().await?;
     let prefix = unique_prefix("churn");
-    let namespaces = seeded_namespaces(&prefix, 4);
-    cp.seed(&prefix, 400, 4)?;
+    let fx = Fixture::seeded(&prefix, 400, 4).await?;
+    let (client, namespaces) = (fx.kube().clone(), fx.namespaces().to_vec());
 
     // The churn toggles informerd.io/tier between keep and drop: objects move in and out.
     let cfg = pods_config(&format!(
@@ -273,7 +258,6 @@ async fn after_churn_the_cache_equals_the_apiserver() -> anyhow::Result<()> {
         );
     }
     fleet.shutdown();
-    cleanup(&client, &namespaces).await;
     Ok(())
 }
 
@@ -304,9 +288,8 @@ fn count_in(fleet: &Fleet, ns: &str) -> usize {
 
 #[tokio::test]
 async fn namespace_selector_adds_and_removes_namespaces_at_runtime() -> anyhow::Result<()> {
-    let cp = ControlPlane::get();
-    let client = cp.client().await?;
-    let ns = unique_namespace(&client, "sel").await?;
+    let fx = Fixture::new("sel").await?;
+    let (client, ns) = (fx.kube().clone(), fx.ns().to_string());
     create_pods(&client, &ns, 3).await?;
     let team = unique_prefix("team");
 
@@ -373,17 +356,17 @@ async fn namespace_selector_adds_and_removes_namespaces_at_runtime() -> anyhow::
     );
 
     fleet.shutdown();
-    delete_namespace(&client, &ns).await?;
     Ok(())
 }
 
 #[tokio::test]
 async fn a_forbidden_namespace_is_reported_while_the_others_serve() -> anyhow::Result<()> {
     let cp = ControlPlane::get();
-    let admin = cp.client().await?;
-    let allowed_a = unique_namespace(&admin, "rbac-a").await?;
-    let allowed_b = unique_namespace(&admin, "rbac-b").await?;
-    let denied = unique_namespace(&admin, "rbac-denied").await?;
+    let mut fx = Fixture::new("rbac-a").await?;
+    let admin = fx.kube().clone();
+    let allowed_a = fx.ns().to_string();
+    let allowed_b = fx.add_namespace("rbac-b").await?;
+    let denied = fx.add_namespace("rbac-denied").await?;
     for ns in [&allowed_a, &allowed_b, &denied] {
         create_pods(&admin, ns, 2).await?;
     }
@@ -435,16 +418,13 @@ async fn a_forbidden_namespace_is_reported_while_the_others_serve() -> anyhow::R
     assert!(!fleet.is_synced(), "a forbidden scope is not synced");
 
     fleet.shutdown();
-    for ns in [&allowed_a, &allowed_b, &denied] {
-        delete_namespace(&admin, ns).await?;
-    }
     Ok(())
 }
 
 #[tokio::test]
 async fn a_custom_resource_is_cached_like_pods() -> anyhow::Result<()> {
-    let cp = ControlPlane::get();
-    let client = cp.client().await?;
+    let mut fx = Fixture::new("crd").await?;
+    let client = fx.kube().clone();
     let group = format!("{}.test.informerd.io", unique_prefix("g"));
     let crd: CustomResourceDefinition = serde_json::from_value(json!({
         "metadata": {"name": format!("widgets.{group}")},
@@ -460,8 +440,9 @@ async fn a_custom_resource_is_cached_like_pods() -> anyhow::Result<()> {
         }
     }))?;
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    crds.create(&PostParams::default(), &crd).await?;
     let crd_name = format!("widgets.{group}");
+    fx.delete_on_drop::<CustomResourceDefinition>(&crd_name);
+    crds.create(&PostParams::default(), &crd).await?;
     let ar = ApiResource {
         group: group.clone(),
         version: "v1".into(),
@@ -469,7 +450,7 @@ async fn a_custom_resource_is_cached_like_pods() -> anyhow::Result<()> {
         kind: "Widget".into(),
         plural: "widgets".into(),
     };
-    let ns = unique_namespace(&client, "crd").await?;
+    let ns = fx.ns().to_string();
     let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &ar);
     // The CRD serves once it is Established.
     for i in 0.. {
@@ -525,8 +506,6 @@ resources:
     assert_eq!(have.len(), 4, "widgets of size 2..=5: {:?}", have.keys());
 
     fleet.shutdown();
-    delete_namespace(&client, &ns).await?;
-    crds.delete(&crd_name, &Default::default()).await?;
     Ok(())
 }
 

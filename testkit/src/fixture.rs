@@ -46,6 +46,26 @@ impl Fixture {
         Ok(fixture)
     }
 
+    /// `pods` realistic pods over `namespaces` namespaces `{prefix}-0`, `{prefix}-1`, ... made
+    /// by the project's seeder ([`ControlPlane::seed`]) on the shared control plane; the fixture
+    /// owns (and deletes) those namespaces, and [`Fixture::ns`] is the first.
+    pub async fn seeded(prefix: &str, pods: usize, namespaces: usize) -> Result<Fixture> {
+        let cluster = ControlPlane::get();
+        let mut fixture = Fixture {
+            cluster: cluster.clone(),
+            kube: cluster.client().await?,
+            namespaces: Vec::new(),
+            cluster_objects: Vec::new(),
+            sidecar: None,
+        };
+        // Owned before they exist: a seeder that fails half-way leaves nothing behind.
+        fixture
+            .namespaces
+            .extend((0..namespaces).map(|i| format!("{prefix}-{i}")));
+        cluster.seed(prefix, pods, namespaces)?;
+        Ok(fixture)
+    }
+
     /// Creates another namespace named after `base`, owned (and deleted) like the first; its
     /// name.
     pub async fn add_namespace(&mut self, base: &str) -> Result<String> {
