@@ -189,13 +189,19 @@ fn name(e: &WatchEvent) -> &str {
 }
 
 #[tokio::test]
-async fn list_streams_chunks_at_one_revision_and_filters() -> anyhow::Result<()> {
-    let mut f = Fixture::new("api-list", 12, |c| c).await?;
+async fn the_socket_lets_only_its_owner_and_group_connect() -> anyhow::Result<()> {
+    let f = Fixture::new("api-list", 0, |c| c).await?;
     assert_eq!(
         socket_mode(&f),
         0o660,
         "by default only the owner and group may connect, whatever the umask"
     );
+    Ok(())
+}
+
+#[tokio::test]
+async fn list_streams_chunks_at_one_revision() -> anyhow::Result<()> {
+    let mut f = Fixture::new("api-list", 12, |c| c).await?;
     let want: BTreeMap<String, String> = f
         .pods()
         .list(&Default::default())
@@ -221,6 +227,12 @@ async fn list_streams_chunks_at_one_revision_and_filters() -> anyhow::Result<()>
     let last = chunks.last().unwrap();
     assert!(last.last && last.synced && last.revision > 0 && last.epoch != 0);
 
+    Ok(())
+}
+
+#[tokio::test]
+async fn list_filters_by_label_selector_field_selector_and_index() -> anyhow::Result<()> {
+    let mut f = Fixture::new("api-list", 12, |c| c).await?;
     let (_, app_a) = f
         .list(ListRequest {
             label_selector: "app=a".into(),
@@ -250,6 +262,12 @@ async fn list_streams_chunks_at_one_revision_and_filters() -> anyhow::Result<()>
         .await?;
     assert_eq!(by_index.keys().collect::<Vec<_>>(), ["p1", "p7"]);
 
+    Ok(())
+}
+
+#[tokio::test]
+async fn list_returns_only_the_requested_fields_and_the_identity() -> anyhow::Result<()> {
+    let mut f = Fixture::new("api-list", 12, |c| c).await?;
     let (chunks, _) = f
         .list(ListRequest {
             fields: vec!["spec.nodeName".into()],
@@ -269,6 +287,13 @@ async fn list_streams_chunks_at_one_revision_and_filters() -> anyhow::Result<()>
     );
     assert_eq!(object["kind"], "Pod");
 
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_bad_list_request_names_its_field_and_an_unknown_resource_the_served_ones(
+) -> anyhow::Result<()> {
+    let mut f = Fixture::new("api-list", 12, |c| c).await?;
     for (req, field) in [
         (
             ListRequest {
