@@ -11,11 +11,10 @@ use informerd::proto::{
 };
 use informerd_client as client;
 use informerd_testkit::{
-    self as testkit, wait_default_service_account, wait_synced, Index, Resource, SidecarConfig,
+    self as testkit, pod, wait_default_service_account, wait_synced, Index, Resource, SidecarConfig,
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, WatchEvent as KubeEvent, WatchParams};
-use kube::Client;
 use serde_json::{json, Value};
 use tonic::transport::Channel;
 use tonic::{Code, Streaming};
@@ -57,14 +56,11 @@ impl Fixture {
         let mut base = testkit::Fixture::new(base).await?;
         wait_default_service_account(base.kube(), base.ns()).await?;
         for i in 0..pods {
-            apply_pod(
-                base.kube(),
-                base.ns(),
-                &format!("p{i}"),
-                if i % 2 == 0 { "a" } else { "b" },
-                &format!("n{}", i % 3),
-            )
-            .await?;
+            pod(&format!("p{i}"))
+                .label("app", if i % 2 == 0 { "a" } else { "b" })
+                .node_name(&format!("n{}", i % 3))
+                .apply(base.kube(), base.ns())
+                .await?;
         }
         let mut resource = Resource::pods()
             .namespaces([base.ns()])
@@ -144,22 +140,6 @@ impl Fixture {
             ..Default::default()
         }
     }
-}
-
-async fn apply_pod(
-    kube: &Client,
-    ns: &str,
-    name: &str,
-    app: &str,
-    node: &str,
-) -> anyhow::Result<()> {
-    let pod = json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "labels": {"app": app}},
-        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]}
-    });
-    informerd_testkit::apply_pod(kube, ns, pod).await?;
-    Ok(())
 }
 
 fn reason(status: &tonic::Status) -> &str {

@@ -28,24 +28,13 @@ pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; char
 
 /// Why the metrics port cannot be bound: what failed, and what to do about it. The caller,
 /// which knows where the address was configured, puts the field and line in front.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{}", bind_failure(.addr, .source))]
 pub struct BindError {
     /// The address asked for.
     pub addr: SocketAddr,
     /// Why binding failed.
     pub source: std::io::Error,
-}
-
-impl std::fmt::Display for BindError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&bind_failure(self.addr, &self.source))
-    }
-}
-
-impl std::error::Error for BindError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
-    }
 }
 
 /// Whether the sidecar is ready, for `/readyz`: the component that knows (the fleet)
@@ -65,7 +54,7 @@ pub async fn bind(addr: SocketAddr) -> Result<TcpListener, BindError> {
 }
 
 /// What a failed bind means, and what to do about it.
-fn bind_failure(addr: SocketAddr, e: &std::io::Error) -> String {
+fn bind_failure(addr: &SocketAddr, e: &std::io::Error) -> String {
     use std::io::ErrorKind;
     let hint = match e.kind() {
         ErrorKind::AddrInUse => {

@@ -50,7 +50,8 @@ pub fn registry() -> Registry {
 
 /// The exposition of one collector alone, as a scrape would show it: for the components' tests
 /// of their families.
-pub fn render_collector(collector: impl prometheus_client::collector::Collector) -> String {
+#[cfg(test)]
+pub(crate) fn render_collector(collector: impl prometheus_client::collector::Collector) -> String {
     let mut registry = Registry::with_prefix(PREFIX);
     registry.register_collector(Box::new(collector));
     render(&registry)

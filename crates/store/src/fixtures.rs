@@ -24,24 +24,10 @@ pub fn kube_system_pods() -> Vec<Value> {
     list["items"].as_array().unwrap().clone()
 }
 
-/// Every pod of the fixtures: the pod list, the single pods and the objects of the watch events.
+/// Every pod of the fixtures, as values: the pod list's items, the single pods and the
+/// objects of the watch events ([`pods`] without where each came from).
 pub fn all_pods() -> Vec<Value> {
-    let mut pods = kube_system_pods();
-    for name in [
-        "k9s-pod.json",
-        "k9s-pod-init.json",
-        "k9s-pod-sidecar.json",
-        "kubectl-neat-pod-raw.json",
-    ] {
-        pods.push(serde_json::from_str(&read(name)).unwrap());
-    }
-    pods.push(serde_yaml::from_str(&read("apiserver-fieldmanager-pod.yaml")).unwrap());
-    for line in read("kind-v1.36-watch-pods.jsonl").lines() {
-        let event: Value = serde_json::from_str(line).unwrap();
-        pods.push(event["object"].clone());
-    }
-    assert!(pods.len() > 10, "the fixtures hold more pods");
-    pods
+    pods().into_iter().map(|p| p.object).collect()
 }
 
 /// The name of a pod, for assertion messages.
