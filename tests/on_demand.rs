@@ -52,13 +52,33 @@ async fn create_crd(fixture: &mut Fixture, group: &str, kind: &str) -> anyhow::R
         .create(&PostParams::default(), &crd)
         .await?;
     fixture.delete_on_drop::<CustomResourceDefinition>(&format!("{plural}.{group}"));
+    let api_version = format!("{group}/v1");
+    wait_served(fixture.kube(), &api_version, &plural).await?;
     Ok(ApiResource {
         group: group.into(),
         version: "v1".into(),
-        api_version: format!("{group}/v1"),
+        api_version,
         kind: kind.into(),
         plural,
     })
+}
+
+/// Waits until discovery of `api_version` lists `plural`: a CRD's kind is served a moment
+/// after the CRD is created, and the sidecar resolves kinds through the same discovery.
+async fn wait_served(client: &kube::Client, api_version: &str, plural: &str) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        if let Ok(list) = client.list_api_group_resources(api_version).await {
+            if list.resources.iter().any(|r| r.name == plural) {
+                return Ok(());
+            }
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "{api_version} {plural} is not in discovery after {PATIENCE:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// Creates (server-side apply) custom resource `name` with `PAYLOAD` bytes of data unique to it;
