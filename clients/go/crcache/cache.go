@@ -19,11 +19,13 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -64,6 +66,14 @@ type Cache struct {
 	indexes   map[string]map[string]indexRoute
 	runCtx    context.Context // set by Start
 	started   chan struct{}
+
+	viewOptions viewOptions
+	views       map[schema.GroupVersionKind]*view // resolved on first use of a kind
+	// requested holds the shapes GetInformer was called for, which ReaderFailOnMissingInformer
+	// lets a read use.
+	requested     map[shape]struct{}
+	failOnMissing bool
+	watchErrors   toolscache.WatchErrorHandlerWithContext
 }
 
 var _ cache.Cache = (*Cache)(nil)
@@ -73,25 +83,37 @@ func NewCacheFunc(o Options) cache.NewCacheFunc {
 	return func(_ *rest.Config, opts cache.Options) (cache.Cache, error) { return New(o, opts) }
 }
 
-// New returns an informerd cache. Of controller-runtime's cache.Options it uses Scheme; it
-// refuses the options that filter or transform what is cached (DefaultNamespaces, ByObject,
-// DefaultLabelSelector, DefaultFieldSelector, DefaultTransform, NewInformer,
-// DefaultUnsafeDisableDeepCopy): the sidecar's configuration does that for every controller on
-// the pod, and a silently ignored filter would give wrong answers. SyncPeriod is ignored:
-// informerd never resyncs (requeue with RequeueAfter, as controller-runtime advises).
+// New returns an informerd cache. Of controller-runtime's cache.Options it honours Scheme,
+// DefaultNamespaces, ByObject, DefaultLabelSelector, DefaultFieldSelector and DefaultTransform
+// (a per-kind view of the sidecar's cache, resolved as the default cache resolves them: see
+// view.go), ReaderFailOnMissingInformer and DefaultWatchErrorHandler. UnsafeDisableDeepCopy
+// (default or per kind) is accepted and changes nothing: every read decodes a fresh object.
+// DefaultEnableWatchBookmarks is accepted (informerd's watches always resume). SyncPeriod is
+// ignored: informerd never resyncs (requeue with RequeueAfter, as controller-runtime advises).
+// NewInformer is refused: the informers are informerd watches.
 func New(o Options, opts cache.Options) (*Cache, error) {
-	if err := refuseFilters(opts); err != nil {
-		return nil, err
+	if opts.NewInformer != nil {
+		return nil, errors.New("crcache: cache.Options.NewInformer is not supported by the informerd cache: " +
+			"informers are informerd watches of the sidecar's configured resources; remove the option")
 	}
 	c := &Cache{
-		client:    o.Client,
-		scheme:    opts.Scheme,
-		informers: map[string]*sharedInformer{},
-		indexes:   map[string]map[string]indexRoute{},
-		started:   make(chan struct{}),
+		client:        o.Client,
+		scheme:        opts.Scheme,
+		informers:     map[string]*sharedInformer{},
+		indexes:       map[string]map[string]indexRoute{},
+		started:       make(chan struct{}),
+		views:         map[schema.GroupVersionKind]*view{},
+		requested:     map[shape]struct{}{},
+		failOnMissing: opts.ReaderFailOnMissingInformer,
+		watchErrors:   opts.DefaultWatchErrorHandler,
 	}
 	if c.scheme == nil {
 		c.scheme = scheme.Scheme
+	}
+	opts.Scheme = c.scheme
+	var err error
+	if c.viewOptions, err = newViewOptions(opts); err != nil {
+		return nil, err
 	}
 	if c.client == nil {
 		dial, err := tokenOption(o)
@@ -126,35 +148,6 @@ func tokenOption(o Options) ([]informerd.DialOption, error) {
 	return nil, nil
 }
 
-func refuseFilters(opts cache.Options) error {
-	refuse := func(option, instead string) error {
-		return fmt.Errorf("crcache: cache.Options.%s is not supported by the informerd cache: %s in the "+
-			"sidecar's configuration instead, and remove the option", option, instead)
-	}
-	switch {
-	case len(opts.DefaultNamespaces) > 0:
-		return refuse("DefaultNamespaces", "list the namespaces under the resource's `namespaces:`")
-	case len(opts.ByObject) > 0:
-		return refuse("ByObject", "set `namespaces:`, `labelSelector:`, `fieldSelector:` and `transform:` per resource")
-	case opts.DefaultLabelSelector != nil && !opts.DefaultLabelSelector.Empty():
-		return refuse("DefaultLabelSelector", "set the resource's `labelSelector:`")
-	case opts.DefaultFieldSelector != nil && !opts.DefaultFieldSelector.Empty():
-		return refuse("DefaultFieldSelector", "set the resource's `fieldSelector:`")
-	case opts.DefaultTransform != nil:
-		return refuse("DefaultTransform", "drop fields with the resource's `transform: {drop: [...]}`")
-	case opts.NewInformer != nil:
-		return refuse("NewInformer", "informers are informerd watches; configure the resource")
-	case opts.DefaultUnsafeDisableDeepCopy != nil && *opts.DefaultUnsafeDisableDeepCopy:
-		return errUnsafeDisableDeepCopy("cache.Options.DefaultUnsafeDisableDeepCopy")
-	}
-	return nil
-}
-
-func errUnsafeDisableDeepCopy(where string) error {
-	return fmt.Errorf("crcache: %s is not supported: informerd's objects are shared by every controller "+
-		"on the pod and are never handed out uncopied; every read already returns a fresh object, so remove the option", where)
-}
-
 // Client returns the connection to the sidecar, for reads this package does not wrap.
 func (c *Cache) Client() *informerd.Client { return c.client }
 
@@ -163,7 +156,8 @@ func (c *Cache) Start(ctx context.Context) error {
 	c.mu.Lock()
 	if c.runCtx != nil {
 		c.mu.Unlock()
-		return errors.New("crcache: Start was called twice")
+		// The default cache's words, which callers match on.
+		return errors.New("crcache: informer already started: Start was called twice")
 	}
 	c.runCtx = ctx
 	for _, s := range c.informers {
@@ -244,7 +238,14 @@ func (c *Cache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionK
 }
 
 func (c *Cache) informerFor(ctx context.Context, sh shape, opts []cache.InformerGetOption) (cache.Informer, error) {
+	if err := timeoutOf(ctx, sh); err != nil {
+		return nil, err
+	}
 	res, err := c.resolver.lookup(ctx, sh.gvk)
+	if err != nil {
+		return nil, err
+	}
+	v, err := c.viewOf(res)
 	if err != nil {
 		return nil, err
 	}
@@ -253,23 +254,67 @@ func (c *Cache) informerFor(ctx context.Context, sh shape, opts []cache.Informer
 		opt(&o)
 	}
 	c.mu.Lock()
-	s, ok := c.informers[res.name]
-	if !ok {
-		s = newSharedInformer(c, res)
-		c.informers[res.name] = s
-		if c.runCtx != nil {
-			s.start(c.runCtx)
+	inf := &informer{shape: sh}
+	for _, sc := range v.scopes {
+		key := res.name + "\x00" + sc.key()
+		s, ok := c.informers[key]
+		if !ok {
+			s = newSharedInformer(c, res, sc)
+			c.informers[key] = s
+			if c.runCtx != nil {
+				s.start(c.runCtx)
+			}
 		}
+		inf.parts = append(inf.parts, s)
 	}
+	c.requested[sh] = struct{}{}
 	started := c.runCtx != nil
 	c.mu.Unlock()
-	inf := &informer{s: s, shape: sh}
-	if started && (o.BlockUntilSynced == nil || *o.BlockUntilSynced) && !s.HasSynced() {
-		if !waitFor(ctx, s.HasSynced) {
-			return nil, fmt.Errorf("crcache: informer of %s did not sync: %w", sh, ctx.Err())
+	if started && (o.BlockUntilSynced == nil || *o.BlockUntilSynced) && !inf.HasSynced() {
+		if !waitFor(ctx, inf.HasSynced) {
+			return nil, timeoutOf(ctx, sh)
 		}
 	}
 	return inf, nil
+}
+
+// viewOf is how this manager sees res's kind (the options of New, resolved once per kind).
+func (c *Cache) viewOf(res resource) (*view, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.views[res.gvk]; ok {
+		return v, nil
+	}
+	v, err := c.viewOptions.viewOf(res.gvk, res.namespaced)
+	if err != nil {
+		return nil, err
+	}
+	c.views[res.gvk] = v
+	return v, nil
+}
+
+// checkRequested is ReaderFailOnMissingInformer: with it, a read of a shape no GetInformer
+// asked for fails as in the default cache.
+func (c *Cache) checkRequested(sh shape) error {
+	if !c.failOnMissing {
+		return nil
+	}
+	c.mu.Lock()
+	_, ok := c.requested[sh]
+	c.mu.Unlock()
+	if !ok {
+		return &cache.ErrResourceNotCached{GVK: sh.gvk}
+	}
+	return nil
+}
+
+// timeoutOf is the default cache's error for a call whose context has ended (callers test it
+// with apierrors.IsTimeout); nil while ctx is live.
+func timeoutOf(ctx context.Context, sh shape) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	return apierrors.NewTimeoutError(fmt.Sprintf("failed waiting for %s informer to sync: %v", sh, ctx.Err()), 0)
 }
 
 // resolve returns the shape of an object or of a list's items, and the informerd resource
@@ -301,18 +346,33 @@ func waitFor(ctx context.Context, cond func() bool) bool {
 	return true
 }
 
-// RemoveInformer stops the shared watch of obj's resource (for every shape of it) and forgets
-// it; its handlers receive nothing more.
+// RemoveInformer stops the shared watches of obj's kind in this manager's view (for every
+// shape of it) and forgets them; their handlers receive nothing more.
 func (c *Cache) RemoveInformer(ctx context.Context, obj client.Object) error {
-	_, res, err := c.resolve(ctx, obj)
+	sh, res, err := c.resolve(ctx, obj)
 	if err != nil {
 		return err
 	}
+	v, err := c.viewOf(res)
+	if err != nil {
+		return err
+	}
+	var stop []*sharedInformer
 	c.mu.Lock()
-	s, ok := c.informers[res.name]
-	delete(c.informers, res.name)
+	for _, sc := range v.scopes {
+		key := res.name + "\x00" + sc.key()
+		if s, ok := c.informers[key]; ok {
+			stop = append(stop, s)
+			delete(c.informers, key)
+		}
+	}
+	for other := range c.requested {
+		if other.gvk == sh.gvk {
+			delete(c.requested, other)
+		}
+	}
 	c.mu.Unlock()
-	if ok {
+	for _, s := range stop {
 		s.stop()
 	}
 	return nil

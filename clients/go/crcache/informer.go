@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,10 +45,11 @@ type viewEntry struct {
 }
 
 type sharedInformer struct {
-	c   *Cache
-	res resource
-	inf *informerd.Informer[rawObject]
-	log klog.Logger
+	c     *Cache
+	res   resource
+	scope scope
+	inf   *informerd.Informer[rawObject]
+	log   klog.Logger
 
 	// mu is held while an event is dispatched to the handlers' queues and while a handler
 	// joins, so that a joining handler's initial additions and the events after them meet
@@ -56,19 +58,23 @@ type sharedInformer struct {
 	view     map[string]viewEntry
 	handlers map[*registration]struct{}
 
-	synced   atomic.Bool
+	synced atomic.Bool
+	// lastRV is the newest resourceVersion among the objects delivered (LastSyncResourceVersion).
+	lastRV   atomic.Uint64
 	syncedCh chan struct{}
 	stopped  atomic.Bool
 
 	runMu  sync.Mutex
+	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-func newSharedInformer(c *Cache, res resource) *sharedInformer {
+func newSharedInformer(c *Cache, res resource, sc scope) *sharedInformer {
 	s := &sharedInformer{
 		c:        c,
 		res:      res,
+		scope:    sc,
 		log:      klog.Background().WithValues("informerd-resource", res.name),
 		view:     map[string]viewEntry{},
 		handlers: map[*registration]struct{}{},
@@ -78,11 +84,26 @@ func newSharedInformer(c *Cache, res resource) *sharedInformer {
 		AddFunc:    s.onAdd,
 		UpdateFunc: s.onUpdate,
 		DeleteFunc: s.onDelete,
-	})
+	}, sc.watchOptions()...)
 	s.inf.OnError = func(err error, decision string) {
 		s.log.V(1).Info("informerd watch ended", "error", err.Error(), "decision", decision)
+		if c.watchErrors != nil {
+			// There is no Reflector: the watch is informerd's (nil, which the default
+			// handler, toolscache.DefaultWatchErrorHandler, accepts).
+			c.watchErrors(s.runCtx(), nil, err)
+		}
 	}
 	return s
+}
+
+// runCtx is the context the informer runs under (Background before it starts).
+func (s *sharedInformer) runCtx() context.Context {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	if s.ctx == nil {
+		return context.Background()
+	}
+	return s.ctx
 }
 
 func (s *sharedInformer) start(ctx context.Context) {
@@ -92,6 +113,7 @@ func (s *sharedInformer) start(ctx context.Context) {
 		return
 	}
 	ctx, s.cancel = context.WithCancel(ctx)
+	s.ctx = ctx
 	s.done = make(chan struct{})
 	go func() {
 		defer close(s.done)
@@ -189,6 +211,7 @@ func (s *sharedInformer) onDelete(old informerd.Meta, obj *rawObject) {
 	s.markSyncedLocked()
 	oldMeta := s.oldLocked(old)
 	delete(s.view, old.Key())
+	s.seen(old.ResourceVersion)
 	if obj != nil {
 		s.dispatchLocked(event{typ: deleteEvent, obj: obj.data})
 		return
@@ -205,7 +228,22 @@ func (s *sharedInformer) rememberLocked(obj *rawObject) bool {
 		return false
 	}
 	s.view[key] = entry
+	s.seen(entry.rv)
 	return true
+}
+
+// seen records a resourceVersion the informer has delivered.
+func (s *sharedInformer) seen(rv string) {
+	n, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil {
+		return // not an etcd revision: nothing to compare it with
+	}
+	for {
+		cur := s.lastRV.Load()
+		if n <= cur || s.lastRV.CompareAndSwap(cur, n) {
+			return
+		}
+	}
 }
 
 // oldLocked is the metadata last delivered for an object, or its identity if there is none.
@@ -302,7 +340,7 @@ func (s *sharedInformer) currentLocked() (map[string][]byte, error) {
 		if e, ok := s.view[key]; ok && e.rv == obj.GetResourceVersion() {
 			full[key] = obj.GetJson()
 		}
-	})
+	}, s.scope.watchOptions()...)
 	return full, err
 }
 
@@ -318,31 +356,61 @@ func (s *sharedInformer) remove(handle toolscache.ResourceEventHandlerRegistrati
 	return nil
 }
 
-// informer is the cache.Informer of one shape of a shared informer.
+// informer is the cache.Informer of one shape of a kind: the shared informers of the scopes
+// of the manager's view of the kind (one, or one per namespace it was given).
 type informer struct {
-	s     *sharedInformer
+	parts []*sharedInformer
 	shape shape
 }
 
 var _ cache.Informer = (*informer)(nil)
 
 func (i *informer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
-	return i.s.add(h, i.shape, toolscache.HandlerOptions{})
+	return i.add(h, toolscache.HandlerOptions{})
 }
 
 // AddEventHandlerWithResyncPeriod adds a handler; informerd never resyncs, so the period is
 // ignored (requeue with RequeueAfter instead, as controller-runtime advises).
 func (i *informer) AddEventHandlerWithResyncPeriod(h toolscache.ResourceEventHandler, _ time.Duration) (toolscache.ResourceEventHandlerRegistration, error) {
-	return i.s.add(h, i.shape, toolscache.HandlerOptions{})
+	return i.add(h, toolscache.HandlerOptions{})
 }
 
 // AddEventHandlerWithOptions adds a handler; of the options it uses Logger (no resync).
 func (i *informer) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, opts toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
-	return i.s.add(h, i.shape, opts)
+	return i.add(h, opts)
+}
+
+func (i *informer) add(h toolscache.ResourceEventHandler, opts toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
+	regs := make([]*registration, 0, len(i.parts))
+	for _, p := range i.parts {
+		r, err := p.add(h, i.shape, opts)
+		if err != nil {
+			for _, r := range regs {
+				_ = r.s.remove(r)
+			}
+			return nil, err
+		}
+		regs = append(regs, r)
+	}
+	if len(regs) == 1 {
+		return regs[0], nil
+	}
+	return newMultiRegistration(regs), nil
 }
 
 func (i *informer) RemoveEventHandler(handle toolscache.ResourceEventHandlerRegistration) error {
-	return i.s.remove(handle)
+	switch r := handle.(type) {
+	case *registration:
+		return r.s.remove(r)
+	case *multiRegistration:
+		for _, part := range r.parts {
+			if err := part.s.remove(part); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("crcache: RemoveEventHandler: %T is not a registration of this informer", handle)
 }
 
 // AddIndexers is refused: informerd computes indexes from its configuration.
@@ -351,13 +419,71 @@ func (i *informer) AddIndexers(toolscache.Indexers) error {
 		"add an index to the sidecar's resource and register its field with the cache's IndexField")
 }
 
-func (i *informer) HasSynced() bool { return i.s.HasSynced() }
-
-func (i *informer) HasSyncedChecker() toolscache.DoneChecker {
-	return doneChecker{name: "informerd informer of " + i.shape.String(), done: i.s.syncedCh}
+// HasSynced reports whether every scope's initial state has been dispatched.
+func (i *informer) HasSynced() bool {
+	for _, p := range i.parts {
+		if !p.HasSynced() {
+			return false
+		}
+	}
+	return true
 }
 
-func (i *informer) IsStopped() bool { return i.s.IsStopped() }
+func (i *informer) HasSyncedChecker() toolscache.DoneChecker {
+	chans := make([]chan struct{}, len(i.parts))
+	for n, p := range i.parts {
+		chans[n] = p.syncedCh
+	}
+	return doneChecker{name: "informerd informer of " + i.shape.String(), done: allDone(chans)}
+}
+
+// LastSyncResourceVersion is client-go's SharedInformer method, which controllers use to wait
+// until their informer has seen their own write (KEP-5647's "ConsistencyStore": requeue until
+// LastSyncResourceVersion() >= the write's resourceVersion, compared as numbers): the newest
+// resourceVersion among the objects this informer has delivered, "" before any.
+//
+// Decision: a view of several namespaces (DefaultNamespaces) has one watch per namespace, and
+// reports the oldest of their newest: a write is only known seen when every namespace's watch
+// has reached it. A namespace whose objects do not change holds it back; the write's own
+// namespace informer (a view of that namespace) is exact.
+func (i *informer) LastSyncResourceVersion() string {
+	var low uint64
+	for n, p := range i.parts {
+		v := p.lastRV.Load()
+		if n == 0 || v < low {
+			low = v
+		}
+	}
+	if low == 0 {
+		return ""
+	}
+	return strconv.FormatUint(low, 10)
+}
+
+// IsStopped reports whether a scope's watch has ended.
+func (i *informer) IsStopped() bool {
+	for _, p := range i.parts {
+		if p.IsStopped() {
+			return true
+		}
+	}
+	return false
+}
+
+// allDone is a channel closed once every one of chans is.
+func allDone(chans []chan struct{}) chan struct{} {
+	if len(chans) == 1 {
+		return chans[0]
+	}
+	done := make(chan struct{})
+	go func() {
+		for _, c := range chans {
+			<-c
+		}
+		close(done)
+	}()
+	return done
+}
 
 type doneChecker struct {
 	name string

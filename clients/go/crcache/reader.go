@@ -5,6 +5,7 @@ package crcache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -63,15 +64,23 @@ func minResourceVersion(rv string) []informerd.Option {
 }
 
 // Get reads one object from the sidecar into out (typed, *unstructured.Unstructured or
-// *metav1.PartialObjectMetadata). A missing object is the API's NotFound error, with the
-// kind as the resource, as the default cache returns it.
+// *metav1.PartialObjectMetadata). A missing object, or one outside the manager's view of its
+// kind (the selectors of cache.Options), is the API's NotFound error, with the kind as the
+// resource, as the default cache returns it; a namespace outside the view is an error.
 func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object, opts ...client.GetOption) error {
 	getOpts := client.GetOptions{}
 	getOpts.ApplyOptions(opts)
-	if getOpts.UnsafeDisableDeepCopy != nil && *getOpts.UnsafeDisableDeepCopy {
-		return errUnsafeDisableDeepCopy("client.UnsafeDisableDeepCopy on Get")
-	}
 	sh, res, err := c.resolve(ctx, out)
+	if err != nil {
+		return err
+	}
+	if err := c.checkRequested(sh); err != nil {
+		return err
+	}
+	if err := timeoutOf(ctx, sh); err != nil {
+		return err
+	}
+	v, err := c.viewOf(res)
 	if err != nil {
 		return err
 	}
@@ -81,7 +90,15 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 	} else if key.Namespace == "" {
 		return notFound // the default cache has no object under a bare name of a namespaced kind
 	}
-	iopts := []informerd.Option{informerd.WaitForSync(), informerd.WithFields(sh.fields()...)}
+	sc, ok := v.scopeOf(key.Namespace)
+	if !ok {
+		return fmt.Errorf("unable to get: %v because of unknown namespace for the cache", key)
+	}
+	iopts := []informerd.Option{informerd.WaitForSync()}
+	if !sc.selecting() {
+		// A selecting scope matches on the whole object.
+		iopts = append(iopts, informerd.WithFields(sh.fields()...))
+	}
 	if getOpts.Raw != nil {
 		iopts = append(iopts, minResourceVersion(getOpts.Raw.ResourceVersion)...)
 	}
@@ -90,57 +107,63 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 		if informerd.IsNotFound(err) {
 			return notFound
 		}
+		if terr := timeoutOf(ctx, sh); terr != nil {
+			return terr
+		}
 		return fmt.Errorf("crcache: Get %s %s: %w", sh, key, err)
 	}
-	if err := decodeInto(resp.GetObject().GetJson(), out); err != nil {
+	data := resp.GetObject().GetJson()
+	if in, err := sc.matches(data); err != nil || !in {
+		if err != nil {
+			return err
+		}
+		return notFound
+	}
+	if err := decodeInto(data, out); err != nil {
 		return err
 	}
 	out.GetObjectKind().SetGroupVersionKind(sh.gvk)
-	return nil
+	return sc.applyInto(out)
 }
 
 // List reads the matching objects from the sidecar into out. As in the default cache: a field
 // selector must be exact (=, ==) on fields registered with IndexField; a positive Limit returns
 // the first items (the sidecar stops there; zero or negative: every item); Continue is refused
 // and the list's continue is "continue-not-supported"; the list's resourceVersion is empty
-// (informerd's revisions are not the API server's). Unlike the default cache, which ignores
-// it, Raw.ResourceVersion (MinResourceVersion) makes the List read your own writes.
+// (informerd's revisions are not the API server's); a namespace outside the manager's view is
+// an error, and listing every namespace lists each one of the view. Unlike the default cache,
+// which ignores it, Raw.ResourceVersion (MinResourceVersion) makes the List read your own writes.
 func (c *Cache) List(ctx context.Context, out client.ObjectList, opts ...client.ListOption) error {
 	listOpts := client.ListOptions{}
 	listOpts.ApplyOptions(opts)
-	if listOpts.UnsafeDisableDeepCopy != nil && *listOpts.UnsafeDisableDeepCopy {
-		return errUnsafeDisableDeepCopy("client.UnsafeDisableDeepCopy on List")
-	}
 	if listOpts.Continue != "" {
-		return fmt.Errorf("continue list option is not supported by the cache: " +
-			"the informerd cache returns every match in one List; list without Continue")
+		// The default cache's words, which callers match on.
+		return errors.New("continue list option is not supported by the cache")
 	}
 	sh, res, err := c.resolve(ctx, out)
 	if err != nil {
 		return err
 	}
-	iopts, none, err := c.listOptions(res, listOpts)
+	if err := c.checkRequested(sh); err != nil {
+		return err
+	}
+	if err := timeoutOf(ctx, sh); err != nil {
+		return err
+	}
+	scopes, err := c.listScopes(res, listOpts.Namespace)
 	if err != nil {
 		return err
 	}
 	var items []runtime.Object
-	var derr error
-	if !none {
-		iopts = append(iopts, informerd.WaitForSync(), informerd.WithFields(sh.fields()...))
-		_, _, err = c.client.ListObjects(ctx, res.name, func(obj *informerdv1.Object) {
-			if derr != nil {
-				return
-			}
-			var o runtime.Object
-			o, derr = sh.decode(c.scheme, obj.GetJson())
-			items = append(items, o)
-		}, iopts...)
+	for _, sc := range scopes {
+		if listOpts.Limit > 0 && int64(len(items)) >= listOpts.Limit {
+			break
+		}
+		more, err := c.listScope(ctx, sh, res, sc, listOpts, int64(len(items)))
 		if err != nil {
-			return fmt.Errorf("crcache: List %s: %w", sh, err)
+			return err
 		}
-		if derr != nil {
-			return derr
-		}
+		items = append(items, more...)
 	}
 	if err := meta.SetList(out, items); err != nil {
 		return err
@@ -149,31 +172,84 @@ func (c *Cache) List(ctx context.Context, out client.ObjectList, opts ...client.
 	return nil
 }
 
-// listOptions turns controller-runtime's list options into informerd's; none means nothing
-// can match (a namespace of a cluster-scoped kind, labels.Nothing()).
-func (c *Cache) listOptions(res resource, o client.ListOptions) (opts []informerd.Option, none bool, err error) {
-	if o.Namespace != "" {
-		if !res.namespaced {
+// listScopes are the scopes a List of namespace ns ("" for all) reads: none for a namespace
+// of a cluster-scoped kind.
+func (c *Cache) listScopes(res resource, ns string) ([]scope, error) {
+	v, err := c.viewOf(res)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case ns != "" && !res.namespaced:
+		return nil, nil
+	case ns != "":
+		sc, ok := v.scopeOf(ns)
+		if !ok {
+			return nil, fmt.Errorf("unable to list: %v because of unknown namespace for the cache", ns)
+		}
+		return []scope{sc}, nil
+	}
+	return v.scopes, nil
+}
+
+// listScope lists one scope's matches, after `have` items of other scopes.
+func (c *Cache) listScope(ctx context.Context, sh shape, res resource, sc scope, o client.ListOptions, have int64) ([]runtime.Object, error) {
+	iopts, none, err := c.listOptions(res, sc, o)
+	if err != nil || none {
+		return nil, err
+	}
+	if o.Limit > 0 {
+		iopts = append(iopts, informerd.WithLimit(o.Limit-have))
+	}
+	var items []runtime.Object
+	var derr error
+	iopts = append(iopts, informerd.WaitForSync(), informerd.WithFields(sh.fields()...))
+	_, _, err = c.client.ListObjects(ctx, res.name, func(obj *informerdv1.Object) {
+		if derr != nil {
+			return
+		}
+		var o client.Object
+		if o, derr = sh.decode(c.scheme, obj.GetJson()); derr == nil {
+			o, derr = sc.apply(o)
+			items = append(items, o)
+		}
+	}, iopts...)
+	if err != nil {
+		if terr := timeoutOf(ctx, sh); terr != nil {
+			return nil, terr
+		}
+		return nil, fmt.Errorf("crcache: List %s: %w", sh, err)
+	}
+	return items, derr
+}
+
+// listOptions turns controller-runtime's list options, within a scope, into informerd's; none
+// means nothing can match (labels.Nothing()).
+func (c *Cache) listOptions(res resource, sc scope, o client.ListOptions) (opts []informerd.Option, none bool, err error) {
+	if sc.namespace != "" {
+		opts = append(opts, informerd.InNamespace(sc.namespace))
+	}
+	labelText := selectorString(sc.labels)
+	if sel := o.LabelSelector; sel != nil && !sel.Empty() {
+		if matchesNothing(sel) {
 			return nil, true, nil
 		}
-		opts = append(opts, informerd.InNamespace(o.Namespace))
+		labelText = joinSelectors(labelText, sel.String())
 	}
-	if sel := o.LabelSelector; sel != nil && !sel.Empty() {
-		text := sel.String()
-		if text == "" {
-			return nil, true, nil // labels.Nothing()
-		}
-		opts = append(opts, informerd.WithLabelSelector(text))
+	if labelText != "" {
+		opts = append(opts, informerd.WithLabelSelector(labelText))
 	}
+	fieldText := fieldString(sc.fields)
 	if o.FieldSelector != nil && !o.FieldSelector.Empty() {
-		fopts, err := c.fieldOptions(res, o.FieldSelector)
+		terms, lookup, err := c.fieldOptions(res, o.FieldSelector)
 		if err != nil {
 			return nil, false, err
 		}
-		opts = append(opts, fopts...)
+		fieldText = joinSelectors(fieldText, terms)
+		opts = append(opts, lookup...)
 	}
-	if o.Limit > 0 {
-		opts = append(opts, informerd.WithLimit(o.Limit))
+	if fieldText != "" {
+		opts = append(opts, informerd.WithFieldSelector(fieldText))
 	}
 	if o.Raw != nil {
 		opts = append(opts, minResourceVersion(o.Raw.ResourceVersion)...)
@@ -182,8 +258,9 @@ func (c *Cache) listOptions(res resource, o client.ListOptions) (opts []informer
 }
 
 // fieldOptions maps an exact field selector onto the informerd indexes registered by
-// IndexField: a named index becomes an index lookup, a path index a field selector.
-func (c *Cache) fieldOptions(res resource, sel fields.Selector) ([]informerd.Option, error) {
+// IndexField: a named index becomes an index lookup (one per List), a path index a term of
+// the field selector.
+func (c *Cache) fieldOptions(res resource, sel fields.Selector) (string, []informerd.Option, error) {
 	c.mu.Lock()
 	routes := c.indexes[res.name]
 	c.mu.Unlock()
@@ -192,12 +269,12 @@ func (c *Cache) fieldOptions(res resource, sel fields.Selector) ([]informerd.Opt
 	lookup := ""
 	for _, req := range sel.Requirements() {
 		if req.Operator != selection.Equals && req.Operator != selection.DoubleEquals {
-			return nil, fmt.Errorf("non-exact field matches are not supported by the cache: %q uses %q; "+
+			return "", nil, fmt.Errorf("non-exact field matches are not supported by the cache: %q uses %q; "+
 				"select with = and filter the rest yourself", req.Field, req.Operator)
 		}
 		route, ok := routes[req.Field]
 		if !ok {
-			return nil, fmt.Errorf("index with name field:%s does not exist: register it with "+
+			return "", nil, fmt.Errorf("index with name field:%s does not exist: register it with "+
 				"IndexField(ctx, obj, %q, ...) before listing by it (informerd resource %q)", req.Field, req.Field, res.name)
 		}
 		if route.path != "" {
@@ -205,15 +282,12 @@ func (c *Cache) fieldOptions(res resource, sel fields.Selector) ([]informerd.Opt
 			continue
 		}
 		if lookup != "" {
-			return nil, fmt.Errorf("crcache: the field selector uses two informerd indexes by name (%s, %s) and "+
+			return "", nil, fmt.Errorf("crcache: the field selector uses two informerd indexes by name (%s, %s) and "+
 				"informerd looks up one per List: give one of them a `path:` index named after the field, "+
 				"or select by one and filter the rest yourself", lookup, route.name)
 		}
 		lookup = route.name
 		opts = append(opts, informerd.WithIndex(route.name, req.Value))
 	}
-	if len(terms) > 0 {
-		opts = append(opts, informerd.WithFieldSelector(strings.Join(terms, ",")))
-	}
-	return opts, nil
+	return strings.Join(terms, ","), opts, nil
 }

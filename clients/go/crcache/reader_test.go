@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,8 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -293,18 +296,17 @@ func TestBadInput(t *testing.T) {
 	notEqual := &client.ListOptions{FieldSelector: mustFieldSelector(t, "spec.nodeName!=node-1")}
 	expect("a non-exact field selector", c.List(ctx, &corev1.PodList{}, notEqual), "non-exact field matches are not supported")
 	expect("Continue", c.List(ctx, &corev1.PodList{}, client.Continue("abc")), "continue list option is not supported")
-	expect("UnsafeDisableDeepCopy on List", c.List(ctx, &corev1.PodList{}, client.UnsafeDisableDeepCopy), "UnsafeDisableDeepCopy", "remove the option")
-	expect("UnsafeDisableDeepCopy on Get", c.Get(ctx, client.ObjectKeyFromObject(p), &corev1.Pod{}, client.UnsafeDisableDeepCopy), "UnsafeDisableDeepCopy")
 	inf, err := c.GetInformer(ctx, &corev1.Pod{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	expect("AddIndexers", inf.AddIndexers(nil), "IndexField")
 
-	_, err = crcache.New(crcache.Options{Client: s.Client()}, cache.Options{Scheme: scheme.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
-	expect("cache.Options.DefaultNamespaces", err, "DefaultNamespaces", "namespaces:")
-	_, err = crcache.New(crcache.Options{Client: s.Client()}, cache.Options{Scheme: scheme.Scheme, ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {}}})
-	expect("cache.Options.ByObject", err, "ByObject")
+	_, err = crcache.New(crcache.Options{Client: s.Client()}, cache.Options{Scheme: scheme.Scheme,
+		NewInformer: func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
+			return nil
+		}})
+	expect("cache.Options.NewInformer", err, "NewInformer", "remove the option")
 	other, err := crcache.New(crcache.Options{Client: s.Client(), Resources: map[schema.GroupVersionKind]string{podGVK: "pods-elsewhere"}}, cache.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -105,10 +105,14 @@ func (r *registration) run() {
 	}
 }
 
+// decode decodes an object in the handler's shape and runs the scope's transform on it.
 func (r *registration) decode(data []byte) (client.Object, bool) {
 	obj, err := r.shape.decode(r.s.c.scheme, data)
+	if err == nil {
+		obj, err = r.s.scope.apply(obj)
+	}
 	if err != nil {
-		r.log.Error(err, "informerd object does not decode; event skipped", "shape", r.shape.String())
+		r.log.Error(err, "informerd object does not decode or transform; event skipped", "shape", r.shape.String())
 		return nil, false
 	}
 	return obj, true
@@ -138,4 +142,34 @@ func (r *registration) deliver(e event) {
 			r.handler.OnDelete(obj)
 		}
 	}
+}
+
+// multiRegistration is a handler added to the informers of several scopes (a view of several
+// namespaces): synced once every one is.
+type multiRegistration struct {
+	parts []*registration
+	done  chan struct{}
+}
+
+var _ toolscache.ResourceEventHandlerRegistration = (*multiRegistration)(nil)
+
+func newMultiRegistration(parts []*registration) *multiRegistration {
+	chans := make([]chan struct{}, len(parts))
+	for i, p := range parts {
+		chans[i] = p.synced
+	}
+	return &multiRegistration{parts: parts, done: allDone(chans)}
+}
+
+func (m *multiRegistration) HasSynced() bool {
+	select {
+	case <-m.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (m *multiRegistration) HasSyncedChecker() toolscache.DoneChecker {
+	return doneChecker{name: "informerd handler of " + m.parts[0].shape.String(), done: m.done}
 }
