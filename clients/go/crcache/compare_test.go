@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -62,15 +63,37 @@ type churnTarget struct {
 	ns    string
 	nodes []string
 	owner map[string]*appsv1.Deployment
+	// views: both managers set DefaultNamespaces and a ByObject label selector on pods, which
+	// only the pods labelled tracked=yes match; the others stay as created.
+	views bool
 }
 
-func TestControllerBothCaches(t *testing.T) {
+// trackedLabel is what the ByObject label selector of the views run selects.
+const trackedLabel = "tracked"
+
+func TestControllerBothCaches(t *testing.T) { compareControllers(t, false) }
+
+// TestControllerBothCachesWithViews: the same, both managers with the cache options a
+// multi-namespace operator that caches only its labelled pods sets.
+func TestControllerBothCachesWithViews(t *testing.T) { compareControllers(t, true) }
+
+// viewOptions are the cache options of the views run, for the target's namespace.
+func viewOptions(tg *churnTarget) cache.Options {
+	return cache.Options{
+		DefaultNamespaces: map[string]cache.Config{tg.ns: {}},
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{trackedLabel: "yes"})},
+		},
+	}
+}
+
+func compareControllers(t *testing.T, views bool) {
 	log.SetLogger(logr.Discard())
 	e := setup(t)
 	run := randSuffix()
 	targets := map[string]*churnTarget{}
 	for _, which := range []string{"default", "informerd"} {
-		tg := &churnTarget{ns: e.Namespace(t, "cmp"+which[:1]), owner: map[string]*appsv1.Deployment{}}
+		tg := &churnTarget{ns: e.Namespace(t, "cmp"+which[:1]), owner: map[string]*appsv1.Deployment{}, views: views}
 		for i := range 3 {
 			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 				Name:   fmt.Sprintf("icr-%s-%s-n%d", run, which[:1], i),
@@ -92,12 +115,18 @@ func TestControllerBothCaches(t *testing.T) {
 `, run)
 	})
 
-	viaDefault := startController(t, e, "label-default", ctrl.Options{
-		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{targets["default"].ns: {}}},
-	})
-	viaInformerd := startController(t, e, "label-informerd", ctrl.Options{
-		NewCache: crcache.NewCacheFunc(crcache.Options{Target: "unix://" + s.Socket}),
-	})
+	defaultOpts := ctrl.Options{Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{targets["default"].ns: {}}}}
+	informerdOpts := ctrl.Options{NewCache: crcache.NewCacheFunc(crcache.Options{Target: "unix://" + s.Socket})}
+	if views {
+		defaultOpts.Cache = viewOptions(targets["default"])
+		informerdOpts.Cache = viewOptions(targets["informerd"])
+	}
+	suffix := "" // controller names are unique in a process
+	if views {
+		suffix = "-views"
+	}
+	viaDefault := startController(t, e, "label-default"+suffix, defaultOpts)
+	viaInformerd := startController(t, e, "label-informerd"+suffix, informerdOpts)
 
 	// The churn, applied to both targets step by step.
 	each := func(f func(tg *churnTarget)) {
@@ -171,6 +200,9 @@ func TestControllerBothCaches(t *testing.T) {
 // ownedPod is a pod of the Deployment, controlled by it, on node i of the target.
 func ownedPod(tg *churnTarget, d *appsv1.Deployment, name string, i int) *corev1.Pod {
 	p := pod(tg.ns, name, tg.nodes[i%len(tg.nodes)], maps.Clone(d.Spec.Selector.MatchLabels))
+	if tg.views && i%3 != 2 {
+		p.Labels[trackedLabel] = "yes"
+	}
 	p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}
 	return p
 }
@@ -215,6 +247,15 @@ func (e *env) podState(t *testing.T, tg *churnTarget) (map[string]string, string
 		ref := metav1.GetControllerOf(&p)
 		want, live := team[ref.UID]
 		switch {
+		case tg.views && p.Labels[trackedLabel] != "yes":
+			// Outside both managers' view: never labelled, and left by a deleted Deployment's
+			// garbage collection only.
+			if p.Labels["team"] != "" || p.Labels["zone"] != "" {
+				pending = append(pending, fmt.Sprintf("%s: untracked, but labelled team %q zone %q", p.Name, p.Labels["team"], p.Labels["zone"]))
+			}
+			if !live {
+				pending = append(pending, p.Name+": its Deployment is deleted")
+			}
 		case !live:
 			pending = append(pending, p.Name+": its Deployment is deleted")
 		case p.Labels["team"] != want || p.Labels["zone"] != zone[p.Spec.NodeName]:
