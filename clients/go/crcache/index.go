@@ -59,6 +59,10 @@ func (c *Cache) indexRouteOf(ctx context.Context, res resource, field string) (i
 	for _, r := range st.GetResources() {
 		for _, ix := range r.GetIndexes() {
 			switch {
+			case ix.GetName() == field && plainPath(ix.GetIndexes()):
+				// A field selector term on its path uses the same index, and several such
+				// terms combine in one List, where only one index is looked up by name.
+				return indexRoute{path: ix.GetIndexes()}, nil
 			case ix.GetName() == field:
 				return indexRoute{name: field}, nil
 			case ix.GetIndexes() == path && path != "cel" && byPath == nil: // "cel": a cel: index
@@ -73,4 +77,18 @@ func (c *Cache) indexRouteOf(ctx context.Context, res resource, field string) (i
 		"add an index to that resource in the sidecar's configuration (informerd computes the values, "+
 		"the IndexerFunc is not called):\n  indexes:\n  - name: %s\n    path: %s   # or cel: an expression giving the IndexerFunc's values",
 		field, res.name, field, path)
+}
+
+// plainPath reports whether a `path:` index's path can be a field selector's field: dotted
+// names, not `cel` (what Status says of a `cel:` index) nor a path with brackets.
+func plainPath(path string) bool {
+	if path == "" || path == "cel" {
+		return false
+	}
+	for _, r := range path {
+		if !(r == '.' || r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
 }

@@ -282,8 +282,8 @@ func (c *Cache) fieldOptions(res resource, sel fields.Selector) (string, []infor
 			continue
 		}
 		if lookup != "" {
-			return "", nil, fmt.Errorf("crcache: the field selector uses two informerd indexes by name (%s, %s) and "+
-				"informerd looks up one per List: give one of them a `path:` index named after the field, "+
+			return "", nil, fmt.Errorf("crcache: the field selector uses two `cel:` indexes (%s, %s) and "+
+				"informerd looks up one by name per List: make one of them a `path:` index, "+
 				"or select by one and filter the rest yourself", lookup, route.name)
 		}
 		lookup = route.name

@@ -176,6 +176,13 @@ func TestListOptions(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// The index named "node" is a path index (spec.nodeName), so it combines with the named
+	// cel index in one List.
+	if err := c.IndexField(ctx, &corev1.Pod{}, "node", func(o client.Object) []string {
+		return []string{o.(*corev1.Pod).Spec.NodeName}
+	}); err != nil {
+		t.Fatal(err)
+	}
 	owner := deployment(a, "owner", map[string]string{"app": "owned"})
 	e.create(t, owner)
 	var last *corev1.Pod
@@ -206,6 +213,8 @@ func TestListOptions(t *testing.T) {
 		{"MatchingFields with namespace", []client.ListOption{client.InNamespace(a), client.MatchingFields{"spec.nodeName": "node-0"}}, fmt.Sprintf("%s/p0 %s/p2", a, a)},
 		{"MatchingFields named index", []client.ListOption{client.MatchingFields{".metadata.controller": "owner"}}, a + "/p0"},
 		{"MatchingFields two fields", []client.ListOption{client.MatchingFields{".metadata.controller": "owner", "spec.nodeName": "node-1"}}, ""},
+		{"MatchingFields two named indexes", []client.ListOption{client.MatchingFields{".metadata.controller": "owner", "node": "node-0"}}, a + "/p0"},
+		{"MatchingFields two indexes on one path", []client.ListOption{client.MatchingFields{"node": "node-0", "spec.nodeName": "node-0"}}, fmt.Sprintf("%s/p0 %s/p2 %s/p4", a, a, b)},
 		{"Limit", []client.ListOption{client.InNamespace(a), client.Limit(2)}, fmt.Sprintf("%s/p0 %s/p1", a, a)},
 		{"Limit of the matches", []client.ListOption{client.MatchingLabels{"tier": "web"}, client.Limit(2)}, fmt.Sprintf("%s/p0 %s/p2", a, a)},
 		{"negative Limit (every item, as the default cache)", []client.ListOption{client.InNamespace(b), client.Limit(-1)}, fmt.Sprintf("%s/p3 %s/p4", b, b)},
