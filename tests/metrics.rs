@@ -556,9 +556,10 @@ async fn writes_are_counted_while_they_happen_and_sent_to_a_watcher() -> anyhow:
                 }
             }
             let label = json!({"metadata": {"labels": {"relabelled": "yes"}}});
-            pods.patch("keep-1", &PatchParams::default(), &Patch::Merge(label))
+            let patched = pods
+                .patch("keep-1", &PatchParams::default(), &Patch::Merge(label))
                 .await?;
-            anyhow::Ok(())
+            anyhow::Ok(patched.metadata.resource_version.unwrap_or_default())
         })
     };
     let mut scrapes = 0;
@@ -566,8 +567,21 @@ async fn writes_are_counted_while_they_happen_and_sent_to_a_watcher() -> anyhow:
         sidecar.scrape().await;
         scrapes += 1;
     }
-    writes.await??;
+    let last_write: f64 = writes.await??.parse()?;
     assert!(scrapes > 0, "scraped during the writes");
+    // The cache's resourceVersion reaches the last write's (a controller's "has the cache
+    // seen my write" check), for the resource and its scope.
+    wait_until(
+        "informerd_cache_resource_version reaches the last write",
+        || async {
+            let m = sidecar.scrape().await;
+            let scope = [("resource", "pods"), ("scope", setup.allowed.as_str())];
+            let resource = m.get("informerd_cache_resource_version", &scope[..1]);
+            let scope = m.get("informerd_scope_resource_version", &scope);
+            resource.unwrap_or(0.0) >= last_write && scope.unwrap_or(0.0) >= last_write
+        },
+    )
+    .await;
     // (received, stored, filtered out): 8 events, 5 of them stored, 3 dropped.
     let expected = (5.0 + 8.0, 3.0 + 5.0, 2.0 + 3.0);
     eventually("the writes are counted", expected, || async {

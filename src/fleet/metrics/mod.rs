@@ -114,6 +114,14 @@ const RELISTS: Descriptor = family(
     "scope_relists",
     "Lists after the first, by reason: expired (410 Gone), forbidden (after a 403), reconnect",
 );
+const SCOPE_RV: Descriptor = family(
+    "scope_resource_version",
+    "The resourceVersion the scope's list and watch have reached (its list's, then each event's and bookmark's), as a number; absent before its first list ends",
+);
+const RESOURCE_RV: Descriptor = family(
+    "cache_resource_version",
+    "The resourceVersion every scope of the resource has reached (the lowest of informerd_scope_resource_version): the cache has applied every change up to it; absent while a scope has none",
+);
 const STALENESS: Descriptor = in_seconds(
     "scope_last_event_age",
     "Time since the last object event from the apiserver (since the scope started, before one)",
@@ -192,6 +200,7 @@ pub(super) fn encode_resources(
         per_resource(|r| r.stats.log_oldest_age.as_secs()),
     )?;
     gauges(e, &SYNCED, per_resource(|r| u64::from(r.synced)))?;
+    encode_resource_versions(e, samples)?;
 
     let scopes = || {
         samples.iter().flat_map(|r| {
@@ -241,6 +250,33 @@ pub(super) fn encode_resources(
         ([("resource", resource), ("scope", scope)], age)
     });
     gauges(e, &STALENESS, staleness)
+}
+
+/// The resourceVersions each scope, and every scope of each resource, have reached.
+fn encode_resource_versions(e: &mut DescriptorEncoder, samples: &[ResourceSample]) -> fmt::Result {
+    // Decision: resourceVersions are etcd revisions, which Kubernetes now lets clients compare
+    // as numbers (KEP-5504); a controller compares its write's with these to know the cache
+    // has seen it (KEP-5647's "ConsistencyStore").
+    let lowest = samples.iter().filter_map(|r| {
+        let each: Option<Vec<u64>> = r.scopes.values().map(reached).collect();
+        let low = each?.into_iter().min()?;
+        Some(([("resource", r.name.as_str())], low))
+    });
+    gauges(e, &RESOURCE_RV, lowest)?;
+    let scopes = samples.iter().flat_map(|r| {
+        r.scopes.iter().filter_map(|(scope, s)| {
+            Some((
+                [("resource", r.name.as_str()), ("scope", scope.as_str())],
+                reached(s)?,
+            ))
+        })
+    });
+    gauges(e, &SCOPE_RV, scopes)
+}
+
+/// The resourceVersion a scope has reached, as a number.
+fn reached(s: &ScopeStatus) -> Option<u64> {
+    s.resource_version.as_deref()?.parse().ok()
 }
 
 /// A state as the Status RPC spells it.

@@ -27,6 +27,7 @@ impl Collector for Fixed {
             filtered_out: 2,
             filter_errors: 1,
             last_event: self.now - Duration::from_secs(42),
+            resource_version: Some("1234".into()),
             ..ScopeStatus::default()
         };
         a.count_relist(RelistReason::Expired);
@@ -34,6 +35,12 @@ impl Collector for Fixed {
         a.count_relist(RelistReason::Forbidden);
         let b = ScopeStatus {
             state: ScopeState::Forbidden,
+            last_event: self.now,
+            resource_version: Some("999".into()),
+            ..ScopeStatus::default()
+        };
+        let listing = ScopeStatus {
+            state: ScopeState::Listing,
             last_event: self.now,
             ..ScopeStatus::default()
         };
@@ -49,7 +56,13 @@ impl Collector for Fixed {
             synced: false,
             scopes: BTreeMap::from([("a".to_string(), a), ("b".to_string(), b)]),
         };
-        encode_resources(&mut encoder, &[pods], self.now)
+        let nodes = ResourceSample {
+            name: "nodes".into(),
+            stats: StoreStats::default(),
+            synced: false,
+            scopes: BTreeMap::from([("*".to_string(), listing)]),
+        };
+        encode_resources(&mut encoder, &[pods, nodes], self.now)
     }
 }
 
@@ -81,12 +94,19 @@ fn stores_and_scopes_are_exposed_per_resource_and_scope() {
         "informerd_scope_relists_total{resource=\"pods\",scope=\"a\",reason=\"reconnect\"} 0",
         "informerd_scope_state{resource=\"pods\",scope=\"b\",state=\"Forbidden\"} 1",
         "informerd_scope_state{resource=\"pods\",scope=\"b\",state=\"Synced\"} 0",
+        "informerd_scope_resource_version{resource=\"pods\",scope=\"a\"} 1234",
+        "informerd_scope_resource_version{resource=\"pods\",scope=\"b\"} 999",
+        "informerd_cache_resource_version{resource=\"pods\"} 999",
         "# TYPE informerd_scope_events_stored counter",
         "# UNIT informerd_cache_encoded_bytes bytes",
     ] {
         assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
     }
-    let states = samples(&text, "informerd_scope_state{");
+    assert!(
+        !text.contains("resource_version{resource=\"nodes\""),
+        "a scope still listing has no resourceVersion, nor has its resource:\n{text}"
+    );
+    let states = samples(&text, "informerd_scope_state{resource=\"pods\"");
     assert_eq!(states.len(), 10, "five states for each of two scopes");
     assert_eq!(
         states.iter().filter(|l| l.ends_with(" 1")).count(),
