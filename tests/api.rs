@@ -1097,3 +1097,57 @@ async fn list_limit_returns_the_first_matches_in_list_order() -> anyhow::Result<
     assert!(err.message().starts_with("limit: "), "{err:?}");
     Ok(())
 }
+
+#[tokio::test]
+async fn a_watch_with_send_previous_gets_the_old_side_of_each_update_masked_as_the_new(
+) -> anyhow::Result<()> {
+    let mut f = Fixture::new("api-previous", 1, |c| c).await?;
+    let first = f.label("p0", json!({"round": "1"})).await?;
+    f.caught_up("p0", first.clone()).await?;
+    let req = WatchRequest {
+        send_previous: true,
+        fields: vec!["metadata.labels".into()],
+        ..f.watch_req(None)
+    };
+    let mut previous_on = f.api.watch(req).await?.into_inner();
+    let mut previous_off = f.api.watch(f.watch_req(None)).await?.into_inner();
+    let second = f.label("p0", json!({"round": "2"})).await?;
+    let modified = loop {
+        let e = next(&mut previous_on).await;
+        if kind(&e) == EventType::Modified {
+            break e;
+        }
+    };
+    let object = modified.object.expect("a MODIFIED has an object");
+    let old = modified
+        .previous
+        .expect("send_previous: a MODIFIED has the previous object");
+    assert_eq!(
+        (
+            object.resource_version.as_str(),
+            old.resource_version.as_str()
+        ),
+        (second.as_str(), first.as_str())
+    );
+    let old_json: Value = serde_json::from_slice(&old.json)?;
+    assert_eq!(old_json["metadata"]["labels"]["round"], "1", "{old_json}");
+    assert!(
+        old_json.get("spec").is_none(),
+        "the field mask applies to the old side too: {old_json}"
+    );
+    assert!(
+        old.revision < modified.revision,
+        "the old side's revision is its own change's"
+    );
+    let plain = loop {
+        let e = next(&mut previous_off).await;
+        if kind(&e) == EventType::Modified {
+            break e;
+        }
+    };
+    assert!(
+        plain.previous.is_none(),
+        "without send_previous, no old side travels"
+    );
+    Ok(())
+}

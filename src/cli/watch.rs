@@ -128,6 +128,7 @@ fn request(args: &WatchArgs) -> WatchRequest {
         predicate_cel: args.predicate_cel.clone().unwrap_or_default(),
         bookmark_interval_seconds: args.bookmark_interval.unwrap_or(0),
         wait_for_sync: args.wait_for_sync,
+        send_previous: false,
     }
 }
 

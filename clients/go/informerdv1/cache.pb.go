@@ -997,6 +997,10 @@ type WatchRequest struct {
 	// How often to send a BOOKMARK with the revision the watch has reached (default 10 s).
 	BookmarkIntervalSeconds uint32 `protobuf:"varint,11,opt,name=bookmark_interval_seconds,json=bookmarkIntervalSeconds,proto3" json:"bookmark_interval_seconds,omitempty"`
 	WaitForSync             bool   `protobuf:"varint,12,opt,name=wait_for_sync,json=waitForSync,proto3" json:"wait_for_sync,omitempty"`
+	// MODIFIED events carry `previous`, the object before the change, with the same field mask:
+	// the old side of an update, so that a client keeps no copy of what it watches. (A DELETED
+	// of an object that left the filters is already its last state within them.)
+	SendPrevious bool `protobuf:"varint,13,opt,name=send_previous,json=sendPrevious,proto3" json:"send_previous,omitempty"`
 	// The cluster (the configuration's `clusters[].name`); empty or `default`: the cluster the
 	// sidecar runs in. Revisions and resume tokens are per cluster and resource.
 	Cluster       string `protobuf:"bytes,20,opt,name=cluster,proto3" json:"cluster,omitempty"`
@@ -1129,6 +1133,13 @@ func (x *WatchRequest) GetWaitForSync() bool {
 	return false
 }
 
+func (x *WatchRequest) GetSendPrevious() bool {
+	if x != nil {
+		return x.SendPrevious
+	}
+	return false
+}
+
 func (x *WatchRequest) GetCluster() string {
 	if x != nil {
 		return x.Cluster
@@ -1167,7 +1178,9 @@ type WatchEvent struct {
 	// DELETED of a deleted object: its last stored state (with its last resourceVersion); of an
 	// object that left this watch's filters: its last state within them, with the
 	// resourceVersion of the change that moved it out, as Kubernetes' watch cache does.
-	Object        *Object `protobuf:"bytes,4,opt,name=object,proto3" json:"object,omitempty"`
+	Object *Object `protobuf:"bytes,4,opt,name=object,proto3" json:"object,omitempty"`
+	// With send_previous, of a MODIFIED event: the object before this change.
+	Previous      *Object `protobuf:"bytes,5,opt,name=previous,proto3" json:"previous,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1226,6 +1239,13 @@ func (x *WatchEvent) GetRevision() uint64 {
 func (x *WatchEvent) GetObject() *Object {
 	if x != nil {
 		return x.Object
+	}
+	return nil
+}
+
+func (x *WatchEvent) GetPrevious() *Object {
+	if x != nil {
+		return x.Previous
 	}
 	return nil
 }
@@ -2695,7 +2715,7 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x06synced\x18\x05 \x01(\bR\x06synced\"?\n" +
 	"\vResumeToken\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x1a\n" +
-	"\brevision\x18\x02 \x01(\x04R\brevision\"\xa3\x04\n" +
+	"\brevision\x18\x02 \x01(\x04R\brevision\"\xc8\x04\n" +
 	"\fWatchRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
@@ -2711,15 +2731,17 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\rpredicate_cel\x18\n" +
 	" \x01(\tR\fpredicateCel\x12:\n" +
 	"\x19bookmark_interval_seconds\x18\v \x01(\rR\x17bookmarkIntervalSeconds\x12\"\n" +
-	"\rwait_for_sync\x18\f \x01(\bR\vwaitForSync\x12\x18\n" +
+	"\rwait_for_sync\x18\f \x01(\bR\vwaitForSync\x12#\n" +
+	"\rsend_previous\x18\r \x01(\bR\fsendPrevious\x12\x18\n" +
 	"\acluster\x18\x14 \x01(\tR\aclusterB\a\n" +
-	"\x05start\"\x99\x01\n" +
+	"\x05start\"\xcb\x01\n" +
 	"\n" +
 	"WatchEvent\x12+\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x17.informerd.v1.EventTypeR\x04type\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1a\n" +
 	"\brevision\x18\x03 \x01(\x04R\brevision\x12,\n" +
-	"\x06object\x18\x04 \x01(\v2\x14.informerd.v1.ObjectR\x06object\"E\n" +
+	"\x06object\x18\x04 \x01(\v2\x14.informerd.v1.ObjectR\x06object\x120\n" +
+	"\bprevious\x18\x05 \x01(\v2\x14.informerd.v1.ObjectR\bprevious\"E\n" +
 	"\rStatusRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x18\n" +
 	"\acluster\x18\x14 \x01(\tR\acluster\"\xc9\x01\n" +
@@ -2954,41 +2976,42 @@ var file_informerd_v1_cache_proto_depIdxs = []int32{
 	0,  // 6: informerd.v1.WatchRequest.predicates:type_name -> informerd.v1.Predicate
 	1,  // 7: informerd.v1.WatchEvent.type:type_name -> informerd.v1.EventType
 	5,  // 8: informerd.v1.WatchEvent.object:type_name -> informerd.v1.Object
-	15, // 9: informerd.v1.ResourceStatus.scopes:type_name -> informerd.v1.ScopeStatus
-	16, // 10: informerd.v1.ResourceStatus.indexes:type_name -> informerd.v1.IndexStatus
-	17, // 11: informerd.v1.StatusResponse.resources:type_name -> informerd.v1.ResourceStatus
-	22, // 12: informerd.v1.StatusResponse.on_demand:type_name -> informerd.v1.OnDemandStatus
-	31, // 13: informerd.v1.StatusResponse.on_demand_stops:type_name -> informerd.v1.StatusResponse.OnDemandStopsEntry
-	18, // 14: informerd.v1.StatusResponse.clusters:type_name -> informerd.v1.ClusterStatus
-	24, // 15: informerd.v1.WatchKeysRequest.subscribe:type_name -> informerd.v1.KeysSubscription
-	28, // 16: informerd.v1.WatchKeysRequest.ack:type_name -> informerd.v1.KeyAcks
-	6,  // 17: informerd.v1.KeysSubscription.index:type_name -> informerd.v1.IndexLookup
-	0,  // 18: informerd.v1.KeysSubscription.predicates:type_name -> informerd.v1.Predicate
-	11, // 19: informerd.v1.KeysSubscription.since:type_name -> informerd.v1.ResumeToken
-	25, // 20: informerd.v1.KeysSubscription.owner:type_name -> informerd.v1.OwnerMapping
-	2,  // 21: informerd.v1.OwnerMapping.mode:type_name -> informerd.v1.OwnerMode
-	26, // 22: informerd.v1.KeyAck.key:type_name -> informerd.v1.Key
-	27, // 23: informerd.v1.KeyAcks.acks:type_name -> informerd.v1.KeyAck
-	3,  // 24: informerd.v1.KeyEvent.type:type_name -> informerd.v1.KeyEventType
-	26, // 25: informerd.v1.KeyEvent.key:type_name -> informerd.v1.Key
-	11, // 26: informerd.v1.KeyEvent.token:type_name -> informerd.v1.ResumeToken
-	7,  // 27: informerd.v1.Cache.Get:input_type -> informerd.v1.GetRequest
-	9,  // 28: informerd.v1.Cache.List:input_type -> informerd.v1.ListRequest
-	12, // 29: informerd.v1.Cache.Watch:input_type -> informerd.v1.WatchRequest
-	14, // 30: informerd.v1.Cache.Status:input_type -> informerd.v1.StatusRequest
-	23, // 31: informerd.v1.Cache.WatchKeys:input_type -> informerd.v1.WatchKeysRequest
-	20, // 32: informerd.v1.Cache.Ensure:input_type -> informerd.v1.EnsureRequest
-	8,  // 33: informerd.v1.Cache.Get:output_type -> informerd.v1.GetResponse
-	10, // 34: informerd.v1.Cache.List:output_type -> informerd.v1.ListResponse
-	13, // 35: informerd.v1.Cache.Watch:output_type -> informerd.v1.WatchEvent
-	19, // 36: informerd.v1.Cache.Status:output_type -> informerd.v1.StatusResponse
-	29, // 37: informerd.v1.Cache.WatchKeys:output_type -> informerd.v1.KeyEvent
-	21, // 38: informerd.v1.Cache.Ensure:output_type -> informerd.v1.EnsureResponse
-	33, // [33:39] is the sub-list for method output_type
-	27, // [27:33] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	5,  // 9: informerd.v1.WatchEvent.previous:type_name -> informerd.v1.Object
+	15, // 10: informerd.v1.ResourceStatus.scopes:type_name -> informerd.v1.ScopeStatus
+	16, // 11: informerd.v1.ResourceStatus.indexes:type_name -> informerd.v1.IndexStatus
+	17, // 12: informerd.v1.StatusResponse.resources:type_name -> informerd.v1.ResourceStatus
+	22, // 13: informerd.v1.StatusResponse.on_demand:type_name -> informerd.v1.OnDemandStatus
+	31, // 14: informerd.v1.StatusResponse.on_demand_stops:type_name -> informerd.v1.StatusResponse.OnDemandStopsEntry
+	18, // 15: informerd.v1.StatusResponse.clusters:type_name -> informerd.v1.ClusterStatus
+	24, // 16: informerd.v1.WatchKeysRequest.subscribe:type_name -> informerd.v1.KeysSubscription
+	28, // 17: informerd.v1.WatchKeysRequest.ack:type_name -> informerd.v1.KeyAcks
+	6,  // 18: informerd.v1.KeysSubscription.index:type_name -> informerd.v1.IndexLookup
+	0,  // 19: informerd.v1.KeysSubscription.predicates:type_name -> informerd.v1.Predicate
+	11, // 20: informerd.v1.KeysSubscription.since:type_name -> informerd.v1.ResumeToken
+	25, // 21: informerd.v1.KeysSubscription.owner:type_name -> informerd.v1.OwnerMapping
+	2,  // 22: informerd.v1.OwnerMapping.mode:type_name -> informerd.v1.OwnerMode
+	26, // 23: informerd.v1.KeyAck.key:type_name -> informerd.v1.Key
+	27, // 24: informerd.v1.KeyAcks.acks:type_name -> informerd.v1.KeyAck
+	3,  // 25: informerd.v1.KeyEvent.type:type_name -> informerd.v1.KeyEventType
+	26, // 26: informerd.v1.KeyEvent.key:type_name -> informerd.v1.Key
+	11, // 27: informerd.v1.KeyEvent.token:type_name -> informerd.v1.ResumeToken
+	7,  // 28: informerd.v1.Cache.Get:input_type -> informerd.v1.GetRequest
+	9,  // 29: informerd.v1.Cache.List:input_type -> informerd.v1.ListRequest
+	12, // 30: informerd.v1.Cache.Watch:input_type -> informerd.v1.WatchRequest
+	14, // 31: informerd.v1.Cache.Status:input_type -> informerd.v1.StatusRequest
+	23, // 32: informerd.v1.Cache.WatchKeys:input_type -> informerd.v1.WatchKeysRequest
+	20, // 33: informerd.v1.Cache.Ensure:input_type -> informerd.v1.EnsureRequest
+	8,  // 34: informerd.v1.Cache.Get:output_type -> informerd.v1.GetResponse
+	10, // 35: informerd.v1.Cache.List:output_type -> informerd.v1.ListResponse
+	13, // 36: informerd.v1.Cache.Watch:output_type -> informerd.v1.WatchEvent
+	19, // 37: informerd.v1.Cache.Status:output_type -> informerd.v1.StatusResponse
+	29, // 38: informerd.v1.Cache.WatchKeys:output_type -> informerd.v1.KeyEvent
+	21, // 39: informerd.v1.Cache.Ensure:output_type -> informerd.v1.EnsureResponse
+	34, // [34:40] is the sub-list for method output_type
+	28, // [28:34] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_informerd_v1_cache_proto_init() }

@@ -21,6 +21,8 @@ pub struct Event {
     pub object: Value,
     /// The state before a MODIFIED.
     pub previous: Option<Value>,
+    /// The revision of the change that made `previous`.
+    pub previous_revision: u64,
     /// The object rendered whole, built by the first watcher that needs it.
     pub whole: OnceLock<proto::Object>,
 }
@@ -31,6 +33,7 @@ impl Event {
             revision: change.revision,
             kind: change.kind,
             object: change.object.to_json_value(),
+            previous_revision: change.previous.as_ref().map_or(0, |p| p.revision()),
             previous: change.previous.map(|p| p.to_json_value()),
             whole: OnceLock::new(),
         }

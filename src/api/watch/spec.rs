@@ -21,6 +21,8 @@ pub struct WatchSpec {
     predicates: Vec<Predicate>,
     predicate_cel: Option<ChangePredicate>,
     pub bookmark_interval: Duration,
+    /// MODIFIED events carry the object before the change.
+    pub send_previous: bool,
 }
 
 /// Where a watch starts.
@@ -79,6 +81,7 @@ impl WatchSpec {
             predicates,
             predicate_cel,
             bookmark_interval,
+            send_previous: req.send_previous,
         })
     }
 

@@ -187,7 +187,23 @@ impl Watcher {
                 if !self.spec.wants_update(&event.object, previous) {
                     return Ok(());
                 }
-                (EventType::Modified, self.render(event))
+                let old = event
+                    .previous
+                    .as_ref()
+                    .filter(|_| self.spec.send_previous)
+                    .map(|p| {
+                        self.spec
+                            .query
+                            .mask()
+                            .render(p, event.previous_revision, None)
+                    });
+                let mut modified = self.event(
+                    EventType::Modified,
+                    event.revision,
+                    Some(self.render(event)),
+                );
+                modified.previous = old;
+                return self.send_event(modified).await;
             }
             (true, false) => match (event.kind, &event.previous) {
                 // Left the view: its last state in the view, at this change's version.
@@ -233,6 +249,7 @@ impl Watcher {
             epoch: self.epoch,
             revision,
             object,
+            previous: None,
         }
     }
 
@@ -243,7 +260,12 @@ impl Watcher {
         revision: u64,
         object: Option<proto::Object>,
     ) -> Result<(), End> {
-        let event = self.event(kind, revision, object);
+        self.send_event(self.event(kind, revision, object)).await
+    }
+
+    /// [`Watcher::send`] of a built event.
+    async fn send_event(&mut self, event: proto::WatchEvent) -> Result<(), End> {
+        let kind = event.r#type();
         send_or_give_up(&self.tx, event, self.resource.stopped())
             .await
             .map_err(|gave_up| match gave_up {

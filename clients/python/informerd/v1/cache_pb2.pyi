@@ -198,7 +198,7 @@ class ResumeToken(_message.Message):
     def __init__(self, epoch: _Optional[int] = ..., revision: _Optional[int] = ...) -> None: ...
 
 class WatchRequest(_message.Message):
-    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "fields", "since", "send_initial_state", "predicates", "predicate_cel", "bookmark_interval_seconds", "wait_for_sync", "cluster")
+    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "fields", "since", "send_initial_state", "predicates", "predicate_cel", "bookmark_interval_seconds", "wait_for_sync", "send_previous", "cluster")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -211,6 +211,7 @@ class WatchRequest(_message.Message):
     PREDICATE_CEL_FIELD_NUMBER: _ClassVar[int]
     BOOKMARK_INTERVAL_SECONDS_FIELD_NUMBER: _ClassVar[int]
     WAIT_FOR_SYNC_FIELD_NUMBER: _ClassVar[int]
+    SEND_PREVIOUS_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
     resource: str
     namespace: str
@@ -224,20 +225,23 @@ class WatchRequest(_message.Message):
     predicate_cel: str
     bookmark_interval_seconds: int
     wait_for_sync: bool
+    send_previous: bool
     cluster: str
-    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ..., since: _Optional[_Union[ResumeToken, _Mapping]] = ..., send_initial_state: bool = ..., predicates: _Optional[_Iterable[_Union[Predicate, str]]] = ..., predicate_cel: _Optional[str] = ..., bookmark_interval_seconds: _Optional[int] = ..., wait_for_sync: bool = ..., cluster: _Optional[str] = ...) -> None: ...
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ..., since: _Optional[_Union[ResumeToken, _Mapping]] = ..., send_initial_state: bool = ..., predicates: _Optional[_Iterable[_Union[Predicate, str]]] = ..., predicate_cel: _Optional[str] = ..., bookmark_interval_seconds: _Optional[int] = ..., wait_for_sync: bool = ..., send_previous: bool = ..., cluster: _Optional[str] = ...) -> None: ...
 
 class WatchEvent(_message.Message):
-    __slots__ = ("type", "epoch", "revision", "object")
+    __slots__ = ("type", "epoch", "revision", "object", "previous")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
     OBJECT_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_FIELD_NUMBER: _ClassVar[int]
     type: EventType
     epoch: int
     revision: int
     object: Object
-    def __init__(self, type: _Optional[_Union[EventType, str]] = ..., epoch: _Optional[int] = ..., revision: _Optional[int] = ..., object: _Optional[_Union[Object, _Mapping]] = ...) -> None: ...
+    previous: Object
+    def __init__(self, type: _Optional[_Union[EventType, str]] = ..., epoch: _Optional[int] = ..., revision: _Optional[int] = ..., object: _Optional[_Union[Object, _Mapping]] = ..., previous: _Optional[_Union[Object, _Mapping]] = ...) -> None: ...
 
 class StatusRequest(_message.Message):
     __slots__ = ("resource", "cluster")
