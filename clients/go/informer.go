@@ -25,6 +25,10 @@ type Meta struct {
 	// Revision is the cache revision of the object's last change seen, in the epoch it was
 	// seen in.
 	Revision uint64
+	// Previous is, for an update watched with WithPrevious, the object before the change as
+	// the sidecar sent it (under the same field mask as the new one); nil otherwise (an update
+	// learnt by relisting, or a watch without the option).
+	Previous *informerdv1.Object
 }
 
 // Key is "namespace/name", or "name" for a cluster-scoped object.
@@ -417,7 +421,9 @@ func (inf *Informer[T]) apply(ev *informerdv1.WatchEvent) {
 				inf.stats.Anomalies++
 			}
 			inf.stats.Updates++
-			call = func() { inf.handler.OnUpdate(metaOf(obj, old), inf.decodeOrNil(obj)) }
+			m := metaOf(obj, old)
+			m.Previous = ev.GetPrevious()
+			call = func() { inf.handler.OnUpdate(m, inf.decodeOrNil(obj)) }
 		}
 		inf.known[key] = next
 	case Deleted:

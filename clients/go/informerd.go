@@ -146,6 +146,7 @@ type options struct {
 	predicates         []Predicate
 	predicateCEL       string
 	bookmarkInterval   time.Duration
+	sendPrevious       bool
 }
 
 func collect(opts []Option) options {
@@ -157,6 +158,11 @@ func collect(opts []Option) options {
 	}
 	return o
 }
+
+// WithPrevious makes a watch's MODIFIED events carry the object before the change
+// (WatchEvent.Previous), and an Informer's updates their Meta.Previous: the old side of an
+// update, without keeping a copy of every object.
+func WithPrevious() Option { return func(o *options) { o.sendPrevious = true } }
 
 // WithCluster reads the resource from the sidecar's remote cluster name (its configuration's
 // clusters[].name) instead of the cluster it runs in (default, or ""). Each cluster's cache has

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -1238,4 +1239,59 @@ func TestSeederChurn(t *testing.T) {
 		t.Errorf("relists %d, resumes %d, anomalies %d: want resumes only", st.Relists, st.Resumes, st.Anomalies)
 	}
 	rec.check(t)
+}
+
+// TestInformerWithPrevious: with WithPrevious, each update's Meta carries the object before the
+// change, so a handler compares old and new spec without keeping a copy of either.
+func TestInformerWithPrevious(t *testing.T) {
+	e := setup(t)
+	ns := e.Namespace(t, "prev")
+	e.createPod(t, ns, "pod-0", map[string]string{"round": "0"})
+	s := e.StartSidecar(t, func(sock string) string { return podsConfig(sock, []string{ns}, "") })
+	c := s.Client()
+	var mu sync.Mutex
+	var seen []string
+	inf := informerd.NewInformer[corev1.Pod](c, "pods", informerd.HandlerFuncs[corev1.Pod]{
+		UpdateFunc: func(old informerd.Meta, p *corev1.Pod) {
+			mu.Lock()
+			defer mu.Unlock()
+			if old.Previous == nil {
+				seen = append(seen, "no previous")
+				return
+			}
+			var before corev1.Pod
+			if err := json.Unmarshal(old.Previous.GetJson(), &before); err != nil {
+				t.Error(err)
+			}
+			seen = append(seen, fmt.Sprintf("%s->%s rv %s->%s", before.Labels["round"], p.Labels["round"],
+				old.Previous.GetResourceVersion(), p.ResourceVersion))
+			if before.ResourceVersion != old.ResourceVersion {
+				t.Errorf("Previous is at %s, Meta at %s", before.ResourceVersion, old.ResourceVersion)
+			}
+		},
+	}, informerd.InNamespace(ns), informerd.WithPrevious())
+	alive := runInformer(t, inf)
+	eventually(t, syncTimeout, "the informer syncs", func() string {
+		if err := alive(); err != nil {
+			return err.Error()
+		}
+		if !inf.HasSynced() {
+			return "HasSynced() = false"
+		}
+		return ""
+	})
+	var want []string
+	for i := 1; i <= 3; i++ {
+		before := e.mutatePod(t, ns, "pod-0", false, func(*corev1.Pod) {})
+		after := e.mutatePod(t, ns, "pod-0", false, func(p *corev1.Pod) { p.Labels["round"] = strconv.Itoa(i) })
+		want = append(want, fmt.Sprintf("%d->%d rv %s->%s", i-1, i, before.ResourceVersion, after.ResourceVersion))
+	}
+	eventually(t, syncTimeout, "each update arrives with its previous state", func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		if slices.Equal(seen, want) {
+			return ""
+		}
+		return fmt.Sprintf("got %q, want %q", seen, want)
+	})
 }

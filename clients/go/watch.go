@@ -56,6 +56,7 @@ func watchRequest(resource string, o options) *informerdv1.WatchRequest {
 		PredicateCel:            o.predicateCEL,
 		BookmarkIntervalSeconds: uint32(o.bookmarkInterval.Seconds()),
 		WaitForSync:             o.waitForSync,
+		SendPrevious:            o.sendPrevious,
 	}
 	if o.bookmarkInterval > 0 && req.BookmarkIntervalSeconds == 0 {
 		req.BookmarkIntervalSeconds = 1
