@@ -31,8 +31,8 @@ import (
 	"informerd.io/clients/go/crcache/internal/labelctl"
 )
 
-// startController runs the label controller in a manager until the test ends.
-func startController(t *testing.T, e *env, name string, opts ctrl.Options) *labelctl.Reconciler {
+// startManager runs a manager, set up by setup, until the test ends.
+func startManager(t *testing.T, e *env, opts ctrl.Options, setup func(ctrl.Manager) error) {
 	t.Helper()
 	opts.Scheme = scheme.Scheme
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
@@ -41,19 +41,28 @@ func startController(t *testing.T, e *env, name string, opts ctrl.Options) *labe
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r, err := labelctl.Setup(ctx, mgr, name)
-	if err != nil {
-		cancel()
+	if err := setup(mgr); err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("manager %s: %v", name, err)
+			t.Errorf("manager: %v", err)
 		}
+	})
+}
+
+// startController runs the label controller in a manager until the test ends.
+func startController(t *testing.T, e *env, name string, opts ctrl.Options) *labelctl.Reconciler {
+	t.Helper()
+	var r *labelctl.Reconciler
+	startManager(t, e, opts, func(mgr ctrl.Manager) error {
+		var err error
+		r, err = labelctl.Setup(context.Background(), mgr, name)
+		return err
 	})
 	return r
 }

@@ -63,6 +63,9 @@ func (r *recorder) handler() toolscache.ResourceEventHandler {
 		AddFunc: func(obj any, initial bool) { r.add("add %s initial=%t", describe(obj), initial) },
 		UpdateFunc: func(old, obj any) {
 			r.add("update %s -> %s", describe(old), describe(obj))
+			if p, ok := old.(*corev1.Pod); ok && len(p.Spec.Containers) > 0 {
+				r.add("old spec %s image=%s", p.Name, p.Spec.Containers[0].Image)
+			}
 		},
 		DeleteFunc: func(obj any) {
 			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
@@ -123,8 +126,11 @@ func TestInformerHandlers(t *testing.T) {
 	if err := e.kube.Update(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	// The old side carries the old metadata.
+	// The old side is the object before the update, whole (the sidecar sends it).
 	a.waitFor(t, "A", "update *v1.Pod p1 v=1 -> *v1.Pod p1 v=2")
+	if !a.has("old spec p1 image=" + p.Spec.Containers[0].Image) {
+		t.Errorf("ObjectOld of an update carries the old spec; handler A got:\n%s", a)
+	}
 
 	// A late handler of another shape shares the same watch.
 	uobj := &unstructured.Unstructured{}
@@ -176,14 +182,14 @@ func TestInformerHandlers(t *testing.T) {
 	}
 
 	// A deletion the watch could not see (the sidecar was down) arrives by relisting as a
-	// tombstone carrying the object's last metadata.
+	// tombstone carrying the object's identity (the process keeps no copy of its labels).
 	s.Stop()
 	if err := e.kube.Delete(ctx, before, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
 	s.Start()
 	s.WaitSynced()
-	b.waitFor(t, "B", fmt.Sprintf("tombstone %s/before *unstructured.Unstructured before v=0", ns))
+	b.waitFor(t, "B", fmt.Sprintf("tombstone %s/before *unstructured.Unstructured before v=", ns))
 
 	if err := c.RemoveInformer(ctx, &corev1.Pod{}); err != nil {
 		t.Fatal(err)

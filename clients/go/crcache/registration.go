@@ -10,6 +10,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"informerd.io/clients/go/informerdv1"
 )
 
 type eventType int
@@ -24,8 +26,8 @@ const (
 
 type event struct {
 	typ     eventType
-	obj     []byte
-	old     []byte
+	obj     *informerdv1.Object
+	old     *informerdv1.Object
 	initial bool
 	// tombstone is the key of a deletion learnt by relisting (obj is then the last metadata).
 	tombstone string
@@ -41,6 +43,10 @@ type registration struct {
 	cond   *sync.Cond
 	queue  []event
 	closed bool
+	// joining: the handler is reading its initial state (join.go); the informer's events wait
+	// in pending meanwhile.
+	joining bool
+	pending []event
 
 	syncOnce sync.Once
 	synced   chan struct{}
@@ -75,6 +81,10 @@ func (r *registration) push(e event) {
 	if r.closed {
 		return
 	}
+	if r.joining {
+		r.pending = append(r.pending, e)
+		return
+	}
 	r.queue = append(r.queue, e)
 	r.cond.Signal()
 }
@@ -83,7 +93,7 @@ func (r *registration) close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.closed = true
-	r.queue = nil
+	r.queue, r.pending = nil, nil
 	r.cond.Broadcast()
 }
 
@@ -106,8 +116,8 @@ func (r *registration) run() {
 }
 
 // decode decodes an object in the handler's shape and runs the scope's transform on it.
-func (r *registration) decode(data []byte) (client.Object, bool) {
-	obj, err := r.shape.decode(r.s.c.scheme, data)
+func (r *registration) decode(o *informerdv1.Object) (client.Object, bool) {
+	obj, err := r.shape.decode(r.s.c.scheme, o.GetJson())
 	if err == nil {
 		obj, err = r.s.scope.apply(obj)
 	}
