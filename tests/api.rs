@@ -21,8 +21,8 @@ use tonic::{Code, Streaming};
 
 const BIN: &str = env!("CARGO_BIN_EXE_informerd");
 
-/// A namespace with pods, and a sidecar caching them (index `node` on spec.nodeName, and
-/// `owners` by CEL); the namespace is deleted on drop.
+/// A namespace with pods, and a sidecar caching them (index `node` on spec.nodeName, `owners`
+/// by CEL, and the label index); the namespace is deleted on drop.
 struct Fixture {
     base: testkit::Fixture,
     api: CacheClient<Channel>,
@@ -69,7 +69,8 @@ impl Fixture {
             .index(Index::cel(
                 "owners",
                 "object.metadata.ownerReferences.map(o, o.uid)",
-            ));
+            ))
+            .index(Index::labels("labels"));
         if !filter.is_empty() {
             resource = resource.filter(filter);
         }
@@ -242,6 +243,38 @@ async fn list_filters_by_label_selector_field_selector_and_index() -> anyhow::Re
         .await?;
     assert_eq!(by_index.keys().collect::<Vec<_>>(), ["p1", "p7"]);
 
+    // Through the label index (a namespace and an equality), and without it (every namespace,
+    // a set of two values): the same answers, also after a relabel moves p0.
+    let relabeled = f.label("p0", json!({"app": "b"})).await?;
+    f.caught_up("p0", relabeled).await?;
+    let ns = f.ns().to_owned();
+    for (namespace, selector, want) in [
+        (ns.as_str(), "app=a", &["p10", "p2", "p4", "p6", "p8"][..]),
+        (
+            ns.as_str(),
+            "app in (b)",
+            &["p0", "p1", "p11", "p3", "p5", "p7", "p9"][..],
+        ),
+        (
+            ns.as_str(),
+            "app=b,app!=a",
+            &["p0", "p1", "p11", "p3", "p5", "p7", "p9"][..],
+        ),
+        ("", "app in (a,c)", &["p10", "p2", "p4", "p6", "p8"][..]),
+        (ns.as_str(), "app=c", &[][..]),
+    ] {
+        let req = ListRequest {
+            namespace: namespace.to_owned(),
+            label_selector: selector.into(),
+            ..f.list_req()
+        };
+        let (_, got) = f.list(req).await?;
+        assert_eq!(
+            got.keys().collect::<Vec<_>>(),
+            want,
+            "{selector} in {namespace:?}"
+        );
+    }
     Ok(())
 }
 
@@ -988,7 +1021,8 @@ async fn status_names_each_index_and_what_it_indexes() -> anyhow::Result<()> {
         indexes,
         [
             ("node".to_string(), "spec.nodeName".to_string()),
-            ("owners".to_string(), "cel".to_string())
+            ("owners".to_string(), "cel".to_string()),
+            ("labels".to_string(), "labels".to_string())
         ]
     );
     Ok(())

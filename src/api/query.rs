@@ -7,7 +7,7 @@ use tonic::Status;
 use super::mask::Mask;
 use super::reason::invalid;
 use super::Resource;
-use crate::filter::{FieldOp, FieldSelector, LabelSelector};
+use crate::filter::{FieldOp, FieldSelector, LabelSelector, Requirement, StringsExpr};
 use crate::proto;
 use crate::store::StoredObject;
 
@@ -113,6 +113,9 @@ impl Query {
             };
             index = Some((i, lookup.value.clone()));
         }
+        if index.is_none() {
+            index = label_lookup(resource, namespace.as_deref(), &labels);
+        }
         Ok(Query {
             namespace,
             labels,
@@ -180,4 +183,31 @@ impl Query {
             None => store.list(self.namespace.as_deref()),
         }
     }
+}
+
+/// The label index's lookup for a label selector, when the resource has a label index and the
+/// selector an equality (or a set of one value) the index can answer: then the candidates are
+/// the objects with that label, not every object of the namespace. Decision: the index keys a
+/// label by namespace, so only a List of one namespace (or of a cluster-scoped resource) uses
+/// it; one of every namespace visits them all, as before.
+fn label_lookup(
+    resource: &Resource,
+    namespace: Option<&str>,
+    labels: &LabelSelector,
+) -> Option<(usize, String)> {
+    let i = resource
+        .indexes()
+        .iter()
+        .position(|ix| ix.expr.is_labels())?;
+    if namespace.is_none() && resource.namespaced() {
+        return None;
+    }
+    labels.requirements().iter().find_map(|r| {
+        let (key, value) = match r {
+            Requirement::Equals(k, v) => (k, v),
+            Requirement::In(k, values) if values.len() == 1 => (k, values.first()?),
+            _ => return None,
+        };
+        Some((i, StringsExpr::label_key(namespace, key, value)))
+    })
 }

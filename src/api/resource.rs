@@ -246,7 +246,12 @@ impl Resource {
                 .iter()
                 .map(|i| proto::IndexStatus {
                     name: i.name.clone(),
-                    indexes: i.expr.as_path().map_or("cel", |p| p.as_str()).to_string(),
+                    indexes: match i.expr.as_path() {
+                        Some(p) => p.as_str(),
+                        None if i.expr.is_labels() => "labels",
+                        None => "cel",
+                    }
+                    .to_string(),
                 })
                 .collect(),
         }

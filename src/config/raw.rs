@@ -171,4 +171,7 @@ pub struct RawIndex {
     pub path: Option<String>,
     #[serde(default)]
     pub cel: Option<String>,
+    /// `labels: true`: the label index (`NAMESPACE/KEY=VALUE` per label).
+    #[serde(default)]
+    pub labels: bool,
 }

@@ -277,7 +277,7 @@ fn semantic_errors_carry_line_column_and_path() {
         ),
         (
             with_resource("  indexes:\n  - name: node\n"),
-            "informerd.yaml:7:5: resources[0].indexes[0]: set path (a field path such as spec.nodeName) or cel",
+            "informerd.yaml:7:5: resources[0].indexes[0]: set path (a field path such as spec.nodeName), cel",
         ),
         (
             with_resource("  indexes:\n  - name: node\n    path: spec.nodeName\n    cel: object.spec.nodeName\n"),

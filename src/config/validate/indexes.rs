@@ -1,5 +1,6 @@
-//! A resource's secondary `indexes`: each a unique name and exactly one of a field `path` or a
-//! `cel` expression yielding the keys.
+//! A resource's secondary `indexes`: each a unique name and exactly one of a field `path`, a
+//! `cel` expression yielding the keys, or `labels: true` (the label index, which a List of a
+//! namespace by a label selector looks up instead of visiting the namespace).
 
 use crate::config::model::IndexConfig;
 use crate::config::raw::RawIndex;
@@ -13,7 +14,12 @@ impl ResourceFields<'_> {
         let mut indexes = Vec::with_capacity(raw.len());
         for (j, index) in raw.into_iter().enumerate() {
             self.index_name(j, &index.name, &indexes);
-            if let Some(expr) = self.index_expr(j, index.path, index.cel) {
+            let expr = if index.labels {
+                self.label_index(j, &index, &indexes)
+            } else {
+                self.index_expr(j, index.path, index.cel)
+            };
+            if let Some(expr) = expr {
                 indexes.push(IndexConfig {
                     name: index.name,
                     expr,
@@ -45,6 +51,33 @@ impl ResourceFields<'_> {
         }
     }
 
+    /// `indexes[j]` with `labels: true`: alone (no path or cel), and once per resource.
+    fn label_index(
+        &mut self,
+        j: usize,
+        index: &RawIndex,
+        earlier: &[IndexConfig],
+    ) -> Option<StringsExpr> {
+        if index.path.is_some() || index.cel.is_some() {
+            self.error(
+                &format!("indexes[{j}]"),
+                "set one of path, cel or labels: true, not several",
+            );
+            return None;
+        }
+        if let Some(other) = earlier.iter().find(|ix| ix.expr.is_labels()) {
+            self.error(
+                &format!("indexes[{j}].labels"),
+                format!(
+                    "the resource already has a label index ('{}'); one is enough",
+                    other.name
+                ),
+            );
+            return None;
+        }
+        Some(StringsExpr::labels())
+    }
+
     /// `indexes[j].path` or `indexes[j].cel`, compiled.
     fn index_expr(
         &mut self,
@@ -62,8 +95,8 @@ impl ResourceFields<'_> {
             (None, None) => {
                 self.error(
                     &format!("indexes[{j}]"),
-                    "set path (a field path such as spec.nodeName) or cel (an expression \
-                     yielding strings)",
+                    "set path (a field path such as spec.nodeName), cel (an expression \
+                     yielding strings) or labels: true (the label index)",
                 );
                 return None;
             }

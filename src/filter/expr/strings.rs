@@ -15,6 +15,7 @@ use crate::vocab::path::{FieldPath, Segment};
 enum StringsKind {
     Path(FieldPath),
     Cel(Compiled),
+    Labels,
 }
 
 /// An index key extractor: a field path or a CEL expression yielding a string or a list of
@@ -68,6 +69,28 @@ impl StringsExpr {
         })
     }
 
+    /// The label index: a key `NAMESPACE/KEY=VALUE` for each label of the object (`KEY=VALUE`
+    /// for a cluster-scoped one), which a List of a namespace by a label selector's equality
+    /// looks up instead of visiting the namespace ([`StringsExpr::label_key`]).
+    pub fn labels() -> StringsExpr {
+        StringsExpr {
+            inner: Arc::new(StringsKind::Labels),
+        }
+    }
+
+    /// Whether this is the label index.
+    pub fn is_labels(&self) -> bool {
+        matches!(*self.inner, StringsKind::Labels)
+    }
+
+    /// The label index's key of label `key=value` in `namespace` (`None`: cluster-scoped).
+    pub fn label_key(namespace: Option<&str>, key: &str, value: &str) -> String {
+        match namespace {
+            Some(ns) => format!("{ns}/{key}={value}"),
+            None => format!("{key}={value}"),
+        }
+    }
+
     /// The keys of `object`: empty when the field is absent or the expression fails.
     pub fn values(&self, object: &Value) -> Vec<String> {
         self.try_values(object).unwrap_or_default()
@@ -91,6 +114,20 @@ impl StringsExpr {
                 dedup(&mut out);
                 Ok(out)
             }
+            StringsKind::Labels => {
+                let meta = object.get("metadata");
+                let ns = meta
+                    .and_then(|m| m.get("namespace"))
+                    .and_then(Value::as_str);
+                let labels = meta
+                    .and_then(|m| m.get("labels"))
+                    .and_then(Value::as_object);
+                Ok(labels
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|(k, v)| Some(Self::label_key(ns, k, v.as_str()?)))
+                    .collect())
+            }
         }
     }
 
@@ -99,6 +136,7 @@ impl StringsExpr {
         match &*self.inner {
             StringsKind::Path(path) => path.as_str(),
             StringsKind::Cel(compiled) => &compiled.source,
+            StringsKind::Labels => "labels",
         }
     }
 
@@ -106,7 +144,7 @@ impl StringsExpr {
     pub fn as_path(&self) -> Option<&FieldPath> {
         match &*self.inner {
             StringsKind::Path(path) => Some(path),
-            StringsKind::Cel(_) => None,
+            StringsKind::Cel(_) | StringsKind::Labels => None,
         }
     }
 
@@ -115,6 +153,12 @@ impl StringsExpr {
         match &*self.inner {
             StringsKind::Path(path) => Some(vec![path.clone()]),
             StringsKind::Cel(compiled) => compiled.field_paths(),
+            StringsKind::Labels => Some(
+                ["metadata.namespace", "metadata.labels"]
+                    .iter()
+                    .map(|p| FieldPath::parse(p).expect("a valid path"))
+                    .collect(),
+            ),
         }
     }
 }

@@ -192,6 +192,8 @@ pub struct Index {
     path: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     cel: Option<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    labels: bool,
 }
 
 impl Index {
@@ -201,6 +203,7 @@ impl Index {
             name: name.to_string(),
             path: Some(path.to_string()),
             cel: None,
+            labels: false,
         }
     }
 
@@ -210,6 +213,17 @@ impl Index {
             name: name.to_string(),
             path: None,
             cel: Some(cel.to_string()),
+            labels: false,
+        }
+    }
+
+    /// The label index (`labels: true`).
+    pub fn labels(name: &str) -> Index {
+        Index {
+            name: name.to_string(),
+            path: None,
+            cel: None,
+            labels: true,
         }
     }
 }
