@@ -38,9 +38,17 @@ const syncTimeout = 2 * time.Minute
 // sidecarTarget is the address of the suite's sidecar, set by environment.Start.
 var sidecarTarget string
 
+// baseline (CRCACHE_SUITE_BASELINE=1) runs the specs against controller-runtime's own cache
+// (cache.New) on the same control plane, sidecars and adapted tests: what passes there and
+// fails with crcache is crcache's, not the harness's.
+var baseline = os.Getenv("CRCACHE_SUITE_BASELINE") != ""
+
 // newCache stands in for cache.New: a crcache over the suite's sidecar. The rest.Config is
 // not used (the sidecar reads the control plane with its own kubeconfig).
-func newCache(_ *rest.Config, opts cache.Options) (cache.Cache, error) {
+func newCache(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+	if baseline {
+		return cache.New(cfg, opts)
+	}
 	c, err := crcache.New(crcache.Options{Target: sidecarTarget}, opts)
 	if err != nil {
 		return nil, err
@@ -212,6 +220,8 @@ type unsyncedSidecar struct {
 	kube    kubernetes.Interface
 	sa      string
 	sidecar *sidecar
+	// config is the ServiceAccount's, for the baseline's cache.New.
+	config *rest.Config
 }
 
 // unsyncedNamespace holds the ServiceAccounts of the unsynced sidecars, away from the
@@ -276,6 +286,9 @@ func newUnsyncedSidecar(t *testing.T) *unsyncedSidecar {
 	if err := clientcmd.WriteToFile(*kc, tokenKubeconfig); err != nil {
 		t.Fatal(err)
 	}
+	if u.config, err = clientcmd.BuildConfigFromFlags("", tokenKubeconfig); err != nil {
+		t.Fatal(err)
+	}
 	s, err := startSidecar(bin, tokenKubeconfig, "informerd-unsynced.yaml", os.Getenv("CRCACHE_SUITE_DIR"))
 	if err != nil {
 		t.Fatal(err)
@@ -299,8 +312,12 @@ func newUnsyncedSidecar(t *testing.T) *unsyncedSidecar {
 	return u
 }
 
-// newCache is a crcache over this sidecar.
+// newCache is a crcache over this sidecar (the baseline: controller-runtime's cache with the
+// sidecar's identity, unsynced for the same reason).
 func (u *unsyncedSidecar) newCache(opts cache.Options) (cache.Cache, error) {
+	if baseline {
+		return cache.New(u.config, opts)
+	}
 	c, err := crcache.New(crcache.Options{Target: u.sidecar.target()}, opts)
 	if err != nil {
 		return nil, err

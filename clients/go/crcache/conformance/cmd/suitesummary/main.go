@@ -234,6 +234,15 @@ func reasonOf(message, where string) string {
 	return oneLine(pointer.ReplaceAllString(strings.Join(lines, "\n"), "0x")) + " (" + where + ")"
 }
 
+// suiteName says which cache ran: crcache, or controller-runtime's own in the harness's
+// baseline (CRCACHE_SUITE_BASELINE).
+func suiteName() string {
+	if os.Getenv("CRCACHE_SUITE_BASELINE") != "" {
+		return "crcache suite (baseline: controller-runtime's own cache)"
+	}
+	return "crcache suite"
+}
+
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > 240 {
@@ -275,7 +284,7 @@ func summarize(out io.Writer, specs []spec) bool {
 		return reasons[i] < reasons[j]
 	})
 	if len(reasons) > 0 {
-		fmt.Fprintln(out, "\ncrcache suite: specs that did not pass, by reason")
+		fmt.Fprintln(out, "\n"+suiteName()+": specs that did not pass, by reason")
 	}
 	for _, r := range reasons {
 		fmt.Fprintf(out, "\n[%d] %s\n", len(byReason[r]), r)
@@ -287,7 +296,7 @@ func summarize(out io.Writer, specs []spec) bool {
 			}
 		}
 	}
-	line := fmt.Sprintf("crcache suite: %d specs, %d passed, %d failed", count, passed, failed)
+	line := fmt.Sprintf("%s: %d specs, %d passed, %d failed", suiteName(), count, passed, failed)
 	if notRun > 0 {
 		line += fmt.Sprintf(", %d not run", notRun)
 	}
