@@ -244,7 +244,7 @@ crcache-suite: control-plane $(BIN)/staticcheck
 	$(BIN)/cluster up --dir $(CRCACHE_SUITE_CLUSTER_DIR) --bin $(BIN) --controller-manager=false; \
 	cd clients/go/crcache/conformance; \
 	go vet ./...; $(abspath $(BIN))/staticcheck ./...; test -z "$$(gofmt -l . | tee /dev/stderr)"; \
-	go test -count=1 -run TestUpstream .; \
+	go test -count=1 -run TestUpstream .; go test -count=1 ./cmd/...; \
 	go build -o $(abspath $(CRCACHE_SUITE_DIR))/suitesummary ./cmd/suitesummary; \
 	rm -f $(abspath $(CRCACHE_SUITE_DIR))/report.json $(abspath $(CRCACHE_SUITE_DIR))/informerd-*.log; \
 	INFORMERD_BIN=$(abspath $(CARGO_TARGET))/debug/informerd \

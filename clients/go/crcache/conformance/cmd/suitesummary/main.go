@@ -203,6 +203,8 @@ func readGinkgoReport(path string) ([]spec, error) {
 
 var (
 	pointer = regexp.MustCompile(`0x[0-9a-f]+`)
+	// Eventually's "Timed out after 1.001s.": the same reason as after 1.000s.
+	timedOut = regexp.MustCompile(`^Timed out after (\d+)\.\d+s\.`)
 	// A failed Expect(err) names the error on the line after its type: "<*T | 0x...>: ".
 	errorHeader = regexp.MustCompile(`^(Unexpected error:|Expected success, but got an error:)$`)
 )
@@ -228,6 +230,7 @@ func reasonOf(message, where string) string {
 			}
 		}
 	}
+	lines[0] = timedOut.ReplaceAllString(lines[0], "Timed out after ${1}s.")
 	if len(lines) > 4 {
 		lines = lines[:4]
 	}
