@@ -162,7 +162,8 @@ func start(l layout, bin string, opts options) error {
 		"--max-requests-inflight", "2000",
 		"--max-mutating-requests-inflight", "1000",
 		"--profiling=false",
-		"--v", "1"}, opts.apiserverArgs...)
+		"--v", "1"}, envtestArgs(opts)...)
+	apiserverArgs = append(apiserverArgs, opts.apiserverArgs...)
 	apiserver, err := spawnEnv(l, bin, "kube-apiserver", []string{"GOGC=400", "GOMEMLIMIT=8GiB"}, apiserverArgs...)
 	if err != nil {
 		return fail(err)
@@ -173,6 +174,9 @@ func start(l layout, bin string, opts options) error {
 	}
 	if err := os.WriteFile(l.kubeconfig(), []byte(kubeconfig(server, p.caCert(), p.adminCert(), p.adminKey(), "admin")), 0o600); err != nil {
 		return fail(err)
+	}
+	if !opts.controllerManager {
+		return writeState(l, st)
 	}
 	if err := os.WriteFile(l.kcmConfig(), []byte(kubeconfig(server, p.caCert(), p.kcmCert(), p.kcmKey(), "system:kube-controller-manager")), 0o600); err != nil {
 		return fail(err)
@@ -211,6 +215,16 @@ func start(l layout, bin string, opts options) error {
 		return fail(err)
 	}
 	return writeState(l, st)
+}
+
+// envtestArgs are the kube-apiserver flags a control plane without controller manager needs:
+// with no ServiceAccount controller to create each namespace's default ServiceAccount, the
+// ServiceAccount admission plugin would refuse every pod (envtest disables it likewise).
+func envtestArgs(opts options) []string {
+	if opts.controllerManager {
+		return nil
+	}
+	return []string{"--disable-admission-plugins", "ServiceAccount"}
 }
 
 func adminClient(l layout) (*kubernetes.Clientset, error) {

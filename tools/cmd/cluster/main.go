@@ -4,9 +4,11 @@
 // the admin kubeconfig, the pids it started) lives in one state directory.
 //
 //	cluster up    --dir DIR --bin BINDIR   start (or confirm running) and print the kubeconfig path
-//	              [--apiserver-arg=--FLAG=VALUE ...] [--controllers LIST]
+//	              [--apiserver-arg=--FLAG=VALUE ...] [--controllers LIST] [--controller-manager=false]
 //	                                       extra kube-apiserver flags; the controller manager's
-//	                                       controllers (for benchmarks at scale: `make bench-large`)
+//	                                       controllers (for benchmarks at scale: `make bench-large`);
+//	                                       or no controller manager at all, as envtest (for
+//	                                       controller-runtime's own suites: `make crcache-suite`)
 //	cluster down  --dir DIR                stop what `up` started, by the pids it recorded
 //	cluster token --dir DIR --namespace NS --service-account SA
 //	                                       create the ServiceAccount if needed, print a token for it
@@ -26,6 +28,11 @@ import (
 type options struct {
 	apiserverArgs flagList
 	controllers   string
+	// controllerManager false starts etcd and kube-apiserver alone, as controller-runtime's
+	// envtest does: no namespace gets a default ServiceAccount (so the apiserver's
+	// ServiceAccount admission plugin, which would refuse every pod, is disabled, as envtest
+	// disables it) and nothing finalizes a deleted namespace or collects garbage.
+	controllerManager bool
 }
 
 // flagList is a repeatable string flag.
@@ -59,6 +66,9 @@ func main() {
 		fs.Var(&opts.apiserverArgs, "apiserver-arg", "an extra kube-apiserver flag, as --FLAG=VALUE (repeatable)")
 		fs.StringVar(&opts.controllers, "controllers", defaultControllers,
 			"kube-controller-manager's --controllers: the controllers it runs")
+		fs.BoolVar(&opts.controllerManager, "controller-manager", true,
+			"start kube-controller-manager; false: etcd and kube-apiserver alone, as envtest "+
+				"(and without the ServiceAccount admission plugin, as envtest)")
 		_ = fs.Parse(os.Args[2:])
 		var kubeconfig string
 		kubeconfig, err = up(*dir, *bin, opts)
