@@ -243,6 +243,9 @@ func (c *Cache) informerFor(ctx context.Context, sh shape, opts []cache.Informer
 	}
 	res, err := c.resolver.lookup(ctx, sh.gvk)
 	if err != nil {
+		if terr := timeoutOf(ctx, sh); terr != nil {
+			return nil, terr
+		}
 		return nil, err
 	}
 	v, err := c.viewOf(res)
@@ -320,17 +323,30 @@ func timeoutOf(ctx context.Context, sh shape) error {
 // resolve returns the shape of an object or of a list's items, and the informerd resource
 // that serves its kind.
 func (c *Cache) resolve(ctx context.Context, obj runtime.Object) (shape, resource, error) {
-	var sh shape
-	var err error
-	if list, ok := obj.(client.ObjectList); ok && meta.IsListType(obj) {
-		sh, err = shapeOfList(list, c.scheme)
-	} else {
-		sh, err = shapeOf(obj, c.scheme)
-	}
+	sh, err := c.shapeOfAny(obj)
 	if err != nil {
 		return shape{}, resource{}, err
 	}
+	if err := timeoutOf(ctx, sh); err != nil {
+		return shape{}, resource{}, err
+	}
+	return c.lookup(ctx, sh)
+}
+
+// shapeOfAny is the shape of an object, or of a list's items.
+func (c *Cache) shapeOfAny(obj runtime.Object) (shape, error) {
+	if list, ok := obj.(client.ObjectList); ok && meta.IsListType(obj) {
+		return shapeOfList(list, c.scheme)
+	}
+	return shapeOf(obj, c.scheme)
+}
+
+// lookup is the resource serving a shape's kind.
+func (c *Cache) lookup(ctx context.Context, sh shape) (shape, resource, error) {
 	res, err := c.resolver.lookup(ctx, sh.gvk)
+	if terr := timeoutOf(ctx, sh); err != nil && terr != nil {
+		return shape{}, resource{}, terr
+	}
 	return sh, res, err
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -70,16 +71,11 @@ func minResourceVersion(rv string) []informerd.Option {
 func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object, opts ...client.GetOption) error {
 	getOpts := client.GetOptions{}
 	getOpts.ApplyOptions(opts)
-	sh, res, err := c.resolve(ctx, out)
+	ctx, cancel, sh, res, err := c.resolveRead(ctx, out)
 	if err != nil {
 		return err
 	}
-	if err := c.checkRequested(sh); err != nil {
-		return err
-	}
-	if err := timeoutOf(ctx, sh); err != nil {
-		return err
-	}
+	defer cancel()
 	v, err := c.viewOf(res)
 	if err != nil {
 		return err
@@ -102,7 +98,11 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 	if getOpts.Raw != nil {
 		iopts = append(iopts, minResourceVersion(getOpts.Raw.ResourceVersion)...)
 	}
-	resp, err := c.client.GetObject(ctx, res.name, key.Namespace, key.Name, iopts...)
+	var resp *informerdv1.GetResponse
+	err = untilSynced(ctx, func() (err error) {
+		resp, err = c.client.GetObject(ctx, res.name, key.Namespace, key.Name, iopts...)
+		return err
+	})
 	if err != nil {
 		if informerd.IsNotFound(err) {
 			return notFound
@@ -140,16 +140,11 @@ func (c *Cache) List(ctx context.Context, out client.ObjectList, opts ...client.
 		// The default cache's words, which callers match on.
 		return errors.New("continue list option is not supported by the cache")
 	}
-	sh, res, err := c.resolve(ctx, out)
+	ctx, cancel, sh, res, err := c.resolveRead(ctx, out)
 	if err != nil {
 		return err
 	}
-	if err := c.checkRequested(sh); err != nil {
-		return err
-	}
-	if err := timeoutOf(ctx, sh); err != nil {
-		return err
-	}
+	defer cancel()
 	scopes, err := c.listScopes(res, listOpts.Namespace)
 	if err != nil {
 		return err
@@ -204,16 +199,20 @@ func (c *Cache) listScope(ctx context.Context, sh shape, res resource, sc scope,
 	var items []runtime.Object
 	var derr error
 	iopts = append(iopts, informerd.WaitForSync(), informerd.WithFields(sh.fields()...))
-	_, _, err = c.client.ListObjects(ctx, res.name, func(obj *informerdv1.Object) {
-		if derr != nil {
-			return
-		}
-		var o client.Object
-		if o, derr = sh.decode(c.scheme, obj.GetJson()); derr == nil {
-			o, derr = sc.apply(o)
-			items = append(items, o)
-		}
-	}, iopts...)
+	err = untilSynced(ctx, func() error {
+		items, derr = nil, nil
+		_, _, err := c.client.ListObjects(ctx, res.name, func(obj *informerdv1.Object) {
+			if derr != nil {
+				return
+			}
+			var o client.Object
+			if o, derr = sh.decode(c.scheme, obj.GetJson()); derr == nil {
+				o, derr = sc.apply(o)
+				items = append(items, o)
+			}
+		}, iopts...)
+		return err
+	})
 	if err != nil {
 		if terr := timeoutOf(ctx, sh); terr != nil {
 			return nil, terr
@@ -290,4 +289,74 @@ func (c *Cache) fieldOptions(res resource, sel fields.Selector) (string, []infor
 		opts = append(opts, informerd.WithIndex(route.name, req.Value))
 	}
 	return strings.Join(terms, ","), opts, nil
+}
+
+// detachedRead bounds a read that goes on past its caller's context (readContext).
+const detachedRead = 10 * time.Second
+
+// resolveRead is what a Get or List of obj reads: the shape, the resource serving it and the
+// context to read under; the errors of ReaderFailOnMissingInformer and of an ended context.
+//
+// Decision: the default cache's reads from a synced informer are memory reads, which no
+// context ends; its reads wait on the context only for an informer to sync (then Timeout).
+// So a read of a shape whose informers here have synced goes on past an ended context
+// (bounded by detachedRead), and any other read with an ended context is the Timeout error.
+func (c *Cache) resolveRead(ctx context.Context, obj runtime.Object) (context.Context, context.CancelFunc, shape, resource, error) {
+	none := func() {}
+	sh, err := c.shapeOfAny(obj)
+	if err != nil {
+		return nil, none, shape{}, resource{}, err
+	}
+	if err := c.checkRequested(sh); err != nil {
+		return nil, none, shape{}, resource{}, err
+	}
+	ended := ctx.Err() != nil
+	cancel := none
+	if ended {
+		if !c.informerRequested(sh) {
+			return nil, none, shape{}, resource{}, timeoutOf(ctx, sh)
+		}
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), detachedRead)
+	}
+	sh, res, err := c.lookup(ctx, sh)
+	if err == nil && ended && !c.sidecarSynced(ctx, res) {
+		err = apierrors.NewTimeoutError(fmt.Sprintf("failed waiting for %s informer to sync: the context ended", sh), 0)
+	}
+	if err != nil {
+		cancel()
+		return nil, none, shape{}, resource{}, err
+	}
+	return ctx, cancel, sh, res, nil
+}
+
+// informerRequested reports whether GetInformer was called for sh.
+func (c *Cache) informerRequested(sh shape) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.requested[sh]
+	return ok
+}
+
+// sidecarSynced reports whether the sidecar's cache of res has synced (the sidecar is the
+// cache crcache reads).
+func (c *Cache) sidecarSynced(ctx context.Context, res resource) bool {
+	st, err := c.client.Status(ctx, res.name)
+	return err == nil && st.GetSynced()
+}
+
+// untilSynced calls read again while the sidecar answers NotSynced (a scope it cannot list
+// yet, e.g. forbidden, fails wait_for_sync at once), until ctx ends: as the default cache's
+// reads block until its informer has synced, and then fail with the API's Timeout.
+func untilSynced(ctx context.Context, read func() error) error {
+	for {
+		err := read()
+		if err == nil || informerd.Reason(err) != informerd.ReasonNotSynced {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

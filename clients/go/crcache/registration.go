@@ -7,6 +7,7 @@ package crcache
 import (
 	"sync"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -118,6 +119,11 @@ func (r *registration) run() {
 // decode decodes an object in the handler's shape and runs the scope's transform on it.
 func (r *registration) decode(o *informerdv1.Object) (client.Object, bool) {
 	obj, err := r.shape.decode(r.s.c.scheme, o.GetJson())
+	if err == nil && r.shape.kind == typed {
+		// As client-go's informers hand typed objects out: without apiVersion and kind
+		// (a handler comparing an event's object with one it wrote sees them equal).
+		obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	}
 	if err == nil {
 		obj, err = r.s.scope.apply(obj)
 	}

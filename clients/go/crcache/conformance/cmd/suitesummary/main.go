@@ -46,6 +46,7 @@ type spec struct {
 func main() {
 	reportPath := flag.String("ginkgo-report", "", "the Ginkgo JSON report the run wrote (-ginkgo.json-report)")
 	logPath := flag.String("log", "", "a file to copy the run's output to")
+	expectedPath := flag.String("expected", "", "the specs known not to pass (see expected.go); then only the others fail the run")
 	flag.Parse()
 
 	out := io.Writer(os.Stdout)
@@ -71,9 +72,34 @@ func main() {
 		specs = append(specs, ginkgo...)
 	}
 	specs = append(specs, plain...)
-	if !summarize(out, specs) {
+	ok := summarize(out, specs)
+	if *expectedPath != "" {
+		expected, err := readExpected(*expectedPath)
+		if err != nil {
+			fatal(err)
+		}
+		wrong := unexplained(specs, expected)
+		for _, w := range wrong {
+			fmt.Fprintln(out, suiteName()+": "+w)
+		}
+		if len(wrong) == 0 {
+			fmt.Fprintf(out, "%s: every spec that did not pass is listed in %s\n", suiteName(), *expectedPath)
+		}
+		ok = len(wrong) == 0 && !suiteFailedIn(specs)
+	}
+	if !ok {
 		os.Exit(1)
 	}
+}
+
+// suiteFailedIn reports whether a suite node (BeforeSuite, AfterSuite) failed.
+func suiteFailedIn(specs []spec) bool {
+	for _, s := range specs {
+		if s.suiteNode {
+			return true
+		}
+	}
+	return false
 }
 
 func fatal(err error) {

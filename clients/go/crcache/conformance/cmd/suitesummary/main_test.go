@@ -54,3 +54,24 @@ func TestPlainTestsAreCountedBySubtestAndTestSourceByItsReport(t *testing.T) {
 		t.Errorf("summary:\n%s", out.String())
 	}
 }
+
+func TestOnlyUnlistedOutcomesFailTheRun(t *testing.T) {
+	specs := []spec{
+		{name: "a", state: "failed"},
+		{name: "b", state: "passed"},
+		{name: "c", state: "failed"},
+		{name: "d", state: "passed"},
+		{name: "e", state: "failed"},
+		{name: "X reads at once", state: "failed"},
+	}
+	expected := map[string]expectation{"a": mustFail, "b": mustFail, "c": mayFail, "d": mayFail, "gone": mustFail, "* reads at once": mayFail}
+	got := unexplained(specs, expected)
+	want := []string{
+		"b: passes, but is listed as failing by design; remove it from the list",
+		"e: failed, and not listed",
+		"gone: listed, but no such spec ran",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("unexplained:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
