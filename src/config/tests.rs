@@ -292,6 +292,14 @@ fn semantic_errors_carry_line_column_and_path() {
             "informerd.yaml:8:11: resources[0].indexes[0].path: invalid path 'spec.containers[0]': list indexes are not supported",
         ),
         (
+            with_resource("  indexes:\n  - {name: labels, labels: true, path: a}\n"),
+            "informerd.yaml:7:5: resources[0].indexes[0]: set one of path, cel or labels: true, not several",
+        ),
+        (
+            with_resource("  indexes:\n  - {name: a, labels: true}\n  - {name: b, labels: true}\n"),
+            "informerd.yaml:8:23: resources[0].indexes[1].labels: the resource already has a label index ('a'); one is enough",
+        ),
+        (
             with_resource("  indexes:\n  - {name: node, path: a}\n  - {name: node, path: b}\n"),
             "informerd.yaml:8:12: resources[0].indexes[1].name: duplicate index name 'node'",
         ),

@@ -80,9 +80,10 @@ func (c *Cache) indexRouteOf(ctx context.Context, res resource, field string) (i
 }
 
 // plainPath reports whether a `path:` index's path can be a field selector's field: dotted
-// names, not `cel` (what Status says of a `cel:` index) nor a path with brackets.
+// names, not `cel` or `labels` (what Status says of a `cel:` index and of the label index) nor
+// a path with brackets.
 func plainPath(path string) bool {
-	if path == "" || path == "cel" {
+	if path == "" || path == "cel" || path == "labels" { // a cel: index, the label index
 		return false
 	}
 	for _, r := range path {
