@@ -76,20 +76,7 @@ resources:
 // startCache returns a started informerd cache over the sidecar, stopped when the test ends.
 func startCache(t *testing.T, s *sidecar) *crcache.Cache {
 	t.Helper()
-	c, err := crcache.New(crcache.Options{Client: s.Client()}, cache.Options{Scheme: scheme.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("cache Start: %v", err)
-		}
-	})
-	return c
+	return startCacheWith(t, s, cache.Options{})
 }
 
 // eventually polls cond until it returns "" or the bound passes, then fails with its last word.
