@@ -355,9 +355,14 @@ fn expressions_that_iterate_a_map_give_one_object_one_value() {
 #[test]
 fn the_label_index_keys_each_label_by_namespace() {
     let pod = json!({"metadata": {"namespace": "web", "labels": {"app": "a", "tier": "db"}}});
-    assert_eq!(StringsExpr::labels().values(&pod), ["web/app=a", "web/tier=db"]);
+    assert_eq!(
+        StringsExpr::labels().values(&pod),
+        ["web/app=a", "web/tier=db"]
+    );
     let node = json!({"metadata": {"labels": {"zone": "z1"}}});
     assert_eq!(StringsExpr::labels().values(&node), ["zone=z1"]);
-    assert!(StringsExpr::labels().values(&json!({"metadata": {}})).is_empty());
+    assert!(StringsExpr::labels()
+        .values(&json!({"metadata": {}}))
+        .is_empty());
     assert_eq!(StringsExpr::label_key(Some("web"), "app", "a"), "web/app=a");
 }
