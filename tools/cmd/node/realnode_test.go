@@ -1,0 +1,328 @@
+package main
+
+// The manifests under deploy/ as pods on real nodes (`make test-node`, which starts a control
+// plane and two nodes of its own, and sets INFORMERD_NODE_CLUSTER to its directory). Without
+// that variable the tests are skipped: `make test` has no nodes.
+//
+// Nothing is rewritten: deploy/example is applied as `kubectl apply -k` would apply it. Its
+// images are those the nodes imported (make image's informerd:0.1.0, the demo controller built
+// as deploy/example/Dockerfile builds it, named as the kustomization's `images:` names it), and
+// their tags make the pull policy IfNotPresent, so no overlay is needed.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+const patience = 3 * time.Minute
+
+type realNode struct {
+	t          *testing.T
+	clusterDir string
+	kubeconfig string
+	bin        string
+	cs         *kubernetes.Clientset
+	root       string
+}
+
+func needNodes(t *testing.T) *realNode {
+	t.Helper()
+	dir := os.Getenv("INFORMERD_NODE_CLUSTER")
+	if dir == "" {
+		t.Skip("no real nodes: `make test-node` runs these tests (INFORMERD_NODE_CLUSTER)")
+	}
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &realNode{t: t, clusterDir: dir, kubeconfig: filepath.Join(dir, "kubeconfig"), bin: filepath.Join(root, ".cache/bin"), root: root}
+	if r.cs, err = client(r.kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// run runs a command with the control plane's kubeconfig and returns its stdout.
+func (r *realNode) run(stdin []byte, name string, args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(r.bin, name), args...)
+	cmd.Dir = r.root
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+r.kubeconfig)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &errb
+	err := cmd.Run()
+	if err != nil {
+		return out.String(), fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, errb.String())
+	}
+	return out.String(), nil
+}
+
+func (r *realNode) must(stdin []byte, name string, args ...string) string {
+	r.t.Helper()
+	out, err := r.run(stdin, name, args...)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return out
+}
+
+// apply is `kubectl kustomize DIR | kubectl apply --server-side -f -`, as deploy/README.md says.
+func (r *realNode) apply(dir string) {
+	r.t.Helper()
+	manifests := r.must(nil, "kubectl", "kustomize", dir)
+	r.must([]byte(manifests), "kubectl", "apply", "--server-side", "-f", "-")
+}
+
+func (r *realNode) eventually(what string, f func() (bool, string)) {
+	r.t.Helper()
+	deadline := time.Now().Add(patience)
+	last := ""
+	for time.Now().Before(deadline) {
+		var ok bool
+		if ok, last = f(); ok {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+	r.t.Fatalf("%s: not after %s; last: %s", what, patience, last)
+}
+
+func status(p *corev1.Pod, name string) *corev1.ContainerStatus {
+	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	return nil
+}
+
+// onePod waits for the one pod of the selector and returns it.
+func (r *realNode) onePod(ns, selector string) *corev1.Pod {
+	r.t.Helper()
+	var pod *corev1.Pod
+	r.eventually("one pod "+selector+" in "+ns, func() (bool, string) {
+		l, err := r.cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return false, err.Error()
+		}
+		var live []corev1.Pod
+		for _, p := range l.Items {
+			if p.DeletionTimestamp == nil {
+				live = append(live, p)
+			}
+		}
+		if len(live) != 1 {
+			return false, fmt.Sprintf("%d pods", len(live))
+		}
+		pod = &live[0]
+		return true, ""
+	})
+	return pod
+}
+
+var viewEquals = regexp.MustCompile(`the Informer's view equals informerd's list: (\d+) pods`)
+
+// TestDeployExampleRunsAsPodsOnARealNode: the sidecar beside the demo controller, from
+// deploy/example as written. The kubelet starts informerd first (a native sidecar), its
+// startup and readiness probes on the metrics port make it started and ready, and the
+// controller, started after it, reads the pods through the socket on the shared emptyDir and
+// finds its Informer's view equal to informerd's list, which holds every pod the apiserver has
+// in the two namespaces.
+func TestDeployExampleRunsAsPodsOnARealNode(t *testing.T) {
+	r := needNodes(t)
+	ctx := context.Background()
+	// Pods for informerd to cache: bound to a node that does not exist, so that no kubelet
+	// runs them and nothing deletes them (the control plane has no pod garbage collector).
+	const perNamespace = 20
+	want := 0
+	for _, ns := range []string{"informerd-example-0", "informerd-example-1"} {
+		if _, err := r.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < perNamespace; i++ {
+			p := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cached-%d", i)},
+				Spec:       corev1.PodSpec{NodeName: "elsewhere", Containers: []corev1.Container{{Name: "c", Image: "none"}}},
+			}
+			if _, err := r.cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			want++
+		}
+	}
+	start := time.Now()
+	r.apply("deploy/example")
+	t.Cleanup(func() {
+		_, _ = r.run(nil, "kubectl", "delete", "namespace", "informerd-example", "informerd-example-0", "informerd-example-1", "--wait=false")
+	})
+
+	var pod *corev1.Pod
+	r.eventually("informerd started and ready by the kubelet's probes", func() (bool, string) {
+		pod = r.onePod("informerd-example", "app.kubernetes.io/name=controller")
+		s := status(pod, "informerd")
+		if s == nil {
+			return false, fmt.Sprintf("no informerd status yet: %s", pod.Status.Phase)
+		}
+		return s.Started != nil && *s.Started && s.Ready, fmt.Sprintf("informerd %+v", s.State)
+	})
+	t.Logf("pod %s on %s: informerd started and ready %s after the apply", pod.Name, pod.Spec.NodeName, time.Since(start).Round(time.Second))
+	if pod.Spec.NodeName == "" || !strings.HasPrefix(pod.Status.PodIP, "10.244.") {
+		t.Fatalf("pod %s: node %q, IP %q: not on a real node's pod network", pod.Name, pod.Spec.NodeName, pod.Status.PodIP)
+	}
+
+	// The controller reads through the socket: the demo prints its Informer's view against
+	// informerd's list (it exits after each run and the Deployment restarts it; a run's output
+	// is in the current container's log or the previous one's).
+	var got int
+	r.eventually("the controller's report", func() (bool, string) {
+		for _, prev := range []string{"--previous=false", "--previous=true"} {
+			out, err := r.run(nil, "kubectl", "logs", "-n", "informerd-example", pod.Name, "-c", "controller", prev)
+			if err != nil {
+				continue
+			}
+			if m := viewEquals.FindStringSubmatch(out); m != nil {
+				got, _ = strconv.Atoi(m[1])
+				return true, ""
+			}
+		}
+		return false, "no report in the controller's logs"
+	})
+	if got != want {
+		t.Fatalf("the controller read %d pods through informerd; the apiserver has %d in informerd-example-0 and -1", got, want)
+	}
+
+	// Start order: informerd ran before the controller's first start.
+	pod, err := r.cs.CoreV1().Pods("informerd-example").Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf, ctl := status(pod, "informerd"), status(pod, "controller")
+	infStart := inf.State.Running.StartedAt.Time
+	var ctlFirst time.Time
+	for _, st := range []corev1.ContainerState{ctl.State, ctl.LastTerminationState} {
+		if st.Running != nil && (ctlFirst.IsZero() || st.Running.StartedAt.Time.Before(ctlFirst)) {
+			ctlFirst = st.Running.StartedAt.Time
+		}
+		if st.Terminated != nil && (ctlFirst.IsZero() || st.Terminated.StartedAt.Time.Before(ctlFirst)) {
+			ctlFirst = st.Terminated.StartedAt.Time
+		}
+	}
+	if ctlFirst.IsZero() || ctlFirst.Before(infStart) {
+		t.Fatalf("the controller started at %v, informerd at %v: the sidecar must start first", ctlFirst, infStart)
+	}
+	t.Logf("the controller read %d pods through the socket; informerd started at %s, the controller at %s",
+		got, infStart.Format(time.RFC3339), ctlFirst.Format(time.RFC3339))
+
+	t.Run("killing informerd: the kubelet restarts it and it serves the socket again", func(t *testing.T) {
+		r := *r
+		r.t = t
+		before := status(pod, "informerd")
+		epoch := r.servesThroughTheSocket(pod, want)
+		r.ctr(pod.Spec.NodeName, "tasks", "kill", "--signal", "SIGKILL", containerID(before))
+		r.eventually("informerd restarted and ready again", func() (bool, string) {
+			p, err := r.cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			s := status(p, "informerd")
+			return s.RestartCount > before.RestartCount && s.Ready && s.Started != nil && *s.Started,
+				fmt.Sprintf("restarts %d, ready %v", s.RestartCount, s.Ready)
+		})
+		if again := r.servesThroughTheSocket(pod, want); again == epoch {
+			t.Fatalf("the restarted informerd serves epoch %s, as the killed one did", again)
+		}
+	})
+
+	t.Run("the controller stops: informerd keeps serving", func(t *testing.T) {
+		r := *r
+		r.t = t
+		p, err := r.cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inf, ctl := status(p, "informerd"), status(p, "controller")
+		// The demo controller exits after each run; waiting for its next exit is waiting for
+		// the controller to stop. Killed or exited, the sidecar must not notice.
+		if running := ctl.State.Running; running != nil {
+			r.ctr(p.Spec.NodeName, "tasks", "kill", "--signal", "SIGKILL", containerID(ctl))
+		}
+		r.eventually("the controller stopped", func() (bool, string) {
+			p, err = r.cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			c := status(p, "controller")
+			return c.RestartCount > ctl.RestartCount || (c.State.Running == nil && ctl.State.Running != nil),
+				fmt.Sprintf("controller restarts %d", c.RestartCount)
+		})
+		after := status(p, "informerd")
+		if after.ContainerID != inf.ContainerID || after.RestartCount != inf.RestartCount || !after.Ready {
+			t.Fatalf("informerd changed when the controller stopped: %s (%d restarts, ready %v), was %s (%d)",
+				after.ContainerID, after.RestartCount, after.Ready, inf.ContainerID, inf.RestartCount)
+		}
+		r.servesThroughTheSocket(p, want)
+	})
+}
+
+func containerID(s *corev1.ContainerStatus) string {
+	_, id, _ := strings.Cut(s.ContainerID, "://")
+	return id
+}
+
+// ctr runs ctr against the containerd of a node (its socket is in the node's /run, a
+// directory on the host).
+func (r *realNode) ctr(node string, args ...string) string {
+	r.t.Helper()
+	sock := filepath.Join(r.clusterDir, "nodes", node, "root/run/containerd/containerd.sock")
+	return r.must(nil, "ctr", append([]string{"--address", sock, "-n", "k8s.io"}, args...)...)
+}
+
+// servesThroughTheSocket runs `informerd status` in the sidecar's container (kubectl exec,
+// through the kubelet), which asks the sidecar through the socket on the shared emptyDir.
+// It returns the store's epoch, which a new informerd process draws anew.
+func (r *realNode) servesThroughTheSocket(pod *corev1.Pod, want int) (epoch string) {
+	r.t.Helper()
+	r.eventually("informerd status through the socket", func() (bool, string) {
+		out, err := r.run(nil, "kubectl", "exec", "-n", pod.Namespace, pod.Name, "-c", "informerd", "--",
+			"informerd", "status", "--socket", "/run/informerd/informerd.sock", "-o", "json")
+		if err != nil {
+			return false, err.Error()
+		}
+		var st struct {
+			Synced    bool `json:"synced"`
+			Resources []struct {
+				Name    string `json:"name"`
+				Objects int    `json:"objects"`
+				Epoch   string `json:"epoch"`
+			} `json:"resources"`
+		}
+		if err := json.Unmarshal([]byte(out), &st); err != nil {
+			return false, fmt.Sprintf("%v: %s", err, out)
+		}
+		if !st.Synced || len(st.Resources) != 1 || st.Resources[0].Objects != want {
+			return false, out
+		}
+		epoch = st.Resources[0].Epoch
+		return true, ""
+	})
+	return epoch
+}
