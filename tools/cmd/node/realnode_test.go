@@ -326,3 +326,137 @@ func (r *realNode) servesThroughTheSocket(pod *corev1.Pod, want int) (epoch stri
 	})
 	return epoch
 }
+
+// The agent's image, as the Makefile names it (NODE_AGENT_IMAGE), imported into the nodes.
+const agentImage, agentTag = "informerd-node-agent", "0.1.0"
+
+var agentLine = regexp.MustCompile(`agent node=(\S+) (?:pods=(\d+) foreign=(\d+)|error=(\S*) code=(\S+))`)
+
+// agentReport is the last line an agent pod printed.
+func (r *realNode) agentReport(ns, pod string) []string {
+	out, err := r.run(nil, "kubectl", "logs", "-n", ns, pod, "--tail=1")
+	if err != nil {
+		return nil
+	}
+	return agentLine.FindStringSubmatch(out)
+}
+
+// TestDeployNodeServesEachNodeItsOwnPods: deploy/node on two nodes, as written, and its
+// example agent with only the image set by an overlay. One informerd per node serves the pods
+// of that node alone; the agent on each node reads them through the node's socket with its
+// projected token; a pod of another ServiceAccount, same socket, is refused.
+func TestDeployNodeServesEachNodeItsOwnPods(t *testing.T) {
+	r := needNodes(t)
+	ctx := context.Background()
+	nodes, err := r.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) < 2 {
+		t.Fatalf("%d nodes: the test needs two", len(nodes.Items))
+	}
+	r.apply("deploy/node")
+	overlay := t.TempDir()
+	base, err := filepath.Rel(overlay, filepath.Join(r.root, "deploy/node/example-agent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- %s
+images:
+- name: agent
+  newName: %s
+  newTag: %s
+`, base, agentImage, agentTag)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.apply(overlay)
+	t.Cleanup(func() {
+		_, _ = r.run(nil, "kubectl", "delete", "namespace", "informerd-node", "informerd-agent", "--wait=false")
+	})
+
+	// One informerd per node, ready.
+	r.eventually("an informerd ready on every node", func() (bool, string) {
+		l, err := r.cs.CoreV1().Pods("informerd-node").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=informerd"})
+		if err != nil {
+			return false, err.Error()
+		}
+		on := map[string]bool{}
+		for _, p := range l.Items {
+			if s := status(&p, "informerd"); s != nil && s.Ready {
+				on[p.Spec.NodeName] = true
+			}
+		}
+		return len(on) == len(nodes.Items) && len(l.Items) == len(nodes.Items), fmt.Sprintf("%d pods, ready on %v", len(l.Items), on)
+	})
+
+	// More pods on each node for informerd to hold: the pause image, which every node has.
+	if _, err := r.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "informerd-node-pods"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = r.run(nil, "kubectl", "delete", "namespace", "informerd-node-pods", "--wait=false") })
+	for i, n := range nodes.Items {
+		for j := 0; j <= i+1; j++ {
+			p := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", n.Name, j)},
+				Spec:       corev1.PodSpec{NodeName: n.Name, Containers: []corev1.Container{{Name: "pause", Image: PauseImage}}},
+			}
+			if _, err := r.cs.CoreV1().Pods("informerd-node-pods").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	// Each node's agent: exactly the pods the apiserver has on that node, none of another.
+	agents, err := r.cs.CoreV1().Pods("informerd-agent").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.eventually("an agent on every node", func() (bool, string) {
+		agents, err = r.cs.CoreV1().Pods("informerd-agent").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=agent"})
+		return err == nil && len(agents.Items) == len(nodes.Items), fmt.Sprintf("%v", err)
+	})
+	for _, a := range agents.Items {
+		r.eventually("agent on "+a.Spec.NodeName+" reads its node's pods", func() (bool, string) {
+			m := r.agentReport(a.Namespace, a.Name)
+			if m == nil {
+				return false, "no report yet"
+			}
+			if m[1] != a.Spec.NodeName || m[4] != "" || m[5] != "" {
+				return false, m[0]
+			}
+			onNode, err := r.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + a.Spec.NodeName})
+			if err != nil {
+				return false, err.Error()
+			}
+			n, _ := strconv.Atoi(m[2])
+			return n == len(onNode.Items) && n > 0 && m[3] == "0", fmt.Sprintf("%s; the apiserver has %d pods on the node", m[0], len(onNode.Items))
+		})
+		t.Logf("%s: %s", a.Name, r.agentReport(a.Namespace, a.Name)[0])
+	}
+
+	// Another ServiceAccount, the same socket and a token for informerd: refused.
+	if _, err := r.cs.CoreV1().ServiceAccounts("informerd-agent").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "stranger"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	spec := agents.Items[0].Spec.DeepCopy()
+	spec.ServiceAccountName = "stranger"
+	spec.DeprecatedServiceAccount = ""
+	stranger, err := r.cs.CoreV1().Pods("informerd-agent").Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "stranger"},
+		Spec:       *spec,
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.eventually("the stranger refused", func() (bool, string) {
+		m := r.agentReport(stranger.Namespace, stranger.Name)
+		if m == nil {
+			return false, "no report yet"
+		}
+		return m[5] == "PermissionDenied", m[0]
+	})
+	t.Logf("stranger on %s: %s", stranger.Spec.NodeName, r.agentReport(stranger.Namespace, stranger.Name)[0])
+}
