@@ -17,7 +17,7 @@
 // kube-proxy's) live in the node's network namespace. When the tree stops, the kernel drops the
 // namespaces with all they hold; what remains is the kubelet's cgroups, which the node's
 // supervisor removes. So the host is left as it was. While a node runs, the host has one veth
-// (infd-node-N, 10.246.N.1/30) to it: the apiserver reaches the kubelet at the node's address
+// (infd-S, 10.246.S.1/30 for a free slot S) to it: the apiserver reaches the kubelet at the node's address
 // (logs, exec). The node reaches the apiserver, which listens on the host's loopback only,
 // through a forwarder: a Unix socket on the host, served inside the node on the apiserver's port
 // at 127.0.0.1 (the kubelet, kube-proxy) and at APIAddress, the `kubernetes` Service's endpoint

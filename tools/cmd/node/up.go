@@ -36,11 +36,23 @@ const (
 
 func podCIDR(i int) string { return fmt.Sprintf("10.244.%d.0/24", i) }
 
-// Node i and the host are joined by a veth pair, 10.246.i.0/30: the node's address (its
-// InternalIP, where the apiserver reaches the kubelet for logs and exec) and the host's end.
-func nodeIP(i int) string   { return fmt.Sprintf("10.246.%d.2", i) }
-func hostIP(i int) string   { return fmt.Sprintf("10.246.%d.1", i) }
-func hostLink(i int) string { return fmt.Sprintf("infd-node-%d", i) }
+// A node and the host are joined by a veth pair, 10.246.S.0/30 for the node's slot S: the
+// node's address (its InternalIP, where the apiserver reaches the kubelet for logs and exec)
+// and the host's end, infd-S. Slots are taken on the host, so that the nodes of several
+// control planes (a developer's and make test-node's) can run side by side.
+func nodeIP(slot int) string   { return fmt.Sprintf("10.246.%d.2", slot) }
+func hostIP(slot int) string   { return fmt.Sprintf("10.246.%d.1", slot) }
+func hostLink(slot int) string { return fmt.Sprintf("infd-%d", slot) }
+
+// freeSlot returns the first slot after prev whose veth does not exist on the host.
+func freeSlot(prev int) (int, error) {
+	for slot := prev + 1; slot < 255; slot++ {
+		if _, err := net.InterfaceByName(hostLink(slot)); err != nil {
+			return slot, nil
+		}
+	}
+	return 0, fmt.Errorf("no free slot for a node's veth (infd-1 to infd-254 exist)")
+}
 
 // nodeConfig is what one node's supervisor and init read (DIR/NAME/node.json).
 type nodeConfig struct {
@@ -217,7 +229,11 @@ func start(o upOptions, apiPort int) error {
 	if err != nil {
 		return fail(err)
 	}
+	slot := 0
 	for i := 1; i <= o.nodes; i++ {
+		if slot, err = freeSlot(slot); err != nil {
+			return fail(err)
+		}
 		c := nodeConfig{
 			Name:        fmt.Sprintf("informerd-node-%d", i),
 			Index:       i,
@@ -225,13 +241,13 @@ func start(o upOptions, apiPort int) error {
 			APIPort:     apiPort,
 			KubeletPort: ports[1+i],
 			PodCIDR:     podCIDR(i),
-			NodeIP:      nodeIP(i),
-			HostIP:      hostIP(i),
-			HostLink:    hostLink(i),
+			NodeIP:      nodeIP(slot),
+			HostIP:      hostIP(slot),
+			HostLink:    hostLink(slot),
 			Images:      o.images,
 		}
 		c.Dir = filepath.Join(o.dir, c.Name)
-		c.CgroupRoot = filepath.Join(base, c.Name)
+		c.CgroupRoot = filepath.Join(base, "informerd-"+c.HostLink)
 		st.Nodes = append(st.Nodes, c.Name)
 		// A fresh node each time, as the control plane's etcd is.
 		if err := os.RemoveAll(c.Dir); err != nil {
