@@ -2,7 +2,10 @@ module informerd.io/tools/node-agent
 
 go 1.26.0
 
-require informerd.io/clients/go v0.0.0
+require (
+	informerd.io/clients/go v0.0.0
+	k8s.io/apimachinery v0.36.3
+)
 
 require (
 	github.com/fxamacker/cbor/v2 v2.9.0 // indirect
@@ -20,7 +23,6 @@ require (
 	google.golang.org/grpc v1.79.3 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
-	k8s.io/apimachinery v0.36.3 // indirect
 	k8s.io/client-go v0.36.3 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260317180543-43fb72c5454a // indirect

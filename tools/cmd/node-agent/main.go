@@ -1,10 +1,14 @@
 // Command node-agent is an agent for deploy/node/example-agent, as its kustomization describes
-// one: every few seconds it lists the pods through the node's informerd (INFORMERD_SOCKET) with
-// its projected token (INFORMERD_TOKEN_FILE) and prints one line of what it got, for the
+// one: it follows the pods through the node's informerd (INFORMERD_SOCKET) with its projected
+// token (INFORMERD_TOKEN_FILE), with an Informer (a watch that resumes, and relists when the
+// epoch changes) and, every few seconds, a List; it prints one line each time, for the
 // real-node tests (tools/cmd/node/realnode_test.go) to read with kubectl logs:
 //
-//	agent node=NODE pods=N foreign=M       M of the N pods are on another node than NODE_NAME
-//	agent node=NODE error=REASON code=CODE what informerd answered instead
+//	agent node=NODE pods=N foreign=M informer=K epoch=E relists=R
+//	    the List's N pods, M of them on another node than NODE_NAME; the Informer's view (K
+//	    pods) at epoch E, and how many times it relisted
+//	agent node=NODE error=REASON code=CODE
+//	    what informerd answered the List instead
 //
 // Decision: a module of its own (as tools/cmd/image), so that tools/go.mod, pinned to
 // Kubernetes' dependencies, does not take the client's.
@@ -17,6 +21,7 @@ import (
 	"time"
 
 	informerd "informerd.io/clients/go"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func main() {
@@ -26,6 +31,8 @@ func main() {
 		fmt.Printf("agent node=%s error=dial code=%v %v\n", node, informerd.Code(err), err)
 		os.Exit(1)
 	}
+	inf := informerd.NewInformer[unstructured.Unstructured](c, "pods", informerd.HandlerFuncs[unstructured.Unstructured]{})
+	go func() { _ = inf.Run(context.Background()) }()
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		res, err := c.List(ctx, "pods")
@@ -39,9 +46,11 @@ func main() {
 					foreign++
 				}
 			}
-			fmt.Printf("agent node=%s pods=%d foreign=%d synced=%v\n", node, len(res.Items), foreign, res.Synced)
+			s := inf.Stats()
+			fmt.Printf("agent node=%s pods=%d foreign=%d informer=%d epoch=%d relists=%d\n",
+				node, len(res.Items), foreign, s.Objects, s.Token.Epoch, s.Relists)
 		}
-		time.Sleep(3 * time.Second)
+		time.Sleep(2 * time.Second)
 	}
 }
 

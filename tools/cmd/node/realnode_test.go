@@ -330,7 +330,9 @@ func (r *realNode) servesThroughTheSocket(pod *corev1.Pod, want int) (epoch stri
 // The agent's image, as the Makefile names it (NODE_AGENT_IMAGE), imported into the nodes.
 const agentImage, agentTag = "informerd-node-agent", "0.1.0"
 
-var agentLine = regexp.MustCompile(`agent node=(\S+) (?:pods=(\d+) foreign=(\d+)|error=(\S*) code=(\S+))`)
+// An agent's line: 1 node, 2 pods listed, 3 of them on another node, 4 the Informer's view,
+// 5 its epoch, 6 its relists; or 7 the reason and 8 the code of an error.
+var agentLine = regexp.MustCompile(`agent node=(\S+) (?:pods=(\d+) foreign=(\d+) informer=(\d+) epoch=(\d+) relists=(\d+)|error=(\S*) code=(\S+))`)
 
 // agentReport is the last line an agent pod printed.
 func (r *realNode) agentReport(ns, pod string) []string {
@@ -339,6 +341,35 @@ func (r *realNode) agentReport(ns, pod string) []string {
 		return nil
 	}
 	return agentLine.FindStringSubmatch(out)
+}
+
+// agentSeesItsNode waits for a report of the agent in which its List and its Informer's view
+// both hold exactly the pods the apiserver has on its node, none of another node, and which
+// also satisfies more; it returns that report.
+func (r *realNode) agentSeesItsNode(a *corev1.Pod, more func([]string) bool) []string {
+	r.t.Helper()
+	var got []string
+	r.eventually("agent on "+a.Spec.NodeName+" holds its node's pods", func() (bool, string) {
+		m := r.agentReport(a.Namespace, a.Name)
+		if m == nil {
+			return false, "no report yet"
+		}
+		if m[1] != a.Spec.NodeName || m[8] != "" {
+			return false, m[0]
+		}
+		onNode, err := r.cs.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{FieldSelector: "spec.nodeName=" + a.Spec.NodeName})
+		if err != nil {
+			return false, err.Error()
+		}
+		n, _ := strconv.Atoi(m[2])
+		k, _ := strconv.Atoi(m[4])
+		if n != len(onNode.Items) || k != n || n == 0 || m[3] != "0" || !more(m) {
+			return false, fmt.Sprintf("%s; the apiserver has %d pods on the node", m[0], len(onNode.Items))
+		}
+		got = m
+		return true, ""
+	})
+	return got
 }
 
 // TestDeployNodeServesEachNodeItsOwnPods: deploy/node on two nodes, as written, and its
@@ -419,23 +450,37 @@ images:
 		return err == nil && len(agents.Items) == len(nodes.Items), fmt.Sprintf("%v", err)
 	})
 	for _, a := range agents.Items {
-		r.eventually("agent on "+a.Spec.NodeName+" reads its node's pods", func() (bool, string) {
-			m := r.agentReport(a.Namespace, a.Name)
-			if m == nil {
-				return false, "no report yet"
-			}
-			if m[1] != a.Spec.NodeName || m[4] != "" || m[5] != "" {
-				return false, m[0]
-			}
-			onNode, err := r.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + a.Spec.NodeName})
+		r.agentSeesItsNode(&a, func([]string) bool { return true })
+		t.Logf("%s: %s", a.Name, r.agentReport(a.Namespace, a.Name)[0])
+	}
+
+	t.Run("killing a node's informerd: the agent's Informer relists from the new one", func(t *testing.T) {
+		r := *r
+		r.t = t
+		a := agents.Items[0]
+		before := r.agentSeesItsNode(&a, func([]string) bool { return true })
+		l, err := r.cs.CoreV1().Pods("informerd-node").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + a.Spec.NodeName})
+		if err != nil || len(l.Items) != 1 {
+			t.Fatalf("informerd on %s: %v, %d pods", a.Spec.NodeName, err, len(l.Items))
+		}
+		inf := l.Items[0]
+		s := status(&inf, "informerd")
+		r.ctr(inf.Spec.NodeName, "tasks", "kill", "--signal", "SIGKILL", containerID(s))
+		r.eventually("informerd restarted by the kubelet", func() (bool, string) {
+			p, err := r.cs.CoreV1().Pods(inf.Namespace).Get(ctx, inf.Name, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
-			n, _ := strconv.Atoi(m[2])
-			return n == len(onNode.Items) && n > 0 && m[3] == "0", fmt.Sprintf("%s; the apiserver has %d pods on the node", m[0], len(onNode.Items))
+			now := status(p, "informerd")
+			return now.RestartCount > s.RestartCount && now.Ready, fmt.Sprintf("restarts %d, ready %v", now.RestartCount, now.Ready)
 		})
-		t.Logf("%s: %s", a.Name, r.agentReport(a.Namespace, a.Name)[0])
-	}
+		relists, _ := strconv.Atoi(before[6])
+		after := r.agentSeesItsNode(&a, func(m []string) bool {
+			n, _ := strconv.Atoi(m[6])
+			return m[5] != before[5] && n > relists
+		})
+		t.Logf("before: %s; after: %s", before[0], after[0])
+	})
 
 	// Another ServiceAccount, the same socket and a token for informerd: refused.
 	if _, err := r.cs.CoreV1().ServiceAccounts("informerd-agent").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "stranger"}}, metav1.CreateOptions{}); err != nil {
@@ -456,7 +501,7 @@ images:
 		if m == nil {
 			return false, "no report yet"
 		}
-		return m[5] == "PermissionDenied", m[0]
+		return m[8] == "PermissionDenied", m[0]
 	})
 	t.Logf("stranger on %s: %s", stranger.Spec.NodeName, r.agentReport(stranger.Namespace, stranger.Name)[0])
 }
