@@ -184,7 +184,7 @@ test-node: control-plane node-bins node-images $(BIN)/kubectl
 	trap '$(BIN)/node down --dir $(NODE_TEST_CLUSTER_DIR)/nodes; $(BIN)/cluster down --dir $(NODE_TEST_CLUSTER_DIR)' EXIT; \
 	$(BIN)/cluster up --dir $(NODE_TEST_CLUSTER_DIR) --bin $(BIN); \
 	$(BIN)/node up --cluster-dir $(NODE_TEST_CLUSTER_DIR) --bin $(BIN) --nodes 2 $(addprefix --image ,$(NODE_IMAGE_TARS)); \
-	cd tools && INFORMERD_NODE_CLUSTER=$(abspath $(NODE_TEST_CLUSTER_DIR)) go test -count=1 -v ./cmd/node
+	(cd tools && INFORMERD_NODE_CLUSTER=$(abspath $(NODE_TEST_CLUSTER_DIR)) go test -count=1 -v ./cmd/node)
 
 PODS       ?= 1000
 NAMESPACES ?= 10
