@@ -53,6 +53,10 @@ state = "/run/containerd"
   address = "/run/containerd/containerd.sock"
 
 [plugins]
+  # Not the host's /opt/containerd.
+  [plugins.'io.containerd.internal.v1.opt']
+    path = "/var/lib/containerd-opt"
+
   [plugins.'io.containerd.cri.v1.images']
     snapshotter = "overlayfs"
     [plugins.'io.containerd.cri.v1.images'.pinned_images]
@@ -111,6 +115,8 @@ authorization:
   mode: Webhook
 clusterDomain: cluster.local
 failSwapOn: false
+# Not the host's /usr/libexec/kubernetes.
+volumePluginDir: /var/lib/kubelet/volume-plugins
 # No CAP_SYS_RESOURCE: the kubelet cannot lower its own score.
 oomScoreAdj: 0
 # A shared machine's disk: evict only when it is really full.
