@@ -4,6 +4,7 @@
 // DaemonSets need (the control plane's own runs only those a cache needs).
 //
 //	node up    --cluster-dir DIR --dir DIR --bin BINDIR [--nodes N] [--image TAR ...]
+//	           [--prefix NAME] [--controllers=false]
 //	           start (or confirm running) N nodes; the images (`docker save` archives) are
 //	           imported into each node's containerd, as the CRI names them
 //	node down  --dir DIR      stop what `up` started, by the pids it recorded; remove its cgroups
@@ -54,6 +55,8 @@ func main() {
 		fs.StringVar(&o.dir, "dir", "", "the nodes' state directory (default: CLUSTER-DIR/nodes)")
 		fs.StringVar(&o.bin, "bin", ".cache/bin", "directory holding kubelet, containerd, runc, the CNI plugins ...")
 		fs.IntVar(&o.nodes, "nodes", 1, "how many nodes")
+		fs.StringVar(&o.prefix, "prefix", "informerd-node", "the nodes' names: PREFIX-1 ... PREFIX-N")
+		fs.BoolVar(&o.controllers, "controllers", true, "also start kube-scheduler and the controllers pods need (once per control plane)")
 		fs.Var(&o.images, "image", "a `docker save` archive to import into every node (repeatable)")
 		_ = fs.Parse(os.Args[2:])
 		if o.dir == "" {

@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -504,4 +505,153 @@ images:
 		return m[8] == "PermissionDenied", m[0]
 	})
 	t.Logf("stranger on %s: %s", stranger.Spec.NodeName, r.agentReport(stranger.Namespace, stranger.Name)[0])
+}
+
+// TestNodeDownLeavesTheHostAsItWas: a node of its own (beside the test's two, without a second
+// scheduler or controller manager) runs a pod, then stops; the host's interfaces, addresses,
+// routes, mounts, iptables rules, sysctls, cgroups and the directories a kubelet or containerd
+// would write by default are as before, and none of its processes is left.
+func TestNodeDownLeavesTheHostAsItWas(t *testing.T) {
+	r := needNodes(t)
+	ctx := context.Background()
+	var first nodeConfig
+	b, err := os.ReadFile(filepath.Join(r.clusterDir, "nodes", "informerd-node-1", "node.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &first)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	before := hostState(t, dir)
+	args := []string{"up", "--cluster-dir", r.clusterDir, "--dir", dir, "--bin", r.bin, "--nodes", "1",
+		"--prefix", "informerd-probe", "--controllers=false"}
+	for _, img := range first.Images {
+		args = append(args, "--image", img)
+	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			r.must(nil, "node", "down", "--dir", dir)
+		}
+	}
+	t.Cleanup(stop)
+	r.must(nil, "node", args...)
+	if _, err := r.cs.CoreV1().Pods("default").Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "probe"},
+		Spec:       corev1.PodSpec{NodeName: "informerd-probe-1", Containers: []corev1.Container{{Name: "pause", Image: PauseImage}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Its node is gone: no kubelet will confirm a graceful deletion.
+	zero := int64(0)
+	t.Cleanup(func() {
+		_ = r.cs.CoreV1().Pods("default").Delete(ctx, "probe", metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	})
+	r.eventually("the probe pod running", func() (bool, string) {
+		p, err := r.cs.CoreV1().Pods("default").Get(ctx, "probe", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "", string(p.Status.Phase)
+	})
+	during := hostState(t, dir)
+	stop()
+	after := hostState(t, dir)
+	if during["links"] == before["links"] {
+		t.Fatalf("no veth on the host while the node ran: %s", during["links"])
+	}
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s: before the node\n%s\nafter it stopped\n%s", k, v, after[k])
+		}
+	}
+	if _, err := r.cs.CoreV1().Nodes().Get(ctx, "informerd-probe-1", metav1.GetOptions{}); err == nil {
+		t.Errorf("node down left the Node object informerd-probe-1")
+	}
+}
+
+// hostState is what a node could leave on the host, each part as text.
+func hostState(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	s := map[string]string{}
+	lines := func(b []byte) []string { return strings.Split(strings.TrimSpace(string(b)), "\n") }
+	ifs, err := net.Interfaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var links, addrs []string
+	for _, i := range ifs {
+		links = append(links, i.Name)
+		as, _ := i.Addrs()
+		for _, a := range as {
+			addrs = append(addrs, i.Name+" "+a.String())
+		}
+	}
+	s["links"], s["addresses"] = strings.Join(links, " "), strings.Join(addrs, "\n")
+	for _, f := range []string{"/proc/net/route", "/proc/net/ipv6_route"} {
+		b, _ := os.ReadFile(f)
+		s[f] = string(b)
+	}
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mounts []string
+	for _, l := range lines(b) {
+		if f := strings.Fields(l); len(f) > 4 {
+			mounts = append(mounts, f[4])
+		}
+	}
+	s["mounts"] = strings.Join(mounts, "\n")
+	if out, err := exec.Command("iptables-save").Output(); err == nil {
+		var rules []string
+		for _, l := range lines(out) {
+			if !strings.HasPrefix(l, "#") {
+				rules = append(rules, regexp.MustCompile(`\[\d+:\d+\]`).ReplaceAllString(l, ""))
+			}
+		}
+		s["iptables"] = strings.Join(rules, "\n")
+	}
+	for _, k := range append(kernelTunables, "net/ipv4/ip_forward") {
+		b, _ := os.ReadFile(filepath.Join("/proc/sys", k))
+		s["sysctl "+k] = strings.TrimSpace(string(b))
+	}
+	base, err := memoryCgroup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cgroups []string
+	for _, h := range hierarchies() {
+		for _, pattern := range []string{filepath.Join(h, "informerd-*"), filepath.Join(h, base, "informerd-*")} {
+			m, _ := filepath.Glob(pattern)
+			cgroups = append(cgroups, m...)
+		}
+	}
+	s["cgroups"] = strings.Join(cgroups, "\n")
+	var exist []string
+	for _, p := range []string{"/opt/containerd", "/usr/libexec/kubernetes", "/etc/cni", "/etc/containerd",
+		"/var/lib/kubelet", "/var/lib/containerd", "/var/lib/cni", "/var/log/pods", "/var/log/containers",
+		"/run/containerd", "/run/netns", "/run/flannel", "/var/run/informerd"} {
+		if _, err := os.Lstat(p); err == nil {
+			exist = append(exist, p)
+		}
+	}
+	s["paths"] = strings.Join(exist, " ")
+	// The node's processes: any that names the node's directory (its supervisor does; the
+	// rest died with its PID namespace).
+	var procs []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(cmdline, []byte(dir)) {
+			procs = append(procs, e.Name()+" "+strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
+	}
+	s["processes"] = strings.Join(procs, "\n")
+	return s
 }

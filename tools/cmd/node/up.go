@@ -75,9 +75,12 @@ func (c nodeConfig) path(parts ...string) string {
 }
 
 type upOptions struct {
-	clusterDir, dir, bin string
-	nodes                int
-	images               flagList
+	clusterDir, dir, bin, prefix string
+	nodes                        int
+	images                       flagList
+	// controllers: also start kube-scheduler and the controllers pods need (once per control
+	// plane: a second set would race the first).
+	controllers bool
 }
 
 // state is what `up` records so that `down` stops exactly what it started.
@@ -186,40 +189,42 @@ func start(o upOptions, apiPort int) error {
 	if err := os.MkdirAll(logs, 0o755); err != nil {
 		return err
 	}
-	sched, err := spawn(logs, o.bin, "kube-scheduler", nil,
-		"--kubeconfig", schedConfig,
-		"--authentication-kubeconfig", schedConfig,
-		"--authorization-kubeconfig", schedConfig,
-		"--authentication-skip-lookup=true",
-		"--bind-address", "127.0.0.1",
-		"--secure-port", strconv.Itoa(ports[0]),
-		"--leader-elect=false",
-		"--v", "1")
-	if err != nil {
-		return fail(err)
+	if o.controllers {
+		sched, err := spawn(logs, o.bin, "kube-scheduler", nil,
+			"--kubeconfig", schedConfig,
+			"--authentication-kubeconfig", schedConfig,
+			"--authorization-kubeconfig", schedConfig,
+			"--authentication-skip-lookup=true",
+			"--bind-address", "127.0.0.1",
+			"--secure-port", strconv.Itoa(ports[0]),
+			"--leader-elect=false",
+			"--v", "1")
+		if err != nil {
+			return fail(err)
+		}
+		st.Processes = append(st.Processes, sched)
+		// The controllers the control plane's own manager leaves out (cluster's defaultControllers
+		// are those a cache needs), which pods on nodes need: Deployments, ReplicaSets, DaemonSets,
+		// the EndpointSlices of Services and the node lifecycle
+		// (it lifts the not-ready taint a new node registers with, and sets it when a node stops).
+		kcmConfig := filepath.Join(o.clusterDir, "controller-manager.kubeconfig")
+		kcm, err := spawn(logs, o.bin, "kube-controller-manager", nil,
+			"--kubeconfig", kcmConfig,
+			"--authentication-kubeconfig", kcmConfig,
+			"--authorization-kubeconfig", kcmConfig,
+			"--authentication-skip-lookup=true",
+			"--bind-address", "127.0.0.1",
+			"--secure-port", strconv.Itoa(ports[1]),
+			"--leader-elect=false",
+			"--use-service-account-credentials=true",
+			"--controllers", "deployment-controller,replicaset-controller,daemonset-controller,"+
+				"endpointslice-controller,node-lifecycle-controller",
+			"--v", "1")
+		if err != nil {
+			return fail(err)
+		}
+		st.Processes = append(st.Processes, kcm)
 	}
-	st.Processes = append(st.Processes, sched)
-	// The controllers the control plane's own manager leaves out (cluster's defaultControllers
-	// are those a cache needs), which pods on nodes need: Deployments, ReplicaSets, DaemonSets,
-	// the EndpointSlices of Services and the node lifecycle
-	// (it lifts the not-ready taint a new node registers with, and sets it when a node stops).
-	kcmConfig := filepath.Join(o.clusterDir, "controller-manager.kubeconfig")
-	kcm, err := spawn(logs, o.bin, "kube-controller-manager", nil,
-		"--kubeconfig", kcmConfig,
-		"--authentication-kubeconfig", kcmConfig,
-		"--authorization-kubeconfig", kcmConfig,
-		"--authentication-skip-lookup=true",
-		"--bind-address", "127.0.0.1",
-		"--secure-port", strconv.Itoa(ports[1]),
-		"--leader-elect=false",
-		"--use-service-account-credentials=true",
-		"--controllers", "deployment-controller,replicaset-controller,daemonset-controller,"+
-			"endpointslice-controller,node-lifecycle-controller",
-		"--v", "1")
-	if err != nil {
-		return fail(err)
-	}
-	st.Processes = append(st.Processes, kcm)
 
 	self, err := os.Executable()
 	if err != nil {
@@ -235,7 +240,7 @@ func start(o upOptions, apiPort int) error {
 			return fail(err)
 		}
 		c := nodeConfig{
-			Name:        fmt.Sprintf("informerd-node-%d", i),
+			Name:        fmt.Sprintf("%s-%d", o.prefix, i),
 			Index:       i,
 			Bin:         o.bin,
 			APIPort:     apiPort,
