@@ -590,9 +590,12 @@ func hostState(t *testing.T, dir string) map[string]string {
 		}
 	}
 	s["links"], s["addresses"] = strings.Join(links, " "), strings.Join(addrs, "\n")
-	for _, f := range []string{"/proc/net/route", "/proc/net/ipv6_route"} {
-		b, _ := os.ReadFile(f)
-		s[f] = string(b)
+	for _, family := range []string{"-4", "-6"} {
+		out, err := exec.Command("ip", family, "route", "show", "table", "all").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s["routes "+family] = string(out)
 	}
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
