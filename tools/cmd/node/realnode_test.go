@@ -10,6 +10,7 @@ package main
 // their tags make the pull policy IfNotPresent, so no overlay is needed.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -281,6 +282,77 @@ func TestDeployExampleRunsAsPodsOnARealNode(t *testing.T) {
 				after.ContainerID, after.RestartCount, after.Ready, inf.ContainerID, inf.RestartCount)
 		}
 		r.servesThroughTheSocket(p, want)
+	})
+
+	t.Run("deleting the pod: the kubelet stops the controller, then informerd", func(t *testing.T) {
+		r := *r
+		r.t = t
+		// The demo controller runs for a moment and exits, so that a deletion rarely finds it
+		// running. It waits (up to 5 minutes) for informerd to sync: without the RoleBinding of
+		// informerd-example-1, the next pod's informerd never syncs, and its controller waits.
+		if err := r.cs.RbacV1().RoleBindings("informerd-example-1").Delete(ctx, "informerd-example", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var next *corev1.Pod
+		r.eventually("the next pod's controller running beside an unsynced informerd", func() (bool, string) {
+			next = r.onePod("informerd-example", "app.kubernetes.io/name=controller")
+			inf, ctl := status(next, "informerd"), status(next, "controller")
+			if next.Name == pod.Name || inf == nil || ctl == nil {
+				return false, "no next pod yet"
+			}
+			return inf.Started != nil && *inf.Started && !inf.Ready && ctl.State.Running != nil,
+				fmt.Sprintf("informerd %+v, controller %+v", inf.State, ctl.State)
+		})
+		infID, ctlID := containerID(status(next, "informerd")), containerID(status(next, "controller"))
+		sock := filepath.Join(r.clusterDir, "nodes", next.Spec.NodeName, "root/run/containerd/containerd.sock")
+		events := exec.Command(filepath.Join(r.bin, "ctr"), "--address", sock, "events")
+		out, err := events.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := events.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = events.Process.Kill(); _ = events.Wait() }()
+		exits := make(chan string, 16)
+		go func() {
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				if line := sc.Text(); strings.Contains(line, "/tasks/exit") {
+					exits <- line
+				}
+			}
+			close(exits)
+		}()
+		time.Sleep(time.Second) // the subscription is made
+		if err := r.cs.CoreV1().Pods(next.Namespace).Delete(ctx, next.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var order []string
+		timeout := time.After(patience)
+		for len(order) < 2 {
+			select {
+			case line, ok := <-exits:
+				if !ok {
+					t.Fatalf("ctr events ended; exits so far: %v", order)
+				}
+				switch {
+				case strings.Contains(line, ctlID):
+					order = append(order, "controller")
+				case strings.Contains(line, infID):
+					order = append(order, "informerd")
+				}
+			case <-timeout:
+				t.Fatalf("not both containers exited after %s: %v", patience, order)
+			}
+		}
+		if order[0] != "controller" {
+			t.Fatalf("the containers exited in the order %v: informerd must stop after the controller", order)
+		}
+		t.Logf("containerd's exit events, in order: %v", order)
 	})
 }
 
