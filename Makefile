@@ -18,7 +18,11 @@ help:
 	@echo "make image         the container image, without a daemon: .cache/image/informerd.oci.tar"
 	@echo "                   (OCI layout) and informerd.docker.tar (docker load); docs/operating.md: The image"
 	@echo "make cluster       start etcd, kube-apiserver, kube-controller-manager on 127.0.0.1"
-	@echo "make cluster-down  stop them"
+	@echo "make cluster-down  stop them (and the nodes)"
+	@echo "make node NODES=N  N real nodes in that control plane (kubelet, containerd, runc, CNI, kube-proxy;"
+	@echo "                   kube-scheduler): deploy/ runs as pods; docs/operating.md: Real nodes"
+	@echo "make node-down     stop the nodes"
+	@echo "make test-node     deploy/example and deploy/node as pods on two real nodes (not in make test)"
 	@echo "make seed PODS=N NAMESPACES=M   create realistic pods in the running cluster"
 	@echo "make deploy-rbac   regenerate deploy/sidecar/rbac.yaml from deploy/sidecar/informerd.yaml"
 	@echo "make fuzz          the fuzz targets' long form (FUZZ_CASES=100000 per property; make test runs 256)"
@@ -91,8 +95,102 @@ cluster: control-plane
 	@$(BIN)/cluster up --dir $(CLUSTER_DIR) --bin $(BIN)
 
 .PHONY: cluster-down
-cluster-down:
+cluster-down: node-down
 	@if [ -x $(BIN)/cluster ]; then $(BIN)/cluster down --dir $(CLUSTER_DIR); fi
+
+# --- real nodes: kubelet, containerd, runc, CNI, kube-proxy; kube-scheduler beside them -------
+# Everything from source through the Go module proxy, at pinned releases; tools/cmd/node starts
+# and stops them (docs/operating.md: Real nodes). The Kubernetes binaries are tools/go.mod's
+# release, built like kube-apiserver.
+CONTAINERD_VERSION  := v2.3.7
+RUNC_VERSION        := v1.5.3
+CNI_PLUGINS_VERSION := v1.10.0
+NODE_IMAGES         := .cache/node-images
+# The images every node imports (no registry): the pause image (from Kubernetes' own pause.c, at
+# the tag its build/pause/Makefile gives), informerd's (make image) and the demo controller
+# deploy/example names in its kustomization's `images:`.
+DEMO_CONTROLLER_IMAGE := informerd-demo-controller:0.1.0
+# The real-node tests add an agent for deploy/node/example-agent (tools/cmd/node-agent).
+NODE_AGENT_IMAGE := informerd-node-agent:0.1.0
+NODE_IMAGE_TARS = $(NODE_IMAGES)/pause.docker.tar $(IMAGE_DIR)/informerd.docker.tar \
+  $(NODE_IMAGES)/demo-controller.docker.tar $(NODE_IMAGES)/node-agent.docker.tar
+
+$(BIN)/kubelet $(BIN)/kube-scheduler $(BIN)/kube-proxy &: tools/go.mod tools/go.sum
+	@mkdir -p $(BIN)
+	cd tools && go build -ldflags="$(K8S_LDFLAGS)" -o ../$(BIN)/ $(K8S_PKG)/kubelet $(K8S_PKG)/kube-scheduler $(K8S_PKG)/kube-proxy
+	@touch $(BIN)/kubelet $(BIN)/kube-scheduler $(BIN)/kube-proxy
+
+# containerd v2 without the btrfs snapshotter (it needs btrfs headers; nodes use overlayfs).
+$(BIN)/containerd $(BIN)/ctr $(BIN)/containerd-shim-runc-v2 &:
+	@mkdir -p $(BIN)
+	GOBIN=$(abspath $(BIN)) GOFLAGS= go install -tags no_btrfs \
+	  -ldflags='-s -w -X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)' \
+	  $(foreach c,containerd ctr containerd-shim-runc-v2,github.com/containerd/containerd/v2/cmd/$(c)@$(CONTAINERD_VERSION))
+
+# runc links libseccomp (cgo): the RuntimeDefault seccomp profile the manifests ask for.
+$(BIN)/runc:
+	@mkdir -p $(BIN)
+	@[ -f /usr/include/seccomp.h ] || { echo "runc needs libseccomp's headers: apt-get install libseccomp-dev"; exit 1; }
+	GOBIN=$(abspath $(BIN)) GOFLAGS= CGO_ENABLED=1 go install -tags seccomp -ldflags='-s -w' \
+	  github.com/opencontainers/runc@$(RUNC_VERSION)
+
+CNI_PLUGINS := main/bridge main/loopback ipam/host-local meta/portmap
+$(foreach p,$(CNI_PLUGINS),$(BIN)/$(notdir $(p))) &:
+	@mkdir -p $(BIN)
+	GOBIN=$(abspath $(BIN)) GOFLAGS= go install \
+	  -ldflags='-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$(CNI_PLUGINS_VERSION)' \
+	  $(foreach p,$(CNI_PLUGINS),github.com/containernetworking/plugins/plugins/$(p)@$(CNI_PLUGINS_VERSION))
+
+NODE_BINS := kubelet kube-scheduler kube-proxy containerd ctr containerd-shim-runc-v2 runc \
+  $(foreach p,$(CNI_PLUGINS),$(notdir $(p))) node
+
+$(BIN)/node: tools/go.mod tools/go.sum $(wildcard tools/cmd/node/*.go)
+	@mkdir -p $(BIN)
+	cd tools && go build -ldflags='-s -w' -o ../$(BIN)/ ./cmd/node
+
+# The pause image: Kubernetes' pause.c from the module tools/go.mod pins, static.
+$(NODE_IMAGES)/pause.docker.tar: tools/go.mod $(BIN)/node
+	@mkdir -p $(NODE_IMAGES)
+	src=$$(cd tools && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause; \
+	tag=$$(awk '$$1 == "TAG" { print $$3 }' $$src/Makefile); \
+	gcc -Os -Wall -Werror -static -DVERSION=v$$tag-informerd -o $(NODE_IMAGES)/pause $$src/linux/pause.c && \
+	strip $(NODE_IMAGES)/pause && \
+	$(BIN)/node image --binary $(NODE_IMAGES)/pause --name pause:informerd --user 65535:65535 --out $@
+
+# The demo controller as deploy/example/Dockerfile builds it, without a container engine.
+$(NODE_IMAGES)/demo-controller.docker.tar: $(BIN)/node clients/go/go.mod $(shell find clients/go -name '*.go' -not -path '*/crcache/*')
+	@mkdir -p $(NODE_IMAGES)
+	cd clients/go && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o $(abspath $(NODE_IMAGES))/demo ./examples/demo
+	$(BIN)/node image --binary $(NODE_IMAGES)/demo --name $(DEMO_CONTROLLER_IMAGE) --out $@
+
+$(NODE_IMAGES)/node-agent.docker.tar: $(BIN)/node $(wildcard tools/cmd/node-agent/*) clients/go/go.mod $(shell find clients/go -name '*.go' -not -path '*/crcache/*')
+	@mkdir -p $(NODE_IMAGES)
+	cd tools/cmd/node-agent && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o $(abspath $(NODE_IMAGES))/node-agent .
+	$(BIN)/node image --binary $(NODE_IMAGES)/node-agent --name $(NODE_AGENT_IMAGE) --out $@
+
+.PHONY: node-bins node-images node node-down
+node-bins: $(addprefix $(BIN)/,$(NODE_BINS))
+node-images: $(NODE_IMAGES)/pause.docker.tar $(NODE_IMAGES)/demo-controller.docker.tar $(NODE_IMAGES)/node-agent.docker.tar image
+
+# NODES real nodes in the running `make cluster` (root; nothing stays on the host after
+# node-down or cluster-down). kubectl apply -k deploy/example then runs the example as pods.
+NODES ?= 1
+node: cluster node-bins node-images
+	@$(BIN)/node up --cluster-dir $(CLUSTER_DIR) --bin $(BIN) --nodes $(NODES) $(addprefix --image ,$(NODE_IMAGE_TARS))
+
+node-down:
+	@if [ -x $(BIN)/node ]; then $(BIN)/node down --dir $(CLUSTER_DIR)/nodes; fi
+
+# The manifests under deploy/ as pods on two real nodes (tools/cmd/node/realnode_test.go), on a
+# control plane of its own, stopped at the end. Not part of `make test` yet.
+NODE_TEST_CLUSTER_DIR := .cache/node-test-cluster
+.PHONY: test-node
+test-node: control-plane node-bins node-images $(BIN)/kubectl
+	@set -eo pipefail; \
+	trap '$(BIN)/node down --dir $(NODE_TEST_CLUSTER_DIR)/nodes; $(BIN)/cluster down --dir $(NODE_TEST_CLUSTER_DIR)' EXIT; \
+	$(BIN)/cluster up --dir $(NODE_TEST_CLUSTER_DIR) --bin $(BIN); \
+	$(BIN)/node up --cluster-dir $(NODE_TEST_CLUSTER_DIR) --bin $(BIN) --nodes 2 $(addprefix --image ,$(NODE_IMAGE_TARS)); \
+	(cd tools && INFORMERD_NODE_CLUSTER=$(abspath $(NODE_TEST_CLUSTER_DIR)) go test -count=1 -v ./cmd/node)
 
 PODS       ?= 1000
 NAMESPACES ?= 10

@@ -8,6 +8,17 @@ require (
 )
 
 require (
+	github.com/Microsoft/hnslib v0.1.2 // indirect
+	github.com/go-logr/zapr v1.3.0 // indirect
+	github.com/moby/ipvs v1.1.0 // indirect
+	github.com/vishvananda/netlink v1.3.1 // indirect
+	github.com/vishvananda/netns v0.0.5 // indirect
+	go.opentelemetry.io/contrib/instrumentation/github.com/emicklei/go-restful/otelrestful v0.65.0 // indirect
+	k8s.io/cri-streaming v0.0.0 // indirect
+	sigs.k8s.io/knftables v0.0.21 // indirect
+)
+
+require (
 	cel.dev/expr v0.25.1 // indirect
 	cyphar.com/go-pathrs v0.2.2 // indirect
 	github.com/Azure/go-ansiterm v0.0.0-20230124172434-306776ec8161 // indirect

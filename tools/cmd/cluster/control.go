@@ -146,7 +146,11 @@ func start(l layout, bin string, opts options) error {
 	apiserverArgs := append([]string{
 		"--etcd-servers", etcdURL,
 		"--bind-address", "127.0.0.1",
-		"--advertise-address", "127.0.0.1",
+		// The `kubernetes` Service's endpoint. Nothing on the host listens there: it is the
+		// address inside each node of `node up` (tools/cmd/node: APIAddress) on which the node
+		// forwards the apiserver's port, so that pods reach the apiserver through the Service as
+		// in any cluster. 127.0.0.1 would be each pod's own loopback.
+		"--advertise-address", "10.245.0.1",
 		"--secure-port", strconv.Itoa(ports[2]),
 		"--tls-cert-file", p.serverCert(),
 		"--tls-private-key-file", p.serverKey(),
@@ -157,6 +161,11 @@ func start(l layout, bin string, opts options) error {
 		"--service-account-signing-key-file", p.saKey(),
 		"--service-cluster-ip-range", "10.0.0.0/24",
 		"--allow-privileged=true",
+		// The kubelets of `node up` (logs, exec, port-forward): reached at their InternalIP
+		// (node names do not resolve), as an identity their webhook authorizer lets in.
+		"--kubelet-preferred-address-types", "InternalIP",
+		"--kubelet-client-certificate", p.adminCert(),
+		"--kubelet-client-key", p.adminKey(),
 		// The seeder and benchmarks write tens of thousands of objects quickly; the defaults
 		// (400/200) queue them behind priority and fairness for no benefit on loopback.
 		"--max-requests-inflight", "2000",
