@@ -22,7 +22,7 @@ help:
 	@echo "make node NODES=N  N real nodes in that control plane (kubelet, containerd, runc, CNI, kube-proxy;"
 	@echo "                   kube-scheduler): deploy/ runs as pods; docs/operating.md: Real nodes"
 	@echo "make node-down     stop the nodes"
-	@echo "make test-node     deploy/example and deploy/node as pods on two real nodes (not in make test)"
+	@echo "make test-node     deploy/example and deploy/node as pods on two real nodes (make test runs it too)"
 	@echo "make seed PODS=N NAMESPACES=M   create realistic pods in the running cluster"
 	@echo "make deploy-rbac   regenerate deploy/sidecar/rbac.yaml from deploy/sidecar/informerd.yaml"
 	@echo "make fuzz          the fuzz targets' long form (FUZZ_CASES=100000 per property; make test runs 256)"
@@ -182,7 +182,7 @@ node-down:
 	@if [ -x $(BIN)/node ]; then $(BIN)/node down --dir $(CLUSTER_DIR)/nodes; fi
 
 # The manifests under deploy/ as pods on two real nodes (tools/cmd/node/realnode_test.go), on a
-# control plane of its own, stopped at the end. Not part of `make test` yet.
+# control plane of its own, stopped at the end; `make test` runs it after the other suites.
 NODE_TEST_CLUSTER_DIR := .cache/node-test-cluster
 .PHONY: test-node
 test-node: control-plane node-bins node-images $(BIN)/kubectl
@@ -250,7 +250,7 @@ $(PROMPARSE):
 	  prometheus_client==$(PROMETHEUS_CLIENT_VERSION)
 
 .PHONY: test
-test: tools $(BIN)/grpcurl $(BIN)/kubectl $(BIN)/staticcheck image $(PROMPARSE)
+test: tools $(BIN)/grpcurl $(BIN)/kubectl $(BIN)/staticcheck image $(PROMPARSE) node-bins node-images
 	@set -eo pipefail; trap '$(BIN)/cluster down --dir $(TEST_CLUSTER_DIR)' EXIT; \
 	$(BIN)/cluster up --dir $(TEST_CLUSTER_DIR) --bin $(BIN); \
 	(cd tools && go vet ./... && $(abspath $(BIN))/staticcheck ./... && INFORMERD_KUBECONFIG=$(abspath $(TEST_CLUSTER_DIR))/kubeconfig go test ./...); \
@@ -263,10 +263,12 @@ test: tools $(BIN)/grpcurl $(BIN)/kubectl $(BIN)/staticcheck image $(PROMPARSE)
 	(cd clients/go && go vet ./... && $(abspath $(BIN))/staticcheck ./... ./crcache/... && go test -count=1 -v ./... && cd crcache && go vet ./... && go test -count=1 -v ./... \
 	  && cd conformance && go vet ./... && $(abspath $(BIN))/staticcheck ./... && go test -count=1 -v -run TestUpstream . && go test -count=1 -v ./cmd/...) 2>&1 | tee .cache/go-client-test.log; \
 	clients/python/run-tests.sh -v 2>&1 | tee .cache/python-client-test.log; \
+	$(MAKE) --no-print-directory test-node 2>&1 | tee .cache/node-test.log; \
 	awk '/^test result:/ { p += $$4; f += $$6 } END { printf "tests: cargo %d passed, %d failed; ", p, f }' .cache/cargo-test.log; \
 	awk '/^--- PASS/ { p++ } /^--- FAIL/ { f++ } END { printf "go client %d passed, %d failed; ", p, f }' .cache/go-client-test.log; \
 	awk '/^--- PASS/ { p++ } /^--- FAIL/ { f++ } END { printf "image %d passed, %d failed; ", p, f }' .cache/image-test.log; \
-	awk '/ PASSED/ { p++ } / FAILED/ { f++ } END { printf "python client %d passed, %d failed\n", p, f }' .cache/python-client-test.log
+	awk '/ PASSED/ { p++ } / FAILED/ { f++ } END { printf "python client %d passed, %d failed; ", p, f }' .cache/python-client-test.log; \
+	awk '/^--- PASS/ { p++ } /^--- FAIL/ { f++ } END { printf "real nodes %d passed, %d failed\n", p, f }' .cache/node-test.log
 
 # --- deploy/ ------------------------------------------------------------------------------------
 # deploy/sidecar's RBAC, generated from the sidecar's configuration for the example's
