@@ -16,6 +16,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -248,7 +250,7 @@ func (c *Cache) informerFor(ctx context.Context, sh shape, opts []cache.Informer
 		}
 		return nil, err
 	}
-	v, err := c.viewOf(res)
+	v, err := c.viewOf(ctx, res)
 	if err != nil {
 		return nil, err
 	}
@@ -281,19 +283,67 @@ func (c *Cache) informerFor(ctx context.Context, sh shape, opts []cache.Informer
 	return inf, nil
 }
 
-// viewOf is how this manager sees res's kind (the options of New, resolved once per kind).
-func (c *Cache) viewOf(res resource) (*view, error) {
+// viewOf is how this manager sees res's kind (the options of New, resolved once per kind). A
+// view naming namespaces the sidecar does not cache for the resource is an error naming the
+// configuration to add, never a silently empty read.
+func (c *Cache) viewOf(ctx context.Context, res resource) (*view, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if v, ok := c.views[res.gvk]; ok {
+	v, ok := c.views[res.gvk]
+	c.mu.Unlock()
+	if ok {
 		return v, nil
 	}
 	v, err := c.viewOptions.viewOf(res.gvk, res.namespaced)
 	if err != nil {
 		return nil, err
 	}
+	if err := c.checkNamespaces(ctx, res, v); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
 	c.views[res.gvk] = v
+	c.mu.Unlock()
 	return v, nil
+}
+
+// checkNamespaces makes sure the sidecar caches every namespace a view names (a resource
+// cached cluster-wide or by namespaceSelector caches whichever exist).
+func (c *Cache) checkNamespaces(ctx context.Context, res resource, v *view) error {
+	if v.byNamespace == nil {
+		return nil
+	}
+	st, err := c.client.Status(ctx, res.name)
+	if err != nil {
+		return fmt.Errorf("crcache: ask informerd which namespaces it caches for %q (Status): %w", res.name, err)
+	}
+	cached := map[string]bool{}
+	for _, r := range st.GetResources() {
+		for _, sc := range r.GetScopes() {
+			if sc.GetScope() == "*" || sc.GetScope() == "namespaceSelector" {
+				return nil
+			}
+			cached[sc.GetScope()] = true
+		}
+	}
+	var missing []string
+	for ns := range v.byNamespace {
+		if ns != "" && !cached[ns] {
+			missing = append(missing, ns)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	sort.Strings(missing)
+	have := make([]string, 0, len(cached))
+	for ns := range cached {
+		have = append(have, ns)
+	}
+	sort.Strings(have)
+	return fmt.Errorf("crcache: the cache options name namespace(s) %s of %s, which informerd does not cache "+
+		"(resource %q caches %s): add them to that resource's `namespaces:` in the sidecar's configuration, "+
+		"or remove them from DefaultNamespaces / ByObject.Namespaces",
+		strings.Join(missing, ", "), res.gvk, res.name, strings.Join(have, ", "))
 }
 
 // checkRequested is ReaderFailOnMissingInformer: with it, a read of a shape no GetInformer
@@ -369,7 +419,7 @@ func (c *Cache) RemoveInformer(ctx context.Context, obj client.Object) error {
 	if err != nil {
 		return err
 	}
-	v, err := c.viewOf(res)
+	v, err := c.viewOf(ctx, res)
 	if err != nil {
 		return err
 	}

@@ -76,7 +76,7 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 		return err
 	}
 	defer cancel()
-	v, err := c.viewOf(res)
+	v, err := c.viewOf(ctx, res)
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func (c *Cache) List(ctx context.Context, out client.ObjectList, opts ...client.
 		return err
 	}
 	defer cancel()
-	scopes, err := c.listScopes(res, listOpts.Namespace)
+	scopes, err := c.listScopes(ctx, res, listOpts.Namespace)
 	if err != nil {
 		return err
 	}
@@ -169,8 +169,8 @@ func (c *Cache) List(ctx context.Context, out client.ObjectList, opts ...client.
 
 // listScopes are the scopes a List of namespace ns ("" for all) reads: none for a namespace
 // of a cluster-scoped kind.
-func (c *Cache) listScopes(res resource, ns string) ([]scope, error) {
-	v, err := c.viewOf(res)
+func (c *Cache) listScopes(ctx context.Context, res resource, ns string) ([]scope, error) {
+	v, err := c.viewOf(ctx, res)
 	if err != nil {
 		return nil, err
 	}

@@ -130,6 +130,14 @@ func TestDefaultNamespacesAndSelectors(t *testing.T) {
 	}
 	setLabel(t, e, pods[0], "app", "db")
 	rec.waitFor(t, "the handler", "delete *v1.Pod a v=")
+
+	// A namespace the sidecar does not cache is an error naming the configuration to add,
+	// never an empty list.
+	wider := startCacheWith(t, s, cache.Options{DefaultNamespaces: map[string]cache.Config{ns1: {}, "elsewhere": {}}})
+	err = wider.List(ctx, &list)
+	if err == nil || !strings.Contains(err.Error(), "elsewhere") || !strings.Contains(err.Error(), "`namespaces:`") {
+		t.Errorf("DefaultNamespaces with a namespace informerd does not cache: %v; want an error naming it and `namespaces:`", err)
+	}
 }
 
 func TestByObjectSelectors(t *testing.T) {
