@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -86,7 +87,16 @@ func up(dir, bin string, opts options) (string, error) {
 			stopAll(st)
 			_ = os.Remove(l.state())
 		}
-		return start(l, absBin, opts)
+		// Decision: the ports are checked free, but another process may bind one before etcd
+		// or the apiserver does (a test suite starting control planes and sidecars side by
+		// side): that start is retried on other ports, a few times.
+		for attempt := 0; ; attempt++ {
+			err := start(l, absBin, opts, attempt)
+			if !errors.Is(err, errPortTaken) || attempt == 3 {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "cluster: %v; starting again on other ports\n", err)
+		}
 	})
 	if err != nil {
 		return "", err
@@ -94,7 +104,10 @@ func up(dir, bin string, opts options) (string, error) {
 	return l.kubeconfig(), nil
 }
 
-func start(l layout, bin string, opts options) error {
+// errPortTaken is a start that failed because a port chosen for it was bound meanwhile.
+var errPortTaken = errors.New("a port chosen for the control plane was taken meanwhile")
+
+func start(l layout, bin string, opts options, attempt int) error {
 	p := l.pki()
 	if err := p.ensure(); err != nil {
 		return fmt.Errorf("certificates: %w", err)
@@ -106,7 +119,7 @@ func start(l layout, bin string, opts options) error {
 	if err := os.RemoveAll(l.etcdData()); err != nil {
 		return err
 	}
-	ports, err := freePorts(4)
+	ports, err := freePorts(4, attempt)
 	if err != nil {
 		return err
 	}
@@ -279,7 +292,12 @@ func waitFor(what string, timeout time.Duration, p proc, check func() error, l l
 	var last error
 	for time.Now().Before(deadline) {
 		if !alive(p) {
-			return fmt.Errorf("%s exited during start-up; see %s", what, filepath.Join(l.logs(), p.Name+".log"))
+			logPath := filepath.Join(l.logs(), p.Name+".log")
+			err := fmt.Errorf("%s exited during start-up; see %s", what, logPath)
+			if b, _ := os.ReadFile(logPath); bytes.Contains(b, []byte("address already in use")) {
+				return fmt.Errorf("%w: %w", errPortTaken, err)
+			}
+			return err
 		}
 		if last = check(); last == nil {
 			return nil
@@ -321,8 +339,9 @@ func readyz(l layout, server string) error {
 // this call and etcd's or the apiserver's bind, any outgoing connection on the machine may be
 // given it as its local port (the test suite once lost a sidecar's port that way). Below the
 // range only an explicit bind can take it; the ports are spread by process id and each is
-// checked free (held open until all n are chosen, so that they differ).
-func freePorts(n int) ([]int, error) {
+// checked free (held open until all n are chosen, so that they differ); another attempt picks
+// others.
+func freePorts(n, attempt int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
@@ -340,7 +359,7 @@ func freePorts(n int) ([]int, error) {
 	}
 	var ports []int
 	span := low - floor
-	next := os.Getpid() * 7919
+	next := os.Getpid()*7919 + attempt*104729
 	for tries := 0; len(ports) < n && span > 0 && tries < 1000; tries++ {
 		port := floor + (next%span+span)%span
 		next += 7919

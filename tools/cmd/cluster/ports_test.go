@@ -10,7 +10,7 @@ import (
 )
 
 func TestFreePortsAreDistinctBindableAndBelowTheEphemeralRange(t *testing.T) {
-	ports, err := freePorts(6)
+	ports, err := freePorts(6, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
