@@ -45,8 +45,12 @@ pub struct Query {
     labels: LabelSelector,
     fields: FieldSelector,
     /// An index of the resource (by position) and the value looked up: the explicit `index`
-    /// of the request, or an `=` requirement of its field selector on an indexed path.
+    /// of the request, an `=` requirement of its field selector on an indexed path, or the
+    /// label index's key of an equality of its label selector.
     index: Option<(usize, String)>,
+    /// The lookup is the label index's, derived from the namespace and the label selector,
+    /// which `matches` checks anyway: its keys need not be computed again per object.
+    index_implied: bool,
     mask: Mask,
 }
 
@@ -113,7 +117,8 @@ impl Query {
             };
             index = Some((i, lookup.value.clone()));
         }
-        if index.is_none() {
+        let index_implied = index.is_none();
+        if index_implied {
             index = label_lookup(resource, namespace.as_deref(), &labels);
         }
         Ok(Query {
@@ -121,6 +126,7 @@ impl Query {
             labels,
             fields,
             index,
+            index_implied,
             mask: Mask::parse(req.fields)?,
         })
     }
@@ -145,7 +151,7 @@ impl Query {
                 return false;
             }
         }
-        if let Some((i, value)) = &self.index {
+        if let Some((i, value)) = self.index.as_ref().filter(|_| !self.index_implied) {
             if !resource.indexes()[*i].expr.values(object).contains(value) {
                 return false;
             }
