@@ -120,7 +120,12 @@ async fn step(source: &Source, state: State) -> Next {
                 send_initial_events: true,
                 ..params.clone()
             };
-            match lines::watch(api, &initial, "0").await {
+            // Decision: resourceVersion "" (a consistent read: the apiserver's watch cache
+            // first catches up with etcd), as client-go's reflector asks, not kube-rs's "0"
+            // (any state the watch cache holds). With "0" an object written just before the
+            // list could be missing from the initial events and arrive after SYNCED as a new
+            // ADDED: "synced" would not mean "holds what was written before it started".
+            match lines::watch(api, &initial, "").await {
                 Ok(events) => (
                     Some(Ok(Step::Event(watcher::Event::Init))),
                     State::InitialWatch(events.boxed()),
