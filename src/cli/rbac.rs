@@ -15,6 +15,7 @@ use std::{
 use clap::Args;
 use informerd::{
     config::{self, Config},
+    fleet::secret_data::SecretData,
     rbac::{self, Kind, Kinds},
 };
 use kube::{
@@ -111,7 +112,36 @@ fn render(args: &RbacArgs) -> Result<String, RbacCliError> {
         args.service_account_namespace,
         args.name
     );
+    let header = header + &secrets_exposure(&cfg);
     Ok(rbac::generate(&cfg, &grantee, &kinds)?.to_yaml(&header)?)
+}
+
+/// For each cached kind of Secrets, what the RBAC lets informerd read and what it serves of it,
+/// to whom: a platform team reviewing the RBAC sees the exposure beside the grant.
+fn secrets_exposure(cfg: &Config) -> String {
+    let served_to = if cfg.server.authorization.enabled() {
+        "clients whose own RBAC lets them get them"
+    } else {
+        "every client that can open the socket (server.authorization is off)"
+    };
+    cfg.resources
+        .iter()
+        .filter_map(|rc| {
+            let values = match SecretData::of(rc) {
+                SecretData::NotSecrets => return None,
+                SecretData::Kept => "with their values (transform.keep names them)",
+                SecretData::Withheld => {
+                    "without data and stringData (their hash in the annotation \
+                     informerd.io/data-hash; keep them with transform.keep)"
+                }
+            };
+            Some(format!(
+                "\nSecrets ({}): informerd reads them whole; it serves them {values}, to \
+                 {served_to}.",
+                rc.name
+            ))
+        })
+        .collect()
 }
 
 /// Asks the cluster of `kubeconfig` for the plural and scope of every configured kind.

@@ -26,6 +26,7 @@ use serde_json::Value;
 use super::{
     object::{Decoded, Projected},
     pipeline::Pipeline,
+    secret_data::SecretData,
 };
 
 use crate::store::{newer, ObjectKey, StoreError};
@@ -149,7 +150,10 @@ impl ScopeIngest {
         let stored = match obj.object {
             // Decoded with the transform applied and no filter to see it first (see
             // `Pipeline::decoding`): straight from the tape into the store.
-            Decoded::Tape(mut tape) if self.pipeline.filter.is_none() => {
+            Decoded::Tape(mut tape)
+                if self.pipeline.filter.is_none()
+                    && !self.pipeline.secret_data.needs_whole_objects() =>
+            {
                 tape.set_root_strings(&[
                     ("apiVersion", &self.pipeline.api_version),
                     ("kind", &self.pipeline.kind),
@@ -169,8 +173,12 @@ impl ScopeIngest {
                     self.counters.filtered_out += 1;
                     return self.not_kept(key, rv.as_deref());
                 }
+                let hash = self.pipeline.secret_data.take(&mut value);
                 if !transformed {
                     self.pipeline.transform.apply(&mut value);
+                }
+                if let Some(hash) = hash {
+                    SecretData::annotate(&mut value, hash);
                 }
                 self.pipeline
                     .store

@@ -26,6 +26,7 @@ mod object;
 mod on_demand;
 mod pipeline;
 mod scope;
+pub mod secret_data;
 mod start;
 mod synced;
 

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::secret_data::SecretData;
 use crate::{
     config::{ChangeLogConfig, ResourceConfig},
     filter::{Filter, StringsExpr},
@@ -27,6 +28,8 @@ pub struct Pipeline {
     pub store: Arc<Writer>,
     /// `limits.maxObjectSize`: larger objects are not kept (`ingest/size.rs`).
     pub max_object_size: u64,
+    /// Secrets: their values withheld unless kept, their hash annotated (`secret_data`).
+    pub secret_data: SecretData,
 }
 
 impl Pipeline {
@@ -65,13 +68,18 @@ impl Pipeline {
             transform: rc.transform.clone(),
             store: Arc::new(store),
             max_object_size: crate::config::DEFAULT_MAX_OBJECT_SIZE,
+            secret_data: SecretData::of(rc),
         }
     }
 
     /// The transform to decode objects with ([`super::object`]): none when a filter must see
-    /// whole objects first, or when there is nothing to remove.
+    /// whole objects first, when Secrets' values must be hashed first, or when there is
+    /// nothing to remove.
     pub fn decoding(&self) -> Option<&Transform> {
-        (self.filter.is_none() && !self.transform.is_identity()).then_some(&self.transform)
+        (self.filter.is_none()
+            && !self.secret_data.needs_whole_objects()
+            && !self.transform.is_identity())
+        .then_some(&self.transform)
     }
 }
 

@@ -81,6 +81,7 @@ mod tests {
             transform: Transform::identity(),
             store: Arc::new(Writer::new(StoreOptions::default())),
             max_object_size: 0,
+            secret_data: crate::fleet::secret_data::SecretData::NotSecrets,
         }
         .with_limits(&limits);
         let store = pipeline.store.as_reader();

@@ -26,6 +26,7 @@ fn pipeline(filter: Option<&str>) -> Pipeline {
         transform: Transform::identity(),
         store: Arc::new(Writer::new(StoreOptions::default())),
         max_object_size: crate::config::DEFAULT_MAX_OBJECT_SIZE,
+        secret_data: crate::fleet::secret_data::SecretData::NotSecrets,
     }
 }
 
