@@ -1175,9 +1175,9 @@ type WatchEvent struct {
 	// points start at SYNCED, which carries the revision of the whole initial state; a watch
 	// that breaks before SYNCED starts again.
 	Revision uint64 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
-	// DELETED of a deleted object: its last stored state (with its last resourceVersion); of an
-	// object that left this watch's filters: its last state within them, with the
-	// resourceVersion of the change that moved it out, as Kubernetes' watch cache does.
+	// DELETED of a deleted object: its last stored state, with the resourceVersion of the
+	// deletion; of an object that left this watch's filters: its last state within them, with
+	// the resourceVersion of the change that moved it out; as Kubernetes' watch cache does.
 	Object *Object `protobuf:"bytes,4,opt,name=object,proto3" json:"object,omitempty"`
 	// With send_previous, of a MODIFIED event: the object before this change.
 	Previous      *Object `protobuf:"bytes,5,opt,name=previous,proto3" json:"previous,omitempty"`
