@@ -36,6 +36,13 @@ fn check_config_accepts_every_example() {
                 path.display(),
                 String::from_utf8_lossy(&out.stderr)
             );
+            // The examples run as written: no expression that errs on some objects.
+            assert!(
+                out.stderr.is_empty(),
+                "{}: {}",
+                path.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
             checked += 1;
         }
     }
@@ -63,6 +70,32 @@ fn check_config_names_file_line_column_and_field() {
     assert!(
         stderr.contains("bool"),
         "the message says what is wrong: {stderr}"
+    );
+}
+
+#[test]
+fn check_config_warns_of_a_field_read_without_has_and_accepts_the_file() {
+    let path = write(
+        "unguarded.yaml",
+        "apiVersion: informerd.io/v1alpha1\nkind: Config\nresources:\n- apiVersion: v1\n  kind: Pod\n  filter: 'object.metadata.ownerReferences.exists(o, o.kind == \"DaemonSet\")'\n  indexes:\n  - name: app\n    cel: 'has(object.metadata.labels) ? [object.metadata.labels[\"app\"]] : []'\n",
+    );
+    let out = informerd()
+        .arg("check-config")
+        .arg(&path)
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "a warning is not an error: {out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let expected = format!("{}:6:11: resources[0].filter: warning:", path.display());
+    assert!(stderr.starts_with(&expected), "{stderr}");
+    assert!(
+        stderr.contains("has(object.metadata.ownerReferences)"),
+        "the warning names the test to add: {stderr}"
+    );
+    assert_eq!(
+        stderr.lines().count(),
+        1,
+        "the guarded index is fine: {stderr}"
     );
 }
 

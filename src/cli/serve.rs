@@ -45,6 +45,9 @@ pub fn serve(config: PathBuf, kubeconfig: Option<PathBuf>) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    for warning in cfg.warnings() {
+        tracing::warn!("{warning}");
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

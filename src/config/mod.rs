@@ -66,6 +66,7 @@ mod model;
 mod quantity;
 mod raw;
 mod validate;
+mod warnings;
 mod yaml;
 
 use std::path::Path;

@@ -19,7 +19,7 @@ mod labels;
 
 use thiserror::Error;
 
-pub use expr::{ChangePredicate, Filter, StringsExpr};
+pub use expr::{unguarded_reads, ChangePredicate, Filter, StringsExpr};
 pub use fields::{FieldOp, FieldRequirement, FieldSelector};
 pub use labels::{LabelSelector, Labels, Requirement};
 

@@ -8,12 +8,14 @@
 mod access;
 mod compile;
 mod filter;
+mod guards;
 mod predicate;
 mod samples;
 mod strings;
 mod value;
 
 pub use filter::Filter;
+pub use guards::unguarded_reads;
 pub use predicate::ChangePredicate;
 pub use strings::StringsExpr;
 
