@@ -60,7 +60,7 @@ func TestThreeOwnCachesHoldMoreThanThreeAdapters(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\nlogs in %s", err, b.dir)
 	}
-	t.Logf("\n%s", table(rs))
+	t.Logf("\n%s\n%s", table(rs), passTable(rs))
 	three := map[string]result{}
 	for _, r := range rs {
 		if r.Controllers == 3 {

@@ -3,6 +3,7 @@ package main
 // The results: a Markdown table (printed and OUT.md) and every sample (OUT.json).
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,13 +13,17 @@ import (
 	"time"
 )
 
-// writeResults rewrites OUT.md and OUT.json with what has been measured so far.
-func writeResults(out string, rs []result) error {
+// writeResults rewrites OUT.md, OUT.json and OUT-kube-rs.json with what has been measured
+// so far.
+func writeResults(out string, rs []result, kubers []kubersRun) error {
 	js, err := json.MarshalIndent(rs, "", "  ")
 	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(out+".json", append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := writeKubers(out, kubers); err != nil {
 		return err
 	}
 	md := fmt.Sprintf(`# Controller heap: own cache against the informerd adapter
@@ -30,11 +35,29 @@ Deployment once (its first full pass over what exists), holds a few seconds, for
 collections and reports Go's live heap (/gc/heap/live) and its resident set; "reconciles" is
 the sum over the k processes at that moment (at least k × the Deployments). "default" is
 controller-runtime's cache unconfigured, "default-strip" the same with
-cache.TransformStripManagedFields, "informerd" crcache over one sidecar all k share (pods kept as metadata and spec.nodeName). Figures are the sum over the k
+cache.TransformStripManagedFields, "informerd" crcache over one sidecar all k share (pods kept as metadata and spec.nodeName, with the label index). Figures are the sum over the k
 processes; the sidecar's are jemalloc's allocated bytes and its RSS while the k were connected.
 
 `, time.Now().UTC().Format("2006-01-02"))
-	if err := os.WriteFile(out+".md", []byte(md+table(rs)), 0o644); err != nil {
+	md += table(rs) + `
+The first full pass (seconds from the manager's creation until every Deployment was
+reconciled once; the slowest of the k processes), its sync (until the caches synced), and the
+reconcile phase (first pass minus sync: the reconciles, each a Get and a List by label
+selector, through the socket for informerd):
+
+` + passTable(rs)
+	if len(kubers) > 0 {
+		md += `
+## kube-rs: what a controller's process holds, by what feeds its store
+
+clients/rust's controller_store benchmark over the same pods (` + "`heapbench run --kube-rs`" + `, which ` +
+			"`make bench-adapters`" + ` passes): jemalloc's allocated bytes of the controller process above its
+baseline once every store is ready, one cluster-wide watch per store; the sidecar's allocated
+bytes while it served them.
+
+` + kubersTable(kubers)
+	}
+	if err := os.WriteFile(out+".md", []byte(md), 0o644); err != nil {
 		return err
 	}
 	return nil
@@ -73,6 +96,7 @@ func table(rs []result) string {
 			caches = append(caches, r.Cache)
 		}
 	}
+	slices.SortStableFunc(keys, func(a, b key) int { return cmp.Or(a.pods-b.pods, a.controllers-b.controllers) })
 	var b strings.Builder
 	b.WriteString("| pods | controllers |")
 	for _, c := range caches {

@@ -24,6 +24,7 @@ import (
 
 type runFlags struct {
 	bin, informerd, clusterDir, out string
+	kubers                          string // the kube-rs benchmark's command line; "" skips it
 	pods, controllers               []int
 	caches                          []string
 	namespaces                      int
@@ -45,6 +46,8 @@ func runMain(args []string) error {
 	fs.IntVar(&f.namespaces, "namespaces", 10, "namespaces each seeding step spreads its pods over")
 	fs.DurationVar(&f.hold, "hold", 5*time.Second, "how long each controller runs after its first full reconcile pass before it measures")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "bound on any one sync")
+	fs.StringVar(&f.kubers, "kube-rs", "", "a shell command running clients/rust's controller_store benchmark "+
+		"(e.g. `cargo bench -p informerd-client --bench controller_store`), run over the same pods after each pod count; empty: skipped")
 	fs.BoolVar(&f.keep, "keep-cluster", false, "leave the control plane running at the end (`cluster down --dir` stops it), "+
 		"e.g. for clients/rust's controller_store benchmark over the same pods")
 	if err := fs.Parse(args); err != nil {
@@ -106,6 +109,14 @@ func run(ctx context.Context, f runFlags) error {
 	if err != nil {
 		return err
 	}
+	var kubersReplaced []int
+	if f.kubers != "" {
+		kubersReplaced = f.pods
+	}
+	kubers, err := kubersResults(f.out, kubersReplaced)
+	if err != nil {
+		return err
+	}
 	// A control plane still running in --cluster-dir (an interrupted run's) keeps its pods.
 	have, err := countPods(ctx, b.kubeconfig)
 	if err != nil {
@@ -125,14 +136,24 @@ func run(ctx context.Context, f runFlags) error {
 		}
 		rs, err := b.measure(ctx, n, f.controllers, f.caches)
 		all = append(all, rs...)
-		if werr := writeResults(f.out, all); werr != nil {
+		if werr := writeResults(f.out, all, kubers); werr != nil {
 			return werr
 		}
 		if err != nil {
 			return err
 		}
+		if f.kubers != "" {
+			kr, err := runKubers(ctx, f.kubers, clusterDir, b.dir, n)
+			if err != nil {
+				return err
+			}
+			kubers = append(kubers, kr)
+			if err := writeResults(f.out, all, kubers); err != nil {
+				return err
+			}
+		}
 	}
-	fmt.Print(table(all))
+	fmt.Print(table(all) + "\n" + passTable(all) + "\n" + kubersTable(kubers))
 	return nil
 }
 

@@ -35,7 +35,8 @@ type sidecar struct {
 }
 
 // sidecarConfig caches what labelctl's controller reads, with a field mask of what it reads:
-// pods' metadata and spec.nodeName (indexed, as crcache's IndexField requires), Deployments'
+// pods' metadata and spec.nodeName (indexed, as crcache's IndexField requires, and the label
+// index, which labelctl's List of a Deployment's pods by its selector uses), Deployments'
 // metadata and selector, nodes' metadata. namespaces empty: cluster-wide, as the default cache.
 func sidecarConfig(socket, metrics string, namespaces []string) string {
 	scope := ""
@@ -57,6 +58,8 @@ resources:
   indexes:
   - name: node
     path: spec.nodeName
+  - name: labels
+    labels: true
 - name: deployments
   apiVersion: apps/v1
   kind: Deployment
