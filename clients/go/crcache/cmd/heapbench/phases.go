@@ -5,9 +5,7 @@ package main
 // reconcile phase through the sidecar within 1.2 times the own cache's).
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -30,22 +28,7 @@ func (r result) phases() phases {
 // passTable has, per pod count and controller count, each cache's first pass (sync), reconcile
 // phase, and the informerd reconcile phase as a multiple of the default cache's.
 func passTable(rs []result) string {
-	type key struct{ pods, controllers int }
-	byKey := map[key]map[string]result{}
-	var keys []key
-	var caches []string
-	for _, r := range rs {
-		k := key{r.Pods, r.Controllers}
-		if byKey[k] == nil {
-			byKey[k] = map[string]result{}
-			keys = append(keys, k)
-		}
-		byKey[k][r.Cache] = r
-		if !slices.Contains(caches, r.Cache) {
-			caches = append(caches, r.Cache)
-		}
-	}
-	slices.SortStableFunc(keys, func(a, b key) int { return cmp.Or(a.pods-b.pods, a.controllers-b.controllers) })
+	keys, byKey, caches := grouped(rs)
 	var b strings.Builder
 	b.WriteString("| pods | controllers |")
 	for _, c := range caches {

@@ -81,22 +81,7 @@ func earlierResults(out string, pods []int) ([]result, error) {
 
 // table has one row per pod count and controller count, the caches side by side.
 func table(rs []result) string {
-	type key struct{ pods, controllers int }
-	byKey := map[key]map[string]result{}
-	var keys []key
-	var caches []string
-	for _, r := range rs {
-		k := key{r.Pods, r.Controllers}
-		if byKey[k] == nil {
-			byKey[k] = map[string]result{}
-			keys = append(keys, k)
-		}
-		byKey[k][r.Cache] = r
-		if !slices.Contains(caches, r.Cache) {
-			caches = append(caches, r.Cache)
-		}
-	}
-	slices.SortStableFunc(keys, func(a, b key) int { return cmp.Or(a.pods-b.pods, a.controllers-b.controllers) })
+	keys, byKey, caches := grouped(rs)
 	var b strings.Builder
 	b.WriteString("| pods | controllers |")
 	for _, c := range caches {
@@ -121,4 +106,28 @@ func table(rs []result) string {
 		}
 	}
 	return b.String()
+}
+
+// runKey is one pod count and controller count: a row of the tables.
+type runKey struct{ pods, controllers int }
+
+// grouped gives the rows (pod count, then controller count, in order), each row's result per
+// cache, and the caches in the order first met.
+func grouped(rs []result) ([]runKey, map[runKey]map[string]result, []string) {
+	byKey := map[runKey]map[string]result{}
+	var keys []runKey
+	var caches []string
+	for _, r := range rs {
+		k := runKey{r.Pods, r.Controllers}
+		if byKey[k] == nil {
+			byKey[k] = map[string]result{}
+			keys = append(keys, k)
+		}
+		byKey[k][r.Cache] = r
+		if !slices.Contains(caches, r.Cache) {
+			caches = append(caches, r.Cache)
+		}
+	}
+	slices.SortStableFunc(keys, func(a, b runKey) int { return cmp.Or(a.pods-b.pods, a.controllers-b.controllers) })
+	return keys, byKey, caches
 }
