@@ -13,7 +13,10 @@
 //! - `SERVING_SECONDS`: how long each kind of call is measured at each concurrency (default 10);
 //! - `SERVING_WATCHERS`: the fan-outs, comma-separated (default `1,10,100`);
 //! - `SERVING_WATCH_RATE`, `SERVING_WATCH_SECONDS`: the writes during each fan-out (default 100
-//!   writes/s for 10 s).
+//!   writes/s for 10 s);
+//! - `SERVING_CALLS`: the kinds of call measured, comma-separated (default all: `get`,
+//!   `list_node_index`, `list_label_selector`, `list_namespace_masked`; the empty call always),
+//!   to profile the sidecar on one kind.
 //!
 //! Setup. Fresh namespaces of its own (deleted at the end), so that the run needs nothing but
 //! a running control plane and measures the same objects every time: `SERVING_PODS` pods,
@@ -134,6 +137,8 @@ struct Settings {
     watchers: Vec<usize>,
     watch_rate: f64,
     watch_seconds: f64,
+    /// The kinds of call measured, the empty call first.
+    kinds: Vec<Kind>,
 }
 
 impl Settings {
@@ -151,6 +156,7 @@ impl Settings {
                 .map_err(|e| anyhow!("SERVING_WATCHERS={watchers:?}: {e}"))?,
             watch_rate: env_or("SERVING_WATCH_RATE", 100.0)?,
             watch_seconds: env_or("SERVING_WATCH_SECONDS", 10.0)?,
+            kinds: Kind::parse(&env_or("SERVING_CALLS", String::new())?)?,
         };
         if s.pods == 0 || s.concurrency == 0 || s.watchers.contains(&0) {
             bail!("SERVING_PODS, SERVING_CONCURRENCY and SERVING_WATCHERS must be at least 1");
@@ -215,6 +221,27 @@ impl Kind {
         Kind::ListSelector,
         Kind::ListNamespace,
     ];
+
+    /// The kinds named in `keys` (comma-separated; blank: all), the empty call first.
+    fn parse(keys: &str) -> anyhow::Result<Vec<Kind>> {
+        if keys.trim().is_empty() {
+            return Ok(Kind::ALL.to_vec());
+        }
+        let mut kinds = vec![Kind::Empty];
+        for key in keys.split(',').map(str::trim).filter(|k| !k.is_empty()) {
+            let Some(kind) = Kind::ALL.into_iter().find(|k| k.key() == key) else {
+                let known: Vec<&str> = Kind::ALL.iter().map(|k| k.key()).collect();
+                bail!(
+                    "SERVING_CALLS: no call {key:?}; the calls are {}",
+                    known.join(", ")
+                );
+            };
+            if !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
+        }
+        Ok(kinds)
+    }
 
     fn key(self) -> &'static str {
         match self {
@@ -529,14 +556,12 @@ async fn measure_level(
     s: &Settings,
     server_pid: &str,
 ) -> Vec<(Kind, Measured)> {
-    for (i, kind) in Kind::ALL.into_iter().enumerate() {
+    for (i, &kind) in s.kinds.iter().enumerate() {
         run_slice(caller, kind, c, WARMUP, 7 + i as u64, server_pid, None).await;
     }
     let slice = Duration::from_secs_f64(s.seconds / SLICES as f64);
-    let mut out: Vec<(Kind, Measured)> = Kind::ALL
-        .map(|k| (k, Measured::default()))
-        .into_iter()
-        .collect();
+    let mut out: Vec<(Kind, Measured)> =
+        s.kinds.iter().map(|&k| (k, Measured::default())).collect();
     for round in 0..SLICES as usize {
         for j in 0..out.len() {
             let i = (round + j) % out.len();
@@ -1040,15 +1065,17 @@ impl Run {
         out.push(String::new());
         out.extend(self.table_markdown());
         out.push(String::new());
-        out.push(self.target_markdown(Kind::Get, "`Get`"));
-        out.push(self.target_markdown(
+        out.extend(self.target_markdown(Kind::Get, "`Get`"));
+        out.extend(self.target_markdown(
             Kind::ListSelector,
             &format!(
                 "`List` by label selector ({PODS_PER_APP} pods of a namespace of {})",
                 s.pods.min(PODS_PER_NAMESPACE)
             ),
         ));
-        out.push(self.per_object_markdown());
+        if self.measured(Kind::ListNode) && self.measured(Kind::ListNamespace) {
+            out.push(self.per_object_markdown());
+        }
         out.push(self.memory.markdown());
         for (c, kinds) in &self.levels {
             for (kind, m) in kinds {
@@ -1096,8 +1123,18 @@ impl Run {
         out
     }
 
-    /// The line of the target of `kind` (`what`), at each concurrency.
-    fn target_markdown(&self, kind: Kind, what: &str) -> String {
+    /// Whether `kind` was measured.
+    fn measured(&self, kind: Kind) -> bool {
+        self.levels
+            .iter()
+            .any(|(_, kinds)| kinds.iter().any(|(k, _)| *k == kind))
+    }
+
+    /// The line of the target of `kind` (`what`), at each concurrency, if it was measured.
+    fn target_markdown(&self, kind: Kind, what: &str) -> Option<String> {
+        if !self.measured(kind) {
+            return None;
+        }
         let target: Vec<String> = self
             .levels
             .iter()
@@ -1109,10 +1146,10 @@ impl Run {
                 )
             })
             .collect();
-        format!(
+        Some(format!(
             "Target, {what} within {TARGET}× an empty call (p50): {}.",
             target.join("; ")
-        )
+        ))
     }
 
     /// The line of the sidecar's CPU per listed object.
@@ -1233,6 +1270,7 @@ impl Run {
                 "label_index": {"name": LABEL_INDEX, "labels": true},
                 "cached_object_json_bytes_mean": self.object_bytes.round(),
                 "concurrency_levels": s.levels(),
+                "calls": s.kinds.iter().map(|k| k.key()).collect::<Vec<_>>(),
                 "seconds_per_kind": s.seconds,
                 "slices": SLICES,
                 "warmup_ms_per_kind": WARMUP.as_millis() as u64,
@@ -1258,6 +1296,9 @@ impl Run {
 
     /// A target's figures: `kind`'s p50 ÷ the empty call's, at each concurrency.
     fn target_json(&self, kind: Kind) -> Vec<Value> {
+        if !self.measured(kind) {
+            return Vec::new();
+        }
         self.levels
             .iter()
             .map(|(c, kinds)| {
