@@ -1,27 +1,39 @@
 //! Serving: `Get` and `List` latency over the Unix socket under concurrent load, as a ratio to an
 //! empty gRPC call on the same connection; and watch fan-out to 1, 10 and 100 subscribers.
-//! Target (printed, never asserted): `Get` within 2 times an empty gRPC call.
+//! Targets (printed, never asserted): `Get`, and a `List` by label selector of 5 pods of a
+//! namespace of 5,000, within 2 times an empty gRPC call (p50).
 //!
 //! `cargo bench --bench serving` runs the real binary (the release build under `cargo bench`)
 //! against the local control plane (`make cluster`). Settings, all optional:
 //!
-//! - `SERVING_PODS`: pods in the benchmark's namespace (default 1000);
+//! - `SERVING_PODS`: pods in the benchmark's namespaces (default 1000; 50000 for the figures
+//!   of the selector's target);
 //! - `SERVING_CONCURRENCY`: concurrent callers on the one connection (default 8; the run also
 //!   measures 1 caller);
 //! - `SERVING_SECONDS`: how long each kind of call is measured at each concurrency (default 10);
 //! - `SERVING_WATCHERS`: the fan-outs, comma-separated (default `1,10,100`);
 //! - `SERVING_WATCH_RATE`, `SERVING_WATCH_SECONDS`: the writes during each fan-out (default 100
-//!   writes/s for 10 s).
+//!   writes/s for 10 s);
+//! - `SERVING_CALLS`: the kinds of call measured, comma-separated (default all: `get`,
+//!   `list_node_index`, `list_label_selector`, `list_namespace_masked`; the empty call always),
+//!   to profile the sidecar on one kind.
 //!
-//! Setup. A fresh namespace of its own (deleted at the end), so that the run needs nothing but
-//! a running control plane and measures the same objects every time: `SERVING_PODS` pods
-//! written with server-side apply (16 at a time), shaped like the seeder's Deployment pods for
-//! what the cache keeps of them (its labels, a `last-applied-configuration` annotation, a
-//! Running status with five conditions and a podIP; no owner references, which would need real
-//! owners to survive the garbage collector), bound to fake nodes, `PODS_PER_NODE` per node. The
-//! sidecar caches them with the controller profile (`transform::CONTROLLER_KEEP` =
-//! metadata, spec.nodeName, status.phase, status.conditions, status.podIP; `CONTROLLER_DROP` =
-//! metadata.managedFields) and an index `node` on spec.nodeName.
+//! Setup. Fresh namespaces of its own (deleted at the end), so that the run needs nothing but
+//! a running control plane and measures the same objects every time: `SERVING_PODS` pods,
+//! 5,000 per namespace (1,000 pods: one namespace of 1,000; 50,000: ten of 5,000), written
+//! with server-side apply (64 at a time), shaped like a Deployment's pods for what the cache
+//! keeps of them (nine labels, the app's `app.kubernetes.io/instance` shared by 5 pods; a
+//! `last-applied-configuration` annotation; a Running status with five conditions and a podIP;
+//! no owner references, which would need real owners to survive the garbage collector), bound
+//! to fake nodes, `PODS_PER_NODE` per node (`serving/pods.rs`). The sidecar caches them with
+//! the controller profile (`transform::CONTROLLER_KEEP` = metadata, spec.nodeName,
+//! status.phase, status.conditions, status.podIP; `CONTROLLER_DROP` = metadata.managedFields),
+//! an index `node` on spec.nodeName and the label index (`labels: true`).
+//!
+//! Memory. The sidecar's `informerd_memory_allocated_bytes` (its `/metrics`) once it holds
+//! every pod, per pod; then a second sidecar, started alone after the calls, with the same
+//! configuration but no label index, is read the same way: the difference is the label
+//! index's cost (`serving/memory.rs`).
 //!
 //! Calls. One connection (one tonic `Channel`, one HTTP/2 connection over the Unix socket)
 //! shared by C callers (cloned clients), each calling back-to-back; latency is from the call to
@@ -32,7 +44,9 @@
 //!   has. (`Status` is not empty: it reads jemalloc's statistics and `/proc` on every call.)
 //! - `Get` of a random pod (whole object);
 //! - `List` of a random node's pods by the index `node`, all namespaces (`PODS_PER_NODE`);
-//! - `List` of the whole namespace with the field mask `fields: [status.phase]`.
+//! - `List` of a random app's pods by its label selector (`app.kubernetes.io/instance=svc-N`,
+//!   5 pods of a namespace of up to 5,000), whole objects: the label index's lookup;
+//! - `List` of a random whole namespace with the field mask `fields: [status.phase]`.
 //!
 //! Each kind runs `SERVING_SECONDS` in total at each concurrency, in `SLICES` slices that
 //! alternate with the other kinds, so that a change in the machine's background load (the cores
@@ -45,11 +59,16 @@
 //! number), round-robin over the pods, at the watch rate (at most 16 in flight). Latency of a
 //! delivery = its receipt − the send of its write. Every watcher must receive every write
 //! exactly once, as consecutive revisions, in order; otherwise the run fails (exit 1) after the
-//! report. `benches/watch_fanout.rs` is the long run with 100 watchers and a kube-rs baseline.
+//! report. The writes go to the first namespace's pods. `benches/watch_fanout.rs` is the long
+//! run with 100 watchers and a kube-rs baseline.
 //!
 //! Prints a Markdown report and writes the figures to `benches/results/serving.json`.
 
 mod common;
+#[path = "serving/memory.rs"]
+mod memory;
+#[path = "serving/pods.rs"]
+mod pods;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -62,7 +81,6 @@ use common::sidecar::{list_namespace, status};
 use common::stats::{micros, round, Stats};
 use common::watch::{
     discrepancies, join_followers, spawn_followers, status_text, wait_watchers, Delivery, End,
-    SEQ_LABEL,
 };
 use common::writes::{revision_after, write_labels, writes_in, Churn, Write, Written};
 use common::{cpus, env_or, join_sections, print_log_tail, profile, results, InNamespace};
@@ -72,9 +90,14 @@ use informerd::proto::{
 };
 use informerd::transform::{CONTROLLER_DROP, CONTROLLER_KEEP};
 use informerd_client::{self as client, ConnectOptions};
-use informerd_testkit::{Apply, Index, Sidecar, SidecarConfig};
+use informerd_testkit::{free_port, Index, Sidecar, SidecarConfig};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
+use memory::Memory;
+use pods::{
+    app_name, create_pods, namespaces_for, node_name, Layout, APP_LABEL, PODS_PER_APP,
+    PODS_PER_NAMESPACE, PODS_PER_NODE,
+};
 use prost::Message as _;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -88,23 +111,21 @@ use tonic_health::pb::HealthCheckRequest;
 const BIN: &str = env!("CARGO_BIN_EXE_informerd");
 const RESOURCE: &str = "pods";
 const INDEX: &str = "node";
-/// Pods bound to each fake node: what one node's `List` by index returns.
-const PODS_PER_NODE: usize = 30;
+/// The name of the label index.
+const LABEL_INDEX: &str = "labels";
 /// Each kind's measuring time is split into this many slices, alternating with the other kinds.
 const SLICES: u32 = 5;
 /// Unrecorded calls of each kind before each concurrency level.
 const WARMUP: Duration = Duration::from_millis(500);
-/// Writes in flight while creating pods and during fan-out.
+/// Writes in flight during fan-out.
 const WRITE_CONCURRENCY: usize = 16;
-/// The field managers of the pods' spec and status.
-const MANAGER: &str = "informerd-bench";
-const STATUS_MANAGER: &str = "informerd-bench-kubelet";
 /// How long the watchers may take to reach the last write once the writes have ended.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(120);
 /// A call that takes longer counts as an error (a hung server must not hang the benchmark).
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
-/// The target: `Get`'s p50 within this many times the empty call's.
-const GET_TARGET: f64 = 2.0;
+/// The targets: `Get`'s p50, and a `List` by label selector's, within this many times the
+/// empty call's.
+const TARGET: f64 = 2.0;
 /// Kernel clock ticks per second of /proc/PID/stat (USER_HZ, 100 on Linux).
 const USER_HZ: f64 = 100.0;
 
@@ -116,6 +137,8 @@ struct Settings {
     watchers: Vec<usize>,
     watch_rate: f64,
     watch_seconds: f64,
+    /// The kinds of call measured, the empty call first.
+    kinds: Vec<Kind>,
 }
 
 impl Settings {
@@ -133,6 +156,7 @@ impl Settings {
                 .map_err(|e| anyhow!("SERVING_WATCHERS={watchers:?}: {e}"))?,
             watch_rate: env_or("SERVING_WATCH_RATE", 100.0)?,
             watch_seconds: env_or("SERVING_WATCH_SECONDS", 10.0)?,
+            kinds: Kind::parse(&env_or("SERVING_CALLS", String::new())?)?,
         };
         if s.pods == 0 || s.concurrency == 0 || s.watchers.contains(&0) {
             bail!("SERVING_PODS, SERVING_CONCURRENCY and SERVING_WATCHERS must be at least 1");
@@ -150,8 +174,8 @@ impl Settings {
         l
     }
 
-    fn nodes(&self) -> usize {
-        self.pods.div_ceil(PODS_PER_NODE)
+    fn namespaces(&self) -> usize {
+        namespaces_for(self.pods)
     }
 
     /// The writes of the `run`-th fan-out; its labels carry values after the previous run's.
@@ -167,144 +191,14 @@ impl Settings {
 }
 
 fn main() -> ExitCode {
-    common::main_in_namespace(
+    common::main_in_namespaces(
         "serving",
         "serving",
         "a call failed or returned the wrong objects, or a watcher missed, repeated or reordered events",
         Settings::from_env,
+        Settings::namespaces,
         bench,
     )
-}
-
-// ---------------------------------------------------------------------------------------------
-// The pods
-
-/// The pods' names, by index: Deployment-style, one app per 50 pods.
-fn pod_names(n: usize) -> Vec<String> {
-    (0..n)
-        .map(|i| {
-            let app = i / 50;
-            format!("svc-{app}-{}-{i:05}", template_hash(app))
-        })
-        .collect()
-}
-
-fn template_hash(app: usize) -> String {
-    // Ten characters from the alphabet Kubernetes uses for generated names.
-    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let mut x = (app as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    (0..10)
-        .map(|_| {
-            x ^= x >> 29;
-            x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            ALPHABET[(x % ALPHABET.len() as u64) as usize] as char
-        })
-        .collect()
-}
-
-fn node_name(k: usize) -> String {
-    format!("node-{k}")
-}
-
-/// The node of pod `i`.
-fn node_of(i: usize, nodes: usize) -> usize {
-    i % nodes
-}
-
-fn pod_manifest(i: usize, name: &str, nodes: usize) -> Value {
-    let app = format!("svc-{}", i / 50);
-    let hash = template_hash(i / 50);
-    let labels = json!({
-        "app.kubernetes.io/component": "backend",
-        "app.kubernetes.io/instance": app,
-        "app.kubernetes.io/name": app,
-        "app.kubernetes.io/part-of": "serving-bench",
-        "app.kubernetes.io/version": "4.27.5",
-        "team": "bench",
-    });
-    let container = json!({
-        "name": "app",
-        "image": format!("acme/{app}:4.27.5"),
-        "ports": [{"containerPort": 8080, "name": "http"}, {"containerPort": 9090, "name": "metrics"}],
-        "resources": {"limits": {"cpu": "1", "memory": "64Mi"}, "requests": {"cpu": "250m", "memory": "64Mi"}},
-    });
-    // What `kubectl apply` of the Deployment leaves on it, and the Deployment on its pods.
-    let last_applied = json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"annotations": {}, "labels": labels, "name": app, "namespace": "serving"},
-        "spec": {"template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}}},
-    });
-    let mut pod_labels = labels.clone();
-    let l = pod_labels.as_object_mut().expect("an object");
-    l.insert("pod-template-hash".into(), hash.into());
-    l.insert("informerd.io/tier".into(), "keep".into());
-    l.insert(SEQ_LABEL.into(), "none".into());
-    json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "labels": pod_labels,
-            "annotations": {
-                "kubectl.kubernetes.io/last-applied-configuration": format!("{last_applied}\n"),
-            },
-        },
-        "spec": {
-            "nodeName": node_name(node_of(i, nodes)),
-            // No kubelet confirms deletions: without this the namespace would not go away.
-            "terminationGracePeriodSeconds": 0,
-            "containers": [container],
-        },
-    })
-}
-
-fn pod_status(i: usize, name: &str, nodes: usize) -> Value {
-    let at = |s: u32| format!("2026-01-01T00:00:{s:02}Z");
-    let condition =
-        |t: &str, s: u32| json!({"type": t, "status": "True", "lastTransitionTime": at(s)});
-    let node = node_of(i, nodes);
-    json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name},
-        "status": {
-            "phase": "Running",
-            "conditions": [
-                condition("PodReadyToStartContainers", 2),
-                condition("Initialized", 1),
-                condition("Ready", 13),
-                condition("ContainersReady", 13),
-                condition("PodScheduled", 0),
-            ],
-            "hostIP": format!("10.128.{}.{}", node / 250, node % 250 + 1),
-            "podIP": format!("10.64.{}.{}", i / 250, i % 250 + 1),
-            "podIPs": [{"ip": format!("10.64.{}.{}", i / 250, i % 250 + 1)}],
-            "startTime": at(0),
-        },
-    })
-}
-
-/// Applies every pod, then every pod's status through the status subresource (as a kubelet
-/// would write it), a few at a time.
-async fn create_pods(pods: &Api<Pod>, names: &[String], nodes: usize) -> anyhow::Result<()> {
-    let apply = Apply::new().manager(MANAGER).concurrency(WRITE_CONCURRENCY);
-    let manifests = names
-        .iter()
-        .enumerate()
-        .map(|(i, name)| pod_manifest(i, name, nodes));
-    apply
-        .pods(pods, manifests)
-        .await
-        .context("apply the pods")?;
-    let statuses = names
-        .iter()
-        .enumerate()
-        .map(|(i, name)| pod_status(i, name, nodes));
-    apply
-        .manager(STATUS_MANAGER)
-        .status()
-        .pods(pods, statuses)
-        .await
-        .context("apply the pods' status")?;
-    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -315,17 +209,46 @@ enum Kind {
     Empty,
     Get,
     ListNode,
+    ListSelector,
     ListNamespace,
 }
 
 impl Kind {
-    const ALL: [Kind; 4] = [Kind::Empty, Kind::Get, Kind::ListNode, Kind::ListNamespace];
+    const ALL: [Kind; 5] = [
+        Kind::Empty,
+        Kind::Get,
+        Kind::ListNode,
+        Kind::ListSelector,
+        Kind::ListNamespace,
+    ];
+
+    /// The kinds named in `keys` (comma-separated; blank: all), the empty call first.
+    fn parse(keys: &str) -> anyhow::Result<Vec<Kind>> {
+        if keys.trim().is_empty() {
+            return Ok(Kind::ALL.to_vec());
+        }
+        let mut kinds = vec![Kind::Empty];
+        for key in keys.split(',').map(str::trim).filter(|k| !k.is_empty()) {
+            let Some(kind) = Kind::ALL.into_iter().find(|k| k.key() == key) else {
+                let known: Vec<&str> = Kind::ALL.iter().map(|k| k.key()).collect();
+                bail!(
+                    "SERVING_CALLS: no call {key:?}; the calls are {}",
+                    known.join(", ")
+                );
+            };
+            if !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
+        }
+        Ok(kinds)
+    }
 
     fn key(self) -> &'static str {
         match self {
             Kind::Empty => "empty",
             Kind::Get => "get",
             Kind::ListNode => "list_node_index",
+            Kind::ListSelector => "list_label_selector",
             Kind::ListNamespace => "list_namespace_masked",
         }
     }
@@ -335,7 +258,8 @@ impl Kind {
             Kind::Empty => "empty: Health/Check",
             Kind::Get => "`Get` a random pod",
             Kind::ListNode => "`List` one node's pods (index)",
-            Kind::ListNamespace => "`List` the namespace, `fields: [status.phase]`",
+            Kind::ListSelector => "`List` one app's pods (label selector, label index)",
+            Kind::ListNamespace => "`List` a namespace, `fields: [status.phase]`",
         }
     }
 
@@ -343,7 +267,7 @@ impl Kind {
         match self {
             Kind::Empty => "grpc.health.v1.Health/Check",
             Kind::Get => "informerd.v1.Cache/Get",
-            Kind::ListNode | Kind::ListNamespace => "informerd.v1.Cache/List",
+            Kind::ListNode | Kind::ListSelector | Kind::ListNamespace => "informerd.v1.Cache/List",
         }
     }
 }
@@ -353,8 +277,7 @@ impl Kind {
 struct Caller {
     api: CacheClient<Channel>,
     health: HealthClient<Channel>,
-    ns: Arc<str>,
-    names: Arc<Vec<String>>,
+    layout: Arc<Layout>,
     /// Pods per node, by node number.
     per_node: Arc<Vec<usize>>,
 }
@@ -364,89 +287,135 @@ impl Caller {
     /// encoded responses.
     async fn call(&mut self, kind: Kind, rng: &mut StdRng) -> Result<Received, String> {
         match kind {
-            Kind::Empty => {
-                let r = self
-                    .health
-                    .check(HealthCheckRequest {
-                        service: String::new(),
-                    })
-                    .await
-                    .map_err(|s| status_text(&s))?
-                    .into_inner();
-                if r.status != ServingStatus::Serving as i32 {
-                    return Err(format!("health status {}", r.status));
-                }
-                Ok(Received {
-                    wire: r.encoded_len(),
-                    ..Default::default()
-                })
-            }
-            Kind::Get => {
-                let name = &self.names[rng.random_range(0..self.names.len())];
-                let r = self
-                    .api
-                    .get(GetRequest {
-                        resource: RESOURCE.into(),
-                        namespace: self.ns.to_string(),
-                        name: name.clone(),
-                        ..Default::default()
-                    })
-                    .await
-                    .map_err(|s| status_text(&s))?
-                    .into_inner();
-                let wire = r.encoded_len();
-                match r.object {
-                    Some(o) if &o.name == name => Ok(Received {
-                        objects: 1,
-                        json: o.json.len(),
-                        wire,
-                    }),
-                    other => Err(format!("Get {name} returned {:?}", other.map(|o| o.name))),
-                }
-            }
+            Kind::Empty => self.empty().await,
+            Kind::Get => self.get(rng.random_range(0..self.layout.pods())).await,
             Kind::ListNode => {
-                let k = rng.random_range(0..self.per_node.len());
-                let req = ListRequest {
-                    resource: RESOURCE.into(),
-                    index: Some(IndexLookup {
-                        name: INDEX.into(),
-                        value: node_name(k),
-                    }),
-                    ..Default::default()
-                };
-                let got = self.list(req).await?;
-                if got.objects != self.per_node[k] {
-                    return Err(format!(
-                        "List of {} returned {} pods, not {}",
-                        node_name(k),
-                        got.objects,
-                        self.per_node[k]
-                    ));
-                }
-                Ok(got)
+                self.list_node(rng.random_range(0..self.per_node.len()))
+                    .await
+            }
+            Kind::ListSelector => {
+                self.list_selector(rng.random_range(0..self.layout.apps()))
+                    .await
             }
             Kind::ListNamespace => {
-                let req = ListRequest {
-                    resource: RESOURCE.into(),
-                    namespace: self.ns.to_string(),
-                    fields: vec!["status.phase".into()],
-                    ..Default::default()
-                };
-                let got = self.list(req).await?;
-                if got.objects != self.names.len() {
-                    return Err(format!(
-                        "List of the namespace returned {} pods, not {}",
-                        got.objects,
-                        self.names.len()
-                    ));
-                }
-                Ok(got)
+                let k = rng.random_range(0..self.layout.namespaces.len());
+                self.list_namespace(k).await
             }
         }
     }
 
-    /// Reads a whole List.
-    async fn list(&mut self, req: ListRequest) -> Result<Received, String> {
+    async fn empty(&mut self) -> Result<Received, String> {
+        let r = self
+            .health
+            .check(HealthCheckRequest {
+                service: String::new(),
+            })
+            .await
+            .map_err(|s| status_text(&s))?
+            .into_inner();
+        if r.status != ServingStatus::Serving as i32 {
+            return Err(format!("health status {}", r.status));
+        }
+        Ok(Received {
+            wire: r.encoded_len(),
+            ..Default::default()
+        })
+    }
+
+    /// `Get` of pod `i`.
+    async fn get(&mut self, i: usize) -> Result<Received, String> {
+        let name = &self.layout.names[i];
+        let r = self
+            .api
+            .get(GetRequest {
+                resource: RESOURCE.into(),
+                namespace: self.layout.namespace_of(i).to_string(),
+                name: name.clone(),
+                ..Default::default()
+            })
+            .await
+            .map_err(|s| status_text(&s))?
+            .into_inner();
+        let wire = r.encoded_len();
+        match r.object {
+            Some(o) if &o.name == name => Ok(Received {
+                objects: 1,
+                json: o.json.len(),
+                wire,
+                others: 0,
+            }),
+            other => Err(format!("Get {name} returned {:?}", other.map(|o| o.name))),
+        }
+    }
+
+    /// `List` of node `k`'s pods by the index.
+    async fn list_node(&mut self, k: usize) -> Result<Received, String> {
+        let req = ListRequest {
+            resource: RESOURCE.into(),
+            index: Some(IndexLookup {
+                name: INDEX.into(),
+                value: node_name(k),
+            }),
+            ..Default::default()
+        };
+        let got = self.list(req, |_| true).await?;
+        if got.objects != self.per_node[k] {
+            return Err(format!(
+                "List of {} returned {} pods, not {}",
+                node_name(k),
+                got.objects,
+                self.per_node[k]
+            ));
+        }
+        Ok(got)
+    }
+
+    /// `List` of app `a`'s pods by its label selector, in its namespace: exactly its pods.
+    async fn list_selector(&mut self, a: usize) -> Result<Received, String> {
+        let layout = self.layout.clone();
+        let (ns, selector, count) = layout.app(a);
+        let req = ListRequest {
+            resource: RESOURCE.into(),
+            namespace: ns.to_string(),
+            label_selector: selector.clone(),
+            ..Default::default()
+        };
+        let prefix = format!("{}-", app_name(a));
+        let got = self.list(req, |name| name.starts_with(&prefix)).await?;
+        if got.objects != count || got.others > 0 {
+            return Err(format!(
+                "List of {ns} by {selector} returned {} pods, {} of another app, not {count}",
+                got.objects, got.others
+            ));
+        }
+        Ok(got)
+    }
+
+    /// `List` of namespace `k`, masked.
+    async fn list_namespace(&mut self, k: usize) -> Result<Received, String> {
+        let req = ListRequest {
+            resource: RESOURCE.into(),
+            namespace: self.layout.namespaces[k].clone(),
+            fields: vec!["status.phase".into()],
+            ..Default::default()
+        };
+        let got = self.list(req, |_| true).await?;
+        let expected = self.layout.range(k).len();
+        if got.objects != expected {
+            return Err(format!(
+                "List of a namespace returned {} pods, not {expected}",
+                got.objects,
+            ));
+        }
+        Ok(got)
+    }
+
+    /// Reads a whole List; counts in `others` the objects whose name is not `wanted`.
+    async fn list(
+        &mut self,
+        req: ListRequest,
+        wanted: impl Fn(&str) -> bool,
+    ) -> Result<Received, String> {
         let mut stream = self
             .api
             .list(req)
@@ -456,6 +425,7 @@ impl Caller {
         let (mut got, mut last) = (Received::default(), false);
         while let Some(chunk) = stream.message().await.map_err(|s| status_text(&s))? {
             got.objects += chunk.objects.len();
+            got.others += chunk.objects.iter().filter(|o| !wanted(&o.name)).count();
             got.json += chunk.objects.iter().map(|o| o.json.len()).sum::<usize>();
             got.wire += chunk.encoded_len();
             last = chunk.last;
@@ -475,6 +445,8 @@ struct Received {
     json: usize,
     /// Bytes of the encoded response messages (JSON, identity, labels, framing fields).
     wire: usize,
+    /// Objects that are not what the call asked for.
+    others: usize,
 }
 
 /// What callers' calls of one kind received.
@@ -584,14 +556,12 @@ async fn measure_level(
     s: &Settings,
     server_pid: &str,
 ) -> Vec<(Kind, Measured)> {
-    for (i, kind) in Kind::ALL.into_iter().enumerate() {
+    for (i, &kind) in s.kinds.iter().enumerate() {
         run_slice(caller, kind, c, WARMUP, 7 + i as u64, server_pid, None).await;
     }
     let slice = Duration::from_secs_f64(s.seconds / SLICES as f64);
-    let mut out: Vec<(Kind, Measured)> = Kind::ALL
-        .map(|k| (k, Measured::default()))
-        .into_iter()
-        .collect();
+    let mut out: Vec<(Kind, Measured)> =
+        s.kinds.iter().map(|&k| (k, Measured::default())).collect();
     for round in 0..SLICES as usize {
         for j in 0..out.len() {
             let i = (round + j) % out.len();
@@ -787,12 +757,14 @@ async fn fanout(
 struct Run {
     version: String,
     nodes: usize,
-    /// Mean bytes of a cached pod's JSON (a `List` of the namespace without a mask).
+    namespaces: Vec<String>,
+    /// Mean bytes of a cached pod's JSON (a `List` of the namespaces without a mask).
     object_bytes: f64,
     levels: Vec<(usize, Vec<(Kind, Measured)>)>,
     fanouts: Vec<Fanout>,
     load_before: String,
     load_after: String,
+    memory: Memory,
     allocated_bytes: u64,
     resident_bytes: u64,
 }
@@ -803,44 +775,103 @@ fn loadavg() -> String {
         .unwrap_or_default()
 }
 
+/// The sidecar's configuration: the pods of the layout's namespaces with the controller
+/// profile, the index `node`, the label index when `label_index`; `/metrics` on `port`.
+fn sidecar_config(layout: &Layout, label_index: bool, port: u16) -> SidecarConfig {
+    let mut pods = pods_resource(&layout.namespaces, CONTROLLER_KEEP, CONTROLLER_DROP)
+        .index(Index::path(INDEX, "spec.nodeName"));
+    if label_index {
+        pods = pods.index(Index::labels(LABEL_INDEX));
+    }
+    SidecarConfig::new()
+        .resource(pods)
+        .server(|s| s.metrics_port(port))
+}
+
 async fn bench(at: &InNamespace<'_>, s: &Settings) -> anyhow::Result<bool> {
-    let (pods, ns) = (at.pods, at.ns);
-    let names = Arc::new(pod_names(s.pods));
+    let layout = Arc::new(Layout::new(s.pods, at.namespaces));
     let t = Instant::now();
-    create_pods(pods, &names, s.nodes())
+    create_pods(&at.pods.clone().into_client(), &layout)
         .await
         .context("create pods")?;
     eprintln!(
-        "serving: {} pods on {} nodes in namespace {ns}, applied in {:.1} s",
+        "serving: {} pods on {} nodes in {} namespace(s) from {}, applied in {:.1} s",
         s.pods,
-        s.nodes(),
+        layout.nodes,
+        layout.namespaces.len(),
+        at.ns,
         t.elapsed().as_secs_f64()
     );
 
-    let config = SidecarConfig::new().resource(
-        pods_resource(&[ns.into()], CONTROLLER_KEEP, CONTROLLER_DROP)
-            .index(Index::path(INDEX, "spec.nodeName")),
-    );
-    let sidecar = Sidecar::start(BIN.as_ref(), at.cluster, &config)?;
-    let run = measure(&sidecar, pods, ns, &names, s)
+    let port = free_port();
+    let sidecar = Sidecar::start(
+        BIN.as_ref(),
+        at.cluster,
+        &sidecar_config(&layout, true, port),
+    )?;
+    let mut run = measure(&sidecar, at, &layout, s, port)
         .await
         .inspect_err(|_| print_log_tail(&sidecar))?;
     let ok = run.ok();
-    println!("{}", run.markdown(s, ns));
     if !ok {
         print_log_tail(&sidecar);
     }
+    drop(sidecar);
+    eprintln!("serving: memory without the label index (a second sidecar)");
+    let port = free_port();
+    let config = sidecar_config(&layout, false, port);
+    run.memory.without_index =
+        memory::allocated_alone(BIN, at.cluster, &config, (port, RESOURCE, s.pods))
+            .await
+            .map_err(|e| format!("{e:#}"));
+    println!("{}", run.markdown(s));
     let written = results::write_json("serving.json", &run.json(s))?;
     eprintln!("serving: wrote {written}");
     Ok(ok)
 }
 
+/// Waits until the sidecar is synced, healthy, and holds every pod with its status; the mean
+/// bytes of a cached pod's JSON.
+async fn wait_ready(
+    api: &mut CacheClient<Channel>,
+    health: &mut HealthClient<Channel>,
+    layout: &Layout,
+) -> anyhow::Result<f64> {
+    memory::wait_holding(api, RESOURCE, layout.pods()).await?;
+    let ready = async {
+        loop {
+            let serving = health
+                .check(HealthCheckRequest::default())
+                .await
+                .is_ok_and(|r| r.get_ref().status == ServingStatus::Serving as i32);
+            let (mut objects, mut running, mut bytes) = (0, 0, 0);
+            for ns in &layout.namespaces {
+                let chunks = list_namespace(api, RESOURCE, ns).await?;
+                for o in chunks.iter().flat_map(|c| &c.objects) {
+                    objects += 1;
+                    bytes += o.json.len();
+                    let phase = serde_json::from_slice::<Value>(&o.json)
+                        .is_ok_and(|v| v["status"]["phase"] == "Running");
+                    running += usize::from(phase);
+                }
+            }
+            if serving && running == layout.pods() && objects == layout.pods() {
+                return Ok::<_, anyhow::Error>(bytes as f64 / objects as f64);
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    };
+    tokio::time::timeout(memory::HOLD_TIMEOUT, ready)
+        .await
+        .map_err(|_| anyhow!("the sidecar did not hold every pod, Running, in time"))?
+}
+
 async fn measure(
     sidecar: &Sidecar,
-    pods: &Api<Pod>,
-    ns: &str,
-    names: &Arc<Vec<String>>,
+    at: &InNamespace<'_>,
+    layout: &Arc<Layout>,
     s: &Settings,
+    metrics: u16,
 ) -> anyhow::Result<Run> {
     let socket = sidecar.socket().display().to_string();
     let server_pid = sidecar
@@ -851,48 +882,20 @@ async fn measure(
     let channel = client::channel(&socket, &ConnectOptions::default()).await?;
     let mut api = CacheClient::new(channel.clone()).max_decoding_message_size(64 << 20);
     let mut health = HealthClient::new(channel.clone());
-
-    // Ready: synced, healthy, and holding every pod with its status.
-    let ready = async {
-        loop {
-            let synced = status(&mut api, RESOURCE).await.is_ok_and(|st| st.synced);
-            let serving = health
-                .check(HealthCheckRequest::default())
-                .await
-                .is_ok_and(|r| r.get_ref().status == ServingStatus::Serving as i32);
-            if synced && serving {
-                let chunks = list_namespace(&mut api, RESOURCE, ns).await?;
-                let objects: Vec<_> = chunks.iter().flat_map(|c| &c.objects).collect();
-                let running = objects
-                    .iter()
-                    .filter(|o| {
-                        serde_json::from_slice::<Value>(&o.json)
-                            .is_ok_and(|v| v["status"]["phase"] == "Running")
-                    })
-                    .count();
-                if running == s.pods && objects.len() == s.pods {
-                    let bytes: usize = objects.iter().map(|o| o.json.len()).sum();
-                    return Ok::<_, anyhow::Error>(bytes as f64 / objects.len() as f64);
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+    let object_bytes = wait_ready(&mut api, &mut health, layout).await?;
+    let memory = Memory {
+        pods: layout.pods(),
+        labels_per_pod: pods::labels_per_pod(),
+        with_index: memory::allocated(metrics).await?,
+        without_index: Err("not yet measured".into()),
     };
-    let object_bytes = tokio::time::timeout(Duration::from_secs(120), ready)
-        .await
-        .map_err(|_| anyhow!("the sidecar did not hold every pod, Running, within 120 s"))??;
     let version = status(&mut api, RESOURCE).await?.version;
 
-    let mut per_node = vec![0; s.nodes()];
-    for i in 0..s.pods {
-        per_node[node_of(i, s.nodes())] += 1;
-    }
     let caller = Caller {
         api: api.clone(),
         health: health.clone(),
-        ns: ns.into(),
-        names: names.clone(),
-        per_node: Arc::new(per_node),
+        layout: layout.clone(),
+        per_node: Arc::new(layout.per_node()),
     };
     let load_before = loadavg();
     let mut levels = Vec::new();
@@ -907,22 +910,26 @@ async fn measure(
     let st = status(&mut api, RESOURCE).await?;
 
     let mut fanouts = Vec::new();
+    let names = Arc::new(layout.names_in(0).to_vec());
     for (run, &w) in s.watchers.iter().enumerate() {
         let churn = s.churn(run);
         eprintln!(
             "serving: fan-out to {w} watcher(s), {} writes at {}/s",
             churn.writes, churn.rate
         );
-        fanouts.push(fanout(&socket, ns, &mut api, pods, names, (w, churn)).await?);
+        let f = fanout(&socket, at.ns, &mut api, at.pods, &names, (w, churn)).await?;
+        fanouts.push(f);
     }
     Ok(Run {
         version,
-        nodes: s.nodes(),
+        nodes: layout.nodes,
+        namespaces: layout.namespaces.clone(),
         object_bytes,
         levels,
         fanouts,
         load_before,
         load_after: loadavg(),
+        memory,
         allocated_bytes: st.allocated_bytes,
         resident_bytes: st.resident_bytes,
     })
@@ -1003,18 +1010,32 @@ impl Run {
         Run::stats(kinds, Kind::Empty)
     }
 
-    /// The target's figures at one concurrency: `Get`'s p50 and p99 ÷ the empty call's.
-    fn get_over_empty(kinds: &[(Kind, Measured)]) -> (f64, f64) {
-        let (get, empty) = (Run::stats(kinds, Kind::Get), Run::empty(kinds));
-        (ratio(get.p50, empty.p50), ratio(get.p99, empty.p99))
+    /// A target's figures at one concurrency: `kind`'s p50 and p99 ÷ the empty call's.
+    fn over_empty(kinds: &[(Kind, Measured)], kind: Kind) -> (f64, f64) {
+        let (k, empty) = (Run::stats(kinds, kind), Run::empty(kinds));
+        (ratio(k.p50, empty.p50), ratio(k.p99, empty.p99))
     }
 
     /// The report: the calls under load, then the fan-outs.
-    fn markdown(&self, s: &Settings, ns: &str) -> String {
-        join_sections([self.calls_markdown(s, ns), self.fanouts_markdown(s)])
+    fn markdown(&self, s: &Settings) -> String {
+        join_sections([self.calls_markdown(s), self.fanouts_markdown(s)])
     }
 
-    fn calls_markdown(&self, s: &Settings, ns: &str) -> Vec<String> {
+    /// Where the pods are, for the report: `one namespace (NAME) of N pods` or `K namespaces
+    /// of up to 5,000 pods (FIRST, ...)`.
+    fn where_markdown(&self, s: &Settings) -> String {
+        match self.namespaces.as_slice() {
+            [ns] => format!("one namespace ({ns}) of {} pods", s.pods),
+            namespaces => format!(
+                "{} pods in {} namespaces of up to {PODS_PER_NAMESPACE} ({}, ...)",
+                s.pods,
+                namespaces.len(),
+                namespaces[0]
+            ),
+        }
+    }
+
+    fn calls_markdown(&self, s: &Settings) -> Vec<String> {
         let mut out = Vec::<String>::new();
         out.push(format!(
             "### Serving: {} pods, `Get` and `List` over the Unix socket, 1 and {} callers on \
@@ -1023,15 +1044,15 @@ impl Run {
         ));
         out.push(String::new());
         out.push(format!(
-            "informerd {} ({} build, `cargo bench --bench serving`); one namespace ({ns}) of {} \
-             pods on {} nodes, the controller profile (keep {}; drop {}; cached pods {:.0} \
-             bytes of JSON on average), index `{INDEX}` on spec.nodeName; every caller on one \
-             HTTP/2 connection, calling back-to-back; each kind {} s in {SLICES} slices \
-             alternating with the others; {} CPUs shared with the control plane; load average \
-             {} before, {} after.",
+            "informerd {} ({} build, `cargo bench --bench serving`); {} on {} nodes, the \
+             controller profile (keep {}; drop {}; cached pods {:.0} bytes of JSON on average), \
+             index `{INDEX}` on spec.nodeName and the label index; apps of {PODS_PER_APP} pods \
+             (the selector `{APP_LABEL}=svc-N`); every caller on one HTTP/2 connection, calling \
+             back-to-back; each kind {} s in {SLICES} slices alternating with the others; {} \
+             CPUs shared with the control plane; load average {} before, {} after.",
             self.version,
             profile(),
-            s.pods,
+            self.where_markdown(s),
             self.nodes,
             CONTROLLER_KEEP.join(", "),
             CONTROLLER_DROP.join(", "),
@@ -1042,12 +1063,42 @@ impl Run {
             self.load_after,
         ));
         out.push(String::new());
-        out.push(
+        out.extend(self.table_markdown());
+        out.push(String::new());
+        out.extend(self.target_markdown(Kind::Get, "`Get`"));
+        out.extend(self.target_markdown(
+            Kind::ListSelector,
+            &format!(
+                "`List` by label selector ({PODS_PER_APP} pods of a namespace of {})",
+                s.pods.min(PODS_PER_NAMESPACE)
+            ),
+        ));
+        if self.measured(Kind::ListNode) && self.measured(Kind::ListNamespace) {
+            out.push(self.per_object_markdown());
+        }
+        out.push(self.memory.markdown());
+        for (c, kinds) in &self.levels {
+            for (kind, m) in kinds {
+                if let Some(e) = &m.calls.first_error {
+                    out.push(format!(
+                        "**Errors** ({c} callers, {}): {} (first: {e}).",
+                        kind.key(),
+                        m.calls.errors
+                    ));
+                }
+            }
+        }
+        out
+    }
+
+    /// The table of the calls: a row per kind and concurrency.
+    fn table_markdown(&self) -> Vec<String> {
+        let mut out = vec![
             "| callers | call | calls/s | p50 µs | p90 µs | p99 µs | max µs | p50 ÷ empty | \
              p99 ÷ empty | objects/call | KiB/call | sidecar CPU µs/call | errors |"
-                .into(),
-        );
-        out.push("|---:|:--|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|".into());
+                .to_string(),
+            "|---:|:--|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|".to_string(),
+        ];
         for (c, kinds) in &self.levels {
             let empty = Run::empty(kinds);
             for (kind, m) in kinds {
@@ -1069,26 +1120,40 @@ impl Run {
                 ));
             }
         }
-        out.push(String::new());
+        out
+    }
+
+    /// Whether `kind` was measured.
+    fn measured(&self, kind: Kind) -> bool {
+        self.levels
+            .iter()
+            .any(|(_, kinds)| kinds.iter().any(|(k, _)| *k == kind))
+    }
+
+    /// The line of the target of `kind` (`what`), at each concurrency, if it was measured.
+    fn target_markdown(&self, kind: Kind, what: &str) -> Option<String> {
+        if !self.measured(kind) {
+            return None;
+        }
         let target: Vec<String> = self
             .levels
             .iter()
             .map(|(c, kinds)| {
-                let (p50, p99) = Run::get_over_empty(kinds);
+                let (p50, p99) = Run::over_empty(kinds, kind);
                 format!(
                     "{c} caller(s): p50 {p50:.2}× ({}), p99 {p99:.2}×",
-                    if p50 <= GET_TARGET {
-                        "met"
-                    } else {
-                        "**not met**"
-                    },
+                    if p50 <= TARGET { "met" } else { "**not met**" },
                 )
             })
             .collect();
-        out.push(format!(
-            "Target, `Get` within 2× an empty call (p50): {}.",
+        Some(format!(
+            "Target, {what} within {TARGET}× an empty call (p50): {}.",
             target.join("; ")
-        ));
+        ))
+    }
+
+    /// The line of the sidecar's CPU per listed object.
+    fn per_object_markdown(&self) -> String {
         let per_object: Vec<String> = self
             .levels
             .iter()
@@ -1114,22 +1179,7 @@ impl Run {
                 }
             })
             .collect();
-        out.push(format!(
-            "Sidecar CPU per listed object: {}.",
-            per_object.join("; ")
-        ));
-        for (c, kinds) in &self.levels {
-            for (kind, m) in kinds {
-                if let Some(e) = &m.calls.first_error {
-                    out.push(format!(
-                        "**Errors** ({c} callers, {}): {} (first: {e}).",
-                        kind.key(),
-                        m.calls.errors
-                    ));
-                }
-            }
-        }
-        out
+        format!("Sidecar CPU per listed object: {}.", per_object.join("; "))
     }
 
     fn fanouts_markdown(&self, s: &Settings) -> Vec<String> {
@@ -1202,6 +1252,67 @@ impl Run {
     }
 
     fn json(&self, s: &Settings) -> Value {
+        json!({
+            "benchmark": "serving",
+            "ok": self.ok(),
+            "informerd_version": self.version,
+            "profile": profile(),
+            "config": {
+                "pods": s.pods,
+                "namespaces": self.namespaces.len(),
+                "pods_per_namespace_at_most": PODS_PER_NAMESPACE,
+                "nodes": self.nodes,
+                "pods_per_node": PODS_PER_NODE,
+                "pods_per_app": PODS_PER_APP,
+                "label_selector": format!("{APP_LABEL}=svc-N"),
+                "transform": {"keep": CONTROLLER_KEEP, "drop": CONTROLLER_DROP},
+                "index": {"name": INDEX, "path": "spec.nodeName"},
+                "label_index": {"name": LABEL_INDEX, "labels": true},
+                "cached_object_json_bytes_mean": self.object_bytes.round(),
+                "concurrency_levels": s.levels(),
+                "calls": s.kinds.iter().map(|k| k.key()).collect::<Vec<_>>(),
+                "seconds_per_kind": s.seconds,
+                "slices": SLICES,
+                "warmup_ms_per_kind": WARMUP.as_millis() as u64,
+                "empty_call": Kind::Empty.rpc(),
+                "watchers": s.watchers,
+                "watch_rate_per_s": s.watch_rate,
+                "watch_seconds": s.watch_seconds,
+                "cpus": cpus(),
+                "load_average_before": self.load_before,
+                "load_average_after": self.load_after,
+            },
+            "target_get_within_2x_empty": self.target_json(Kind::Get),
+            "target_list_label_selector_within_2x_empty": self.target_json(Kind::ListSelector),
+            "serving": self.levels_json(),
+            "sidecar_memory_holding_the_pods": self.memory.json(),
+            "sidecar_memory_after_load": {
+                "allocated_bytes": self.allocated_bytes,
+                "resident_bytes": self.resident_bytes,
+            },
+            "fanout": self.fanouts_json(),
+        })
+    }
+
+    /// A target's figures: `kind`'s p50 ÷ the empty call's, at each concurrency.
+    fn target_json(&self, kind: Kind) -> Vec<Value> {
+        if !self.measured(kind) {
+            return Vec::new();
+        }
+        self.levels
+            .iter()
+            .map(|(c, kinds)| {
+                let (p50, _) = Run::over_empty(kinds, kind);
+                json!({
+                    "callers": c,
+                    "p50_ratio_to_empty": round(p50, 2),
+                    "met": p50 <= TARGET,
+                })
+            })
+            .collect()
+    }
+
+    fn levels_json(&self) -> Vec<Value> {
         let us_json = |st: &Stats| {
             let us = |ns: i64| round(ns as f64 / 1000.0, 1);
             json!({
@@ -1212,8 +1323,7 @@ impl Run {
                 "max_us": us(st.max),
             })
         };
-        let levels: Vec<Value> = self
-            .levels
+        self.levels
             .iter()
             .map(|(c, kinds)| {
                 let empty = Run::empty(kinds);
@@ -1241,9 +1351,11 @@ impl Run {
                     }).collect::<Vec<_>>(),
                 })
             })
-            .collect();
-        let fanouts: Vec<Value> = self
-            .fanouts
+            .collect()
+    }
+
+    fn fanouts_json(&self) -> Vec<Value> {
+        self.fanouts
             .iter()
             .map(|f| {
                 json!({
@@ -1266,50 +1378,6 @@ impl Run {
                         .collect::<Vec<_>>(),
                 })
             })
-            .collect();
-        let target: Vec<Value> = self
-            .levels
-            .iter()
-            .map(|(c, kinds)| {
-                let (p50, _) = Run::get_over_empty(kinds);
-                json!({
-                    "callers": c,
-                    "get_p50_ratio_to_empty": round(p50, 2),
-                    "met": p50 <= GET_TARGET,
-                })
-            })
-            .collect();
-        json!({
-            "benchmark": "serving",
-            "ok": self.ok(),
-            "informerd_version": self.version,
-            "profile": profile(),
-            "config": {
-                "pods": s.pods,
-                "nodes": self.nodes,
-                "pods_per_node": PODS_PER_NODE,
-                "transform": {"keep": CONTROLLER_KEEP, "drop": CONTROLLER_DROP},
-                "index": {"name": INDEX, "path": "spec.nodeName"},
-                "cached_object_json_bytes_mean": self.object_bytes.round(),
-                "concurrency_levels": s.levels(),
-                "seconds_per_kind": s.seconds,
-                "slices": SLICES,
-                "warmup_ms_per_kind": WARMUP.as_millis() as u64,
-                "empty_call": Kind::Empty.rpc(),
-                "watchers": s.watchers,
-                "watch_rate_per_s": s.watch_rate,
-                "watch_seconds": s.watch_seconds,
-                "cpus": cpus(),
-                "load_average_before": self.load_before,
-                "load_average_after": self.load_after,
-            },
-            "target_get_within_2x_empty": target,
-            "serving": levels,
-            "sidecar_memory_after_load": {
-                "allocated_bytes": self.allocated_bytes,
-                "resident_bytes": self.resident_bytes,
-            },
-            "fanout": fanouts,
-        })
+            .collect()
     }
 }

@@ -1,7 +1,8 @@
 //! Memory held per pod by `store::Store`, measured with jemalloc's own statistics, against a
 //! plain `HashMap<String, serde_json::Value>` of the same objects.
 //!
-//! `cargo bench --bench store_memory` (pods: `INFORMERD_BENCH_PODS`, default 100000).
+//! `cargo bench --bench store_memory` (pods: `INFORMERD_BENCH_PODS`, default 100000); the
+//! figures also go to `benches/results/store_memory.json`.
 //!
 //! Pods are generated from the fixture pods (`shared/fixtures/pods`) the way a real cluster
 //! varies them: 20 namespaces, 1000 nodes, a few hundred Deployments, StatefulSets and
@@ -10,6 +11,11 @@
 //! they are applied one by one, so the generated input is never held: the figure is jemalloc's
 //! `stats::allocated` after the inserts minus before, divided by the pod count. Figures are
 //! printed, never asserted (targets: at most 300 bytes/pod for the controller profile).
+//!
+//! The controller profile is measured once more with the label index (`indexes: [{name:
+//! labels, labels: true}]`, the product's own key extractor, `StringsExpr::labels`) beside the
+//! index on spec.nodeName: the difference from the row without it is the label index's cost per
+//! pod, also given per label (the generated pods carry 3 to 5 labels each).
 
 mod common;
 
@@ -18,6 +24,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use common::env_or;
+use informerd::filter::StringsExpr;
 use informerd::store::{Indexer, StoreOptions, Writer};
 use informerd::transform::Transform;
 use informerd::vocab::memory::allocated_bytes;
@@ -499,20 +506,50 @@ impl Indexer for NodeIndex {
     }
 }
 
-fn measure_store(fixtures: &[Value], profile: Profile, pods: usize) -> (f64, String) {
+/// The label index, as the sidecar builds it from `labels: true`.
+struct LabelIndex(StringsExpr);
+
+impl Indexer for LabelIndex {
+    fn values(&self, object: &Value) -> Vec<String> {
+        self.0.values(object)
+    }
+}
+
+/// What one store held.
+struct Held {
+    /// Bytes per pod.
+    per_pod: f64,
+    /// Labels per pod (of the objects stored, after the transform).
+    labels_per_pod: f64,
+    detail: String,
+}
+
+/// The store's indexes: `node`, and the label index when `label_index`.
+fn indexes(label_index: bool) -> Vec<(String, Arc<dyn Indexer>)> {
+    let mut indexes = vec![("node".to_owned(), Arc::new(NodeIndex) as Arc<dyn Indexer>)];
+    if label_index {
+        let labels = Arc::new(LabelIndex(StringsExpr::labels())) as Arc<dyn Indexer>;
+        indexes.push(("labels".to_owned(), labels));
+    }
+    indexes
+}
+
+fn measure_store(fixtures: &[Value], profile: Profile, label_index: bool, pods: usize) -> Held {
     let mut generator = Generator::new(fixtures);
     let options = StoreOptions {
         log_max_events: LOG_MAX_EVENTS,
         log_max_bytes: LOG_MAX_BYTES,
-        indexes: vec![("node".to_owned(), Arc::new(NodeIndex) as Arc<dyn Indexer>)],
+        indexes: indexes(label_index),
     };
     let transform = profile.transform();
     let before = allocated_bytes();
     let store = Writer::new(options);
     let start = Instant::now();
+    let mut labels = 0;
     for _ in 0..pods {
         let mut object = generator.pod();
         transform.apply(&mut object);
+        labels += object["metadata"]["labels"].as_object().map_or(0, Map::len);
         store.apply(object).expect("generated pods are valid");
     }
     let elapsed = start.elapsed();
@@ -528,7 +565,11 @@ fn measure_store(fixtures: &[Value], profile: Profile, pods: usize) -> (f64, Str
     );
     assert_eq!(store.len(), pods, "generated pod keys are unique");
     drop(store);
-    (held as f64 / pods as f64, detail)
+    Held {
+        per_pod: held as f64 / pods as f64,
+        labels_per_pod: labels as f64 / pods as f64,
+        detail,
+    }
 }
 
 fn measure_value_map(fixtures: &[Value], profile: Profile, pods: usize) -> f64 {
@@ -556,25 +597,76 @@ fn main() -> anyhow::Result<()> {
     let fixtures = fixture_pods();
     println!(
         "store memory: {pods} generated pods ({NAMESPACES} namespaces, {NODES} nodes, one index on \
-         spec.nodeName, change log of {LOG_MAX_EVENTS} events / {} MiB)",
+         spec.nodeName, plus the label index where said, change log of {LOG_MAX_EVENTS} events / \
+         {} MiB)",
         LOG_MAX_BYTES >> 20
     );
     let mut rows = vec![
-        (Profile::Controller, pods),
-        (Profile::MetadataOnly, pods),
-        (Profile::Full, pods),
+        (Profile::Controller, false, pods),
+        (Profile::Controller, true, pods),
+        (Profile::MetadataOnly, false, pods),
+        (Profile::Full, false, pods),
     ];
     if std::env::var_os("INFORMERD_BENCH_PODS").is_none() {
-        rows.push((Profile::Controller, pods * 3 / 2));
+        rows.push((Profile::Controller, false, pods * 3 / 2));
     }
-    for (profile, n) in rows {
-        let (per_pod, detail) = measure_store(&fixtures, profile, n);
-        let baseline = measure_value_map(&fixtures, profile, n);
-        println!(
-            "store {} {n} pods: {per_pod:.0} bytes/pod (serde_json::Value map: {baseline:.0} bytes/pod)",
-            profile.name()
-        );
-        println!("    {detail}");
+    // The controller profile's figure without the label index, at each pod count.
+    let mut without_labels: HashMap<usize, f64> = HashMap::new();
+    let mut results = Vec::new();
+    for (profile, label_index, n) in rows {
+        let held = measure_store(&fixtures, profile, label_index, n);
+        let mut row = json!({
+            "profile": profile.name(),
+            "label_index": label_index,
+            "pods": n,
+            "bytes_per_pod": held.per_pod.round(),
+            "labels_per_pod": (held.labels_per_pod * 10.0).round() / 10.0,
+            "detail": held.detail,
+        });
+        if label_index {
+            let index = without_labels.get(&n).map(|without| held.per_pod - without);
+            row["label_index_bytes_per_pod"] = json!(index.map(f64::round));
+            println!(
+                "store {} + label index {n} pods: {:.0} bytes/pod; the label index {}",
+                profile.name(),
+                held.per_pod,
+                match index {
+                    Some(index) => format!(
+                        "{index:.0} bytes/pod ({:.1} per label, {:.1} labels/pod)",
+                        index / held.labels_per_pod.max(1.0),
+                        held.labels_per_pod
+                    ),
+                    None => "not measured (no row without it)".to_string(),
+                }
+            );
+        } else {
+            if matches!(profile, Profile::Controller) {
+                without_labels.insert(n, held.per_pod);
+            }
+            let baseline = measure_value_map(&fixtures, profile, n);
+            row["value_map_bytes_per_pod"] = json!(baseline.round());
+            println!(
+                "store {} {n} pods: {:.0} bytes/pod (serde_json::Value map: {baseline:.0} bytes/pod)",
+                profile.name(),
+                held.per_pod
+            );
+        }
+        println!("    {}", held.detail);
+        results.push(row);
     }
+    let written = common::results::write_json(
+        "store_memory.json",
+        &json!({
+            "benchmark": "store_memory",
+            "command": "cargo bench --bench store_memory",
+            "profile": common::profile(),
+            "pods": pods,
+            "namespaces": NAMESPACES,
+            "nodes": NODES,
+            "change_log": {"max_events": LOG_MAX_EVENTS, "max_bytes": LOG_MAX_BYTES},
+            "rows": results,
+        }),
+    )?;
+    eprintln!("store memory: wrote {written}");
     Ok(())
 }

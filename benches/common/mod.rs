@@ -24,13 +24,15 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 
 /// Where a benchmark of [`main_in_namespace`] runs: the local control plane, and a namespace
-/// of its own.
+/// of its own (of [`main_in_namespaces`]: namespaces of its own, the first being `ns`).
 pub struct InNamespace<'a> {
     pub cluster: &'a ControlPlane,
-    /// The namespace's name.
+    /// The (first) namespace's name.
     pub ns: &'a str,
-    /// The namespace's pods.
+    /// The (first) namespace's pods.
     pub pods: &'a Api<Pod>,
+    /// Every namespace of the benchmark, `ns` first.
+    pub namespaces: &'a [String],
 }
 
 /// A benchmark's `main`: reads its settings, runs `bench` in a namespace of its own (named
@@ -44,6 +46,19 @@ pub fn main_in_namespace<S>(
     settings: fn() -> anyhow::Result<S>,
     bench: impl AsyncFnOnce(&InNamespace<'_>, &S) -> anyhow::Result<bool>,
 ) -> ExitCode {
+    main_in_namespaces(name, prefix, failed, settings, |_| 1, bench)
+}
+
+/// [`main_in_namespace`] in `namespaces(settings)` namespaces of its own (at least one), all
+/// deleted at the end.
+pub fn main_in_namespaces<S>(
+    name: &str,
+    prefix: &str,
+    failed: &str,
+    settings: fn() -> anyhow::Result<S>,
+    namespaces: fn(&S) -> usize,
+    bench: impl AsyncFnOnce(&InNamespace<'_>, &S) -> anyhow::Result<bool>,
+) -> ExitCode {
     let run = || -> anyhow::Result<bool> {
         let settings = settings()?;
         let cluster = ControlPlane::get();
@@ -52,14 +67,20 @@ pub fn main_in_namespace<S>(
             .build()?;
         rt.block_on(async {
             // Deleted when dropped, also when the benchmark panics.
-            let fixture = Fixture::on(cluster, prefix).await?;
+            let mut fixture = Fixture::on(cluster, prefix).await?;
+            for _ in 1..namespaces(&settings) {
+                fixture.add_namespace(prefix).await?;
+            }
+            for ns in fixture.namespaces() {
+                wait_default_service_account(fixture.kube(), ns).await?;
+            }
             let pods = fixture.pods();
             let at = InNamespace {
                 cluster,
                 ns: fixture.ns(),
                 pods: &pods,
+                namespaces: fixture.namespaces(),
             };
-            wait_default_service_account(fixture.kube(), fixture.ns()).await?;
             bench(&at, &settings).await
         })
     };
