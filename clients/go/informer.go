@@ -122,13 +122,6 @@ type Informer[T any] struct {
 	synced atomic.Bool
 }
 
-type entry struct {
-	uid      string
-	rv       string
-	revision uint64
-	pass     uint32
-}
-
 // NewInformer returns an Informer of resource (its name in the sidecar's configuration) that
 // calls handler. The options are those of Watch (namespace, selectors, index, fields,
 // predicates, bookmark interval); Since and SendInitialState are the Informer's to choose.
@@ -161,7 +154,7 @@ func (inf *Informer[T]) Known() map[string]string {
 	defer inf.mu.Unlock()
 	m := make(map[string]string, len(inf.known))
 	for k, e := range inf.known {
-		m[k] = e.rv
+		m[k] = e.rvString()
 	}
 	return m
 }
@@ -317,7 +310,7 @@ func (inf *Informer[T]) anomaly() {
 }
 
 func metaOf(obj *informerdv1.Object, e entry) Meta {
-	return Meta{Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: e.uid, ResourceVersion: e.rv, Revision: e.revision}
+	return Meta{Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: e.uidString(), ResourceVersion: e.rvString(), Revision: e.revision}
 }
 
 // decodeOrNil decodes an object; one that does not decode into T is delivered as nil rather
@@ -337,27 +330,27 @@ func (inf *Informer[T]) decodeOrNil(obj *informerdv1.Object) *T {
 // resourceVersion (or uid) changed, nothing if the handler already has it.
 func (inf *Informer[T]) initial(obj *informerdv1.Object, pass uint32) {
 	key := Key(obj)
-	next := entry{uid: obj.GetUid(), rv: obj.GetResourceVersion(), revision: obj.GetRevision(), pass: pass}
+	next := newEntry(obj.GetUid(), obj.GetResourceVersion(), obj.GetRevision(), pass)
 	inf.mu.Lock()
 	old, had := inf.known[key]
 	inf.known[key] = next
 	switch {
 	case !had:
 		inf.stats.Adds++
-	case old.uid != next.uid:
+	case !old.sameUID(next):
 		inf.stats.Deletes++
 		inf.stats.Adds++
-	case old.rv != next.rv:
+	case !old.sameRV(next):
 		inf.stats.Updates++
 	}
 	inf.mu.Unlock()
 	switch {
 	case !had:
 		inf.handler.OnAdd(inf.decodeOrNil(obj))
-	case old.uid != next.uid:
+	case !old.sameUID(next):
 		inf.handler.OnDelete(metaOf(obj, old), nil)
 		inf.handler.OnAdd(inf.decodeOrNil(obj))
-	case old.rv != next.rv:
+	case !old.sameRV(next):
 		inf.handler.OnUpdate(metaOf(obj, old), inf.decodeOrNil(obj))
 	}
 }
@@ -369,7 +362,7 @@ func (inf *Informer[T]) endInitial(pass uint32) {
 	for key, e := range inf.known {
 		if e.pass != pass {
 			ns, name := splitKey(key)
-			gone = append(gone, Meta{Namespace: ns, Name: name, UID: e.uid, ResourceVersion: e.rv, Revision: e.revision})
+			gone = append(gone, Meta{Namespace: ns, Name: name, UID: e.uidString(), ResourceVersion: e.rvString(), Revision: e.revision})
 			delete(inf.known, key)
 			inf.stats.Deletes++
 		}
@@ -394,7 +387,7 @@ func (inf *Informer[T]) apply(ev *informerdv1.WatchEvent) {
 	obj := ev.GetObject()
 	key := Key(obj)
 	inf.mu.Lock()
-	next := entry{uid: obj.GetUid(), rv: obj.GetResourceVersion(), revision: obj.GetRevision(), pass: inf.pass}
+	next := newEntry(obj.GetUid(), obj.GetResourceVersion(), obj.GetRevision(), inf.pass)
 	old, had := inf.known[key]
 	var call func()
 	switch ev.GetType() {
@@ -406,7 +399,7 @@ func (inf *Informer[T]) apply(ev *informerdv1.WatchEvent) {
 			}
 			inf.stats.Adds++
 			call = func() { inf.handler.OnAdd(inf.decodeOrNil(obj)) }
-		case old.uid != next.uid:
+		case !old.sameUID(next):
 			// The object was deleted and re-created under the same name.
 			inf.stats.Deletes++
 			inf.stats.Adds++
@@ -414,7 +407,7 @@ func (inf *Informer[T]) apply(ev *informerdv1.WatchEvent) {
 				inf.handler.OnDelete(metaOf(obj, old), nil)
 				inf.handler.OnAdd(inf.decodeOrNil(obj))
 			}
-		case old.rv == next.rv && ev.GetType() == Added:
+		case old.sameRV(next) && ev.GetType() == Added:
 			inf.stats.Anomalies++
 		default:
 			if ev.GetType() == Added {
