@@ -46,37 +46,103 @@ impl Indexers {
 /// One index: the slots of the objects under each value.
 #[derive(Default)]
 pub(super) struct IndexData {
-    pub(super) values: HashMap<Box<str>, HashSet<u32, RandomState>, RandomState>,
+    pub(super) values: HashMap<Box<str>, Slots, RandomState>,
+}
+
+/// The slots under one value.
+///
+/// Decision: most values of a label index are shared by a few objects (a ReplicaSet's
+/// `pod-template-hash`, an app's `instance`): a set of its own each, with its own hasher and
+/// table, cost about 100 bytes per value beyond the slots. A sorted vector holds up to
+/// [`FEW`] slots (4 bytes each, binary search), and a value shared by more switches to a set,
+/// so that adding and removing stay cheap under a namespace-wide `app=web`.
+pub(super) enum Slots {
+    Few(Vec<u32>),
+    // Boxed: a set inline would make every value's entry 64 bytes instead of 24.
+    #[allow(clippy::box_collection)]
+    Many(Box<HashSet<u32, RandomState>>),
+}
+
+/// The most slots a value keeps in a sorted vector.
+const FEW: usize = 32;
+
+impl Slots {
+    fn insert(&mut self, slot: u32) {
+        match self {
+            Slots::Few(few) => {
+                if let Err(at) = few.binary_search(&slot) {
+                    if few.len() < FEW {
+                        few.insert(at, slot);
+                    } else {
+                        let mut many =
+                            HashSet::with_capacity_and_hasher(FEW * 2, RandomState::new());
+                        many.extend(few.iter().copied());
+                        many.insert(slot);
+                        *self = Slots::Many(Box::new(many));
+                    }
+                }
+            }
+            Slots::Many(many) => {
+                many.insert(slot);
+            }
+        }
+    }
+
+    /// Removes `slot`; whether none is left.
+    fn remove(&mut self, slot: u32) -> bool {
+        match self {
+            Slots::Few(few) => {
+                if let Ok(at) = few.binary_search(&slot) {
+                    few.remove(at);
+                    if few.capacity() > few.len() * 2 {
+                        few.shrink_to_fit();
+                    }
+                }
+                few.is_empty()
+            }
+            Slots::Many(many) => {
+                many.remove(&slot);
+                if many.len() <= FEW / 2 {
+                    let mut few: Vec<u32> = many.iter().copied().collect();
+                    few.sort_unstable();
+                    *self = Slots::Few(few);
+                } else if many.capacity() > 16 && many.len() * 4 < many.capacity() {
+                    many.shrink_to(many.len() * 2);
+                }
+                false
+            }
+        }
+    }
+
+    fn iter(&self) -> Box<dyn Iterator<Item = u32> + '_> {
+        match self {
+            Slots::Few(few) => Box::new(few.iter().copied()),
+            Slots::Many(many) => Box::new(many.iter().copied()),
+        }
+    }
 }
 
 impl IndexData {
     fn insert(&mut self, value: &str, slot: u32) {
         match self.values.get_mut(value) {
-            Some(set) => {
-                set.insert(slot);
-            }
+            Some(slots) => slots.insert(slot),
             None => {
-                let mut set = HashSet::with_capacity_and_hasher(1, RandomState::new());
-                set.insert(slot);
-                self.values.insert(value.into(), set);
+                self.values.insert(value.into(), Slots::Few(vec![slot]));
             }
         }
     }
 
     fn remove(&mut self, value: &str, slot: u32) {
-        if let Some(set) = self.values.get_mut(value) {
-            set.remove(&slot);
-            if set.is_empty() {
+        if let Some(slots) = self.values.get_mut(value) {
+            if slots.remove(slot) {
                 self.values.remove(value);
-            } else if set.capacity() > 16 && set.len() * 4 < set.capacity() {
-                set.shrink_to(set.len() * 2);
             }
         }
     }
 
     /// The slots of the objects under `value`.
     pub(super) fn slots(&self, value: &str) -> impl Iterator<Item = u32> + '_ {
-        self.values.get(value).into_iter().flatten().copied()
+        self.values.get(value).into_iter().flat_map(Slots::iter)
     }
 }
 

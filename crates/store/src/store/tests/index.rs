@@ -40,3 +40,35 @@ fn indexes_follow_updates_and_deletes() {
         Err(StoreError::UnknownIndex { name, known }) if name == "zone" && known == "node"
     ));
 }
+
+#[test]
+fn a_value_shared_by_many_objects_keeps_every_one_as_they_come_and_go() {
+    let store = Writer::new(node_index());
+    let names = |node: &str| -> Vec<String> {
+        let (_, items) = store.list_by_index("node", node).unwrap();
+        let mut names: Vec<String> = items.iter().map(|o| o.key().to_string()).collect();
+        names.sort();
+        names
+    };
+    let want = |range: std::ops::Range<u64>| -> Vec<String> {
+        let mut names: Vec<String> = range.map(|i| format!("ns/p{i:03}")).collect();
+        names.sort();
+        names
+    };
+    // Past the few a value keeps in a vector, and back under them.
+    for i in 0..100 {
+        store
+            .apply(pod("ns", &format!("p{i:03}"), "n1", i + 1))
+            .unwrap();
+    }
+    assert_eq!(names("n1"), want(0..100));
+    for i in 0..95 {
+        store.delete(&key("ns", &format!("p{i:03}")));
+    }
+    assert_eq!(names("n1"), want(95..100));
+    for i in 95..100 {
+        store.delete(&key("ns", &format!("p{i:03}")));
+    }
+    assert!(names("n1").is_empty());
+    assert!(store.shared.read().indexes[0].values.is_empty());
+}
