@@ -111,6 +111,12 @@ func (r *registration) run() {
 		e := r.queue[0]
 		r.queue[0] = event{}
 		r.queue = r.queue[1:]
+		if len(r.queue) == 0 {
+			// Decision: an empty queue lets go of its array. The initial state (a late
+			// handler's, or the first list's burst) grows it to every object of the scope,
+			// and a drained slice of it would keep that array for the informer's life.
+			r.queue = nil
+		}
 		r.mu.Unlock()
 		r.deliver(e)
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"sync/atomic"
@@ -137,6 +138,18 @@ func runController(ctx context.Context, f controllerFlags, opts ctrl.Options) er
 	case <-ctx.Done():
 	}
 	s := measure()
+	if dir := os.Getenv("HEAPBENCH_HEAP_PROFILES"); dir != "" {
+		// The live heap the sample measured, by where it was allocated (go tool pprof).
+		out, err := os.Create(filepath.Join(dir, fmt.Sprintf("heap-%s-%d.pprof", f.cache, os.Getpid())))
+		if err != nil {
+			return err
+		}
+		err = pprof.WriteHeapProfile(out)
+		out.Close()
+		if err != nil {
+			return err
+		}
+	}
 	s.Cache, s.Pods, s.SyncSeconds, s.Reconciles = f.cache, pods.Load(), synced.Seconds(), r.Reconciles()
 	s.Deployments, s.FirstPassSeconds = deployments, passed.Seconds()
 	if err := json.NewEncoder(os.Stdout).Encode(s); err != nil {
