@@ -11,7 +11,7 @@ use std::{fmt, marker::PhantomData};
 
 use futures::{Stream, StreamExt, TryStreamExt};
 use kube::api::{ListParams, ObjectList, TypeMeta, VersionMatch};
-use kube::core::ListMeta;
+use kube::core::{ListMeta, PartialObjectMeta};
 use kube::runtime::watcher;
 use kube::Resource;
 use serde::de::DeserializeOwned;
@@ -66,6 +66,69 @@ impl<K> fmt::Debug for Api<K> {
     }
 }
 
+impl<K: Resource> Api<K> {
+    /// The same handle reading each object's metadata only, as kube-rs's
+    /// [`PartialObjectMeta`] (see [`crate::metadata_watcher`]): `Api::<PartialObjectMeta<K>>`
+    /// made from this one. A handle without a field mask gets [`METADATA_FIELDS`]; one with a
+    /// mask keeps it (`fields(["metadata"])` for the whole metadata, annotations included).
+    #[must_use]
+    pub fn metadata(self) -> Api<PartialObjectMeta<K>> {
+        let fields = if self.fields.is_empty() {
+            default_fields::<PartialObjectMeta<K>>()
+        } else {
+            self.fields
+        };
+        Api {
+            cache: self.cache,
+            resource: self.resource,
+            namespace: self.namespace,
+            fields,
+            cluster: self.cluster,
+            token: self.token,
+            kind: PhantomData,
+        }
+    }
+}
+
+/// The field mask a new handle starts with: none (the whole object), except for a type that
+/// kube-rs reads with metadata-only requests (`PartialObjectMeta<K>`, as kube 5's
+/// `Api::<PartialObjectMeta<K>>` does), which gets [`METADATA_FIELDS`].
+fn default_fields<K: Resource>() -> Vec<String> {
+    if K::metadata_api() {
+        METADATA_FIELDS.iter().map(|f| (*f).to_string()).collect()
+    } else {
+        Vec::new()
+    }
+}
+
+/// The field mask of `Api::<PartialObjectMeta<K>>` and [`Api::metadata`] when none is given: what `Controller` and a
+/// reconciler of metadata read (labels for selectors and mappers, ownerReferences for
+/// `owns_stream`, deletionTimestamp and finalizers for `kube::runtime::finalizer`); the
+/// identity (apiVersion, kind, name, namespace, uid, resourceVersion, generation) always comes.
+///
+/// Decision: not the whole `metadata`. Its annotations can hold KBs per object
+/// (`kubectl.kubernetes.io/last-applied-configuration`), which is what a metadata store is
+/// meant not to keep; ask for an annotation by name (`metadata.annotations["key"]`) when the
+/// controller reads it. `creationTimestamp`, `generateName` and the rest are left out too.
+pub const METADATA_FIELDS: [&str; 4] = [
+    "metadata.labels",
+    "metadata.ownerReferences",
+    "metadata.deletionTimestamp",
+    "metadata.finalizers",
+];
+
+/// A field mask of the identity alone (apiVersion, kind, name, namespace, uid,
+/// resourceVersion, generation), which the sidecar always sends: asking for one of them asks
+/// for nothing more. For the store of a `Controller`'s own objects over
+/// [`crate::metadata_watcher`]: the `Controller` needs only their keys, and the reconciler
+/// reads the whole object through the sidecar ([`crate::ReadThrough`]).
+///
+/// Decision: the smallest store a kube-rs `Controller` can have (kube's `Store` keeps a
+/// `PartialObjectMeta`'s whole `ObjectMeta` struct, a few hundred bytes, whatever it holds);
+/// its labels alone cost about as much again (a `BTreeMap` node and two strings each), so
+/// they are not in it unless asked for.
+pub const IDENTITY_ONLY: [&str; 1] = ["metadata.name"];
+
 /// Where a [`Api::watch`] starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Start {
@@ -104,7 +167,7 @@ where
             cache,
             resource: resource.to_string(),
             namespace: namespace.to_string(),
-            fields: Vec::new(),
+            fields: default_fields::<K>(),
             cluster: String::new(),
             token: None,
             kind: PhantomData,
@@ -113,7 +176,8 @@ where
 
     /// Only these fields of each object (paths like `spec.nodeName` or
     /// `metadata.labels["app"]`; identity fields always come): the rest of `K` is left at its
-    /// default, so a reconciler must not read a field it did not ask for.
+    /// default, so a reconciler must not read a field it did not ask for. No paths: the whole
+    /// object.
     #[must_use]
     pub fn fields<S: Into<String>>(mut self, paths: impl IntoIterator<Item = S>) -> Self {
         self.fields = paths.into_iter().map(Into::into).collect();
@@ -168,6 +232,11 @@ where
         &self.resource
     }
 
+    /// The handle's namespace; empty: every namespace.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
     /// The object `name` (in the handle's namespace), once the cache has synced.
     pub async fn get(&self, name: &str) -> Result<K, Error> {
         self.get_at_least(name, "").await
@@ -186,10 +255,21 @@ where
     /// read back from the cache once it has arrived (the sidecar waits up to 30 s, then fails
     /// with `NotCaughtUp`). An empty `resource_version` is [`Api::get`].
     pub async fn get_at_least(&self, name: &str, resource_version: &str) -> Result<K, Error> {
+        self.get_in(&self.namespace, name, resource_version).await
+    }
+
+    /// [`Api::get_at_least`] in `namespace`, whatever the handle's (for [`crate::ReadThrough`]
+    /// over every namespace, whose keys name theirs).
+    pub(crate) async fn get_in(
+        &self,
+        namespace: &str,
+        name: &str,
+        resource_version: &str,
+    ) -> Result<K, Error> {
         let request = GetRequest {
             resource: self.resource.clone(),
             cluster: self.cluster.clone(),
-            namespace: self.namespace.clone(),
+            namespace: namespace.to_string(),
             name: name.to_string(),
             min_resource_version: resource_version.to_string(),
             fields: self.fields.clone(),
