@@ -1,7 +1,10 @@
 //! What a kube-rs controller's reflector store holds for the same pods, by what feeds it:
 //! kube-rs's own watcher (whole objects, managedFields included), informerd's watcher (what the
-//! sidecar serves: here, without managedFields) and informerd's watcher with a field mask (only
-//! the labels a reconciler reads). Prints one table: the controller process's allocated bytes
+//! sidecar serves: here, without managedFields), informerd's watcher with a field mask (only
+//! the labels a reconciler reads); then stores of `PartialObjectMeta<Pod>`: kube-rs's metadata
+//! watch, informerd's `metadata_watcher` with the whole metadata, its default mask and the
+//! identity only; and a whole `Controller` on the light path (identity-only store), once every
+//! pod has been reconciled. Prints one table: the controller process's allocated bytes
 //! (jemalloc) above its baseline, per pod, and the sidecar's own allocated bytes.
 //!
 //! Settings: `BENCH_PODS` (default 2000) pods in `BENCH_NAMESPACES` (default 4) namespaces
@@ -9,6 +12,8 @@
 //! (`INFORMERD_CLUSTER_DIR` picks one). With `BENCH_ALL_NAMESPACES=1` nothing is seeded: every
 //! pod of the cluster is watched (one cluster-wide watch each), e.g. the 10,000 pods `make
 //! bench-adapters` left in its private control plane, so that both benchmarks measure the same pods.
+//! With `BENCH_JSON=FILE`, the rows are also written to FILE as `{"pods": N,
+//! "sidecar_allocated_bytes": N, "rows": [{"feed": "...", "bytes": N, "bytes_per_pod": N}]}`.
 //! Run: `cargo bench -p informerd-client --bench controller_store`.
 
 #[path = "../tests/common/mod.rs"]
