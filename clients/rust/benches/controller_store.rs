@@ -192,6 +192,77 @@ fn write_json(pods: usize, sidecar: u64, rows: &[Row]) -> anyhow::Result<()> {
     Ok(())
 }
 
+type Cache = informerd_client::proto::cache_client::CacheClient<tonic::transport::Channel>;
+
+/// The stores of typed pods: kube-rs's watcher, informerd's, informerd's with a label mask.
+async fn typed_rows(kube: &kube::Client, cache: &Cache, names: &[String], pods: usize) -> Vec<Row> {
+    let scope = scope(names);
+    let all = || informerd_client::Api::<Pod>::all(cache.clone(), "pods");
+    vec![
+        measure(&format!("kube-rs watcher ({scope})"), pods, || {
+            own::<Pod>(kube, names)
+        })
+        .await,
+        measure("informerd watcher", pods, || {
+            vec![informerd_client::watcher(all(), watcher::Config::default()).boxed()]
+        })
+        .await,
+        measure("informerd watcher, fields [metadata.labels]", pods, || {
+            let api = all().fields(["metadata.labels"]);
+            vec![informerd_client::watcher(api, watcher::Config::default()).boxed()]
+        })
+        .await,
+    ]
+}
+
+/// The stores of `PartialObjectMeta<Pod>` (kube-rs's metadata watch; informerd's
+/// `metadata_watcher` with the whole metadata, its default mask, the identity only), and the
+/// Controller of the light path.
+async fn metadata_rows(
+    kube: &kube::Client,
+    cache: &Cache,
+    names: &[String],
+    pods: usize,
+) -> Vec<Row> {
+    let scope = scope(names);
+    let all = || informerd_client::Api::<Pod>::all(cache.clone(), "pods");
+    let metadata =
+        |api| vec![informerd_client::metadata_watcher(api, watcher::Config::default()).boxed()];
+    vec![
+        measure(&format!("kube-rs metadata_watcher ({scope})"), pods, || {
+            own::<PartialObjectMeta<Pod>>(kube, names)
+        })
+        .await,
+        measure(
+            "informerd metadata_watcher, fields [metadata]",
+            pods,
+            || metadata(all().fields(["metadata"])),
+        )
+        .await,
+        measure("informerd metadata_watcher", pods, || metadata(all())).await,
+        measure(
+            "informerd metadata_watcher, fields IDENTITY_ONLY",
+            pods,
+            || metadata(all().fields(informerd_client::IDENTITY_ONLY)),
+        )
+        .await,
+        measure_controller(
+            "Controller over informerd metadata_watcher, fields IDENTITY_ONLY",
+            pods,
+            all().fields(informerd_client::IDENTITY_ONLY),
+        )
+        .await,
+    ]
+}
+
+fn scope(names: &[String]) -> &'static str {
+    if names.is_empty() {
+        "cluster-wide"
+    } else {
+        "one per namespace"
+    }
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cluster = ControlPlane::get();
@@ -221,74 +292,8 @@ async fn main() -> anyhow::Result<()> {
     let cache = informerd_client::connect(&sidecar.socket().display().to_string()).await?;
 
     println!("| store fed by | pods | bytes | bytes/pod |\n| --- | ---: | ---: | ---: |");
-    let scope = if names.is_empty() {
-        "cluster-wide"
-    } else {
-        "one per namespace"
-    };
-    let mut rows = vec![
-        measure(&format!("kube-rs watcher ({scope})"), pods, || {
-            own::<Pod>(&kube, &names)
-        })
-        .await,
-    ];
-    let all = || informerd_client::Api::<Pod>::all(cache.clone(), "pods");
-    rows.push(
-        measure("informerd watcher", pods, || {
-            vec![informerd_client::watcher(all(), watcher::Config::default()).boxed()]
-        })
-        .await,
-    );
-    rows.push(
-        measure("informerd watcher, fields [metadata.labels]", pods, || {
-            let api = all().fields(["metadata.labels"]);
-            vec![informerd_client::watcher(api, watcher::Config::default()).boxed()]
-        })
-        .await,
-    );
-    rows.push(
-        measure(&format!("kube-rs metadata_watcher ({scope})"), pods, || {
-            own::<PartialObjectMeta<Pod>>(&kube, &names)
-        })
-        .await,
-    );
-    rows.push(
-        measure(
-            "informerd metadata_watcher, fields [metadata]",
-            pods,
-            || {
-                let api = all().fields(["metadata"]);
-                vec![informerd_client::metadata_watcher(api, watcher::Config::default()).boxed()]
-            },
-        )
-        .await,
-    );
-    rows.push(
-        measure("informerd metadata_watcher", pods, || {
-            vec![informerd_client::metadata_watcher(all(), watcher::Config::default()).boxed()]
-        })
-        .await,
-    );
-    rows.push(
-        measure(
-            "informerd metadata_watcher, fields IDENTITY_ONLY",
-            pods,
-            || {
-                let api = all().fields(informerd_client::IDENTITY_ONLY);
-                vec![informerd_client::metadata_watcher(api, watcher::Config::default()).boxed()]
-            },
-        )
-        .await,
-    );
-    let identity = all().fields(informerd_client::IDENTITY_ONLY);
-    rows.push(
-        measure_controller(
-            "Controller over informerd metadata_watcher, fields IDENTITY_ONLY",
-            pods,
-            identity,
-        )
-        .await,
-    );
+    let mut rows = typed_rows(&kube, &cache, &names, pods).await;
+    rows.extend(metadata_rows(&kube, &cache, &names, pods).await);
     let status = cache
         .clone()
         .status(StatusRequest::default())

@@ -71,3 +71,26 @@ pub const METADATA_FIELDS: [&str; 4] = [
 /// its labels alone cost about as much again (a `BTreeMap` node and two strings each), so
 /// they are not in it unless asked for.
 pub const IDENTITY_ONLY: [&str; 1] = ["metadata.name"];
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::Pod;
+    use tonic::transport::Endpoint;
+
+    use super::*;
+    use crate::proto::cache_client::CacheClient;
+
+    #[tokio::test]
+    async fn metadata_handles_ask_for_the_metadata_fields_unless_given_a_mask() {
+        // Never connected: only the requests' masks are looked at.
+        let cache = CacheClient::new(Endpoint::from_static("http://127.0.0.1:1").connect_lazy());
+        let pods = || Api::<Pod>::all(cache.clone(), "pods");
+        assert!(pods().fields.is_empty(), "a typed handle: the whole object");
+        let meta = Api::<PartialObjectMeta<Pod>>::all(cache.clone(), "pods");
+        assert_eq!(meta.fields, METADATA_FIELDS);
+        assert_eq!(pods().metadata().fields, METADATA_FIELDS);
+        assert_eq!(pods().fields(["metadata"]).metadata().fields, ["metadata"]);
+        let light = pods().metadata().fields(IDENTITY_ONLY);
+        assert_eq!(light.fields, ["metadata.name"]);
+    }
+}
