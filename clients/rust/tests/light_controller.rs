@@ -18,6 +18,7 @@ use futures::StreamExt;
 use informerd_client::{metadata_watcher, ReadThrough, IDENTITY_ONLY};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{watcher, WatchStreamExt};
@@ -117,11 +118,15 @@ enum Source {
     Light,
 }
 
-/// Starts the controller on `source`; the task runs until aborted.
+/// The light Controller's own store.
+type LightStore = Store<PartialObjectMeta<ConfigMap>>;
+
+/// Starts the controller on `source`; the task runs until aborted. On the light path, also
+/// the Controller's store.
 async fn start_controller(
     fx: &Fixture,
     source: Source,
-) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+) -> anyhow::Result<(tokio::task::JoinHandle<()>, Option<LightStore>)> {
     let kube = fx.kube().clone();
     let task = match source {
         Source::KubeRs => {
@@ -144,7 +149,7 @@ async fn start_controller(
                 .owns_stream(pods)
                 .run(reconcile, error_policy, ctx)
                 .for_each(|_| async {});
-            tokio::spawn(controller)
+            (tokio::spawn(controller), None)
         }
         Source::Light => {
             let cache = fx.cache().await?;
@@ -172,11 +177,11 @@ async fn start_controller(
                 pods: ReadThrough::new(pods),
             };
             let ctx = Arc::new(Context { kube, reads });
-            let controller = Controller::for_stream(stream, reader)
+            let controller = Controller::for_stream(stream, reader.clone())
                 .owns_stream(owned)
                 .run(reconcile, error_policy, ctx)
                 .for_each(|_| async {});
-            tokio::spawn(controller)
+            (tokio::spawn(controller), Some(reader))
         }
     };
     Ok(task)
@@ -240,7 +245,7 @@ async fn run(source: Source) -> anyhow::Result<BTreeMap<String, (String, String)
         format!("{source:?}").to_lowercase()
     ))
     .await?;
-    let controller = start_controller(&fx, source).await?;
+    let (controller, light_store) = start_controller(&fx, source).await?;
     churn(fx.kube(), fx.ns()).await?;
     let parents: BTreeMap<&str, &str> = [("c0", "x"), ("c1", "y")].into();
     eventually(
@@ -255,6 +260,17 @@ async fn run(source: Source) -> anyhow::Result<BTreeMap<String, (String, String)
     )
     .await;
     controller.abort();
+    if let Some(store) = light_store {
+        // The parents' events reached the Controller (their teams are on the pods): its store
+        // holds them (and the namespace's root CA config map), by their identity alone.
+        let mut held: Vec<_> = store.state().iter().map(|m| m.name_any()).collect();
+        held.sort();
+        assert_eq!(held, ["c0", "c1", "kube-root-ca.crt"]);
+        for meta in store.state() {
+            assert!(meta.metadata.labels.is_none(), "identity only: {meta:?}");
+            assert!(meta.metadata.uid.is_some(), "{meta:?}");
+        }
+    }
     outcome(fx.kube(), fx.ns()).await
 }
 
