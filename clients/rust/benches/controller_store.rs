@@ -4,7 +4,7 @@
 //! the labels a reconciler reads); then stores of `PartialObjectMeta<Pod>`: kube-rs's metadata
 //! watch, informerd's `metadata_watcher` with the whole metadata, its default mask and the
 //! identity only; and a whole `Controller` on the light path (identity-only store), once every
-//! pod has been reconciled. Prints one table: the controller process's allocated bytes
+//! pod has been reconciled, with kube-rs's default concurrency (no bound) and 16. Prints one table: the controller process's allocated bytes
 //! (jemalloc) above its baseline, per pod, and the sidecar's own allocated bytes.
 //!
 //! Settings: `BENCH_PODS` (default 2000) pods in `BENCH_NAMESPACES` (default 4) namespaces
@@ -29,7 +29,7 @@ use informerd_client::proto::StatusRequest;
 use informerd_testkit::{ControlPlane, Resource, Sidecar, SidecarConfig};
 use k8s_openapi::api::core::v1::Pod;
 use kube::core::PartialObjectMeta;
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use serde::de::DeserializeOwned;
@@ -122,9 +122,15 @@ where
 
 /// What the light path's `Controller` holds: `Controller::for_stream` over informerd's
 /// metadata watcher (its store of `PartialObjectMeta<Pod>`, the scheduler, the runner), once
-/// every pod has been reconciled once. The reconciler reads nothing: a real one reads whole
-/// objects through the sidecar (`ReadThrough`) and drops them.
-async fn measure_controller(name: &str, pods: usize, api: informerd_client::Api<Pod>) -> Row {
+/// every pod has been reconciled once, with at most `concurrency` reconciles at a time (0: no
+/// bound, kube-rs's default). The reconciler reads nothing: a real one reads whole objects
+/// through the sidecar (`ReadThrough`) and drops them.
+async fn measure_controller(
+    name: &str,
+    pods: usize,
+    api: informerd_client::Api<Pod>,
+    concurrency: u16,
+) -> Row {
     let before = allocated();
     let (reader, writer) = reflector::store();
     let stream = informerd_client::metadata_watcher(api, watcher::Config::default())
@@ -133,6 +139,7 @@ async fn measure_controller(name: &str, pods: usize, api: informerd_client::Api<
         .applied_objects();
     let reconciled = Arc::new(AtomicUsize::new(0));
     let controller = Controller::for_stream(stream, reader.clone())
+        .with_config(controller::Config::default().concurrency(concurrency))
         .run(
             |_: Arc<PartialObjectMeta<Pod>>, seen: Arc<AtomicUsize>| async move {
                 seen.fetch_add(1, Ordering::Relaxed);
@@ -246,10 +253,21 @@ async fn metadata_rows(
             || metadata(all().fields(informerd_client::IDENTITY_ONLY)),
         )
         .await,
+        // Decision: both kube-rs's default (no bound: one reconcile per pod at once on start,
+        // whose bookkeeping stays at that capacity) and a bound, which the light path wants
+        // anyway (each reconcile reads through the sidecar).
         measure_controller(
             "Controller over informerd metadata_watcher, fields IDENTITY_ONLY",
             pods,
             all().fields(informerd_client::IDENTITY_ONLY),
+            0,
+        )
+        .await,
+        measure_controller(
+            "Controller over informerd metadata_watcher, fields IDENTITY_ONLY, concurrency 16",
+            pods,
+            all().fields(informerd_client::IDENTITY_ONLY),
+            16,
         )
         .await,
     ]
