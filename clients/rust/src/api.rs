@@ -23,6 +23,11 @@ use crate::proto::{
 };
 use crate::{Error, Token};
 
+mod metadata;
+
+use metadata::default_fields;
+pub use metadata::{IDENTITY_ONLY, METADATA_FIELDS};
+
 /// One resource of the sidecar (its `resources[].name` in the sidecar's configuration, e.g.
 /// `pods`), in one namespace or all, read as `K`.
 ///
@@ -104,7 +109,7 @@ where
             cache,
             resource: resource.to_string(),
             namespace: namespace.to_string(),
-            fields: Vec::new(),
+            fields: default_fields::<K>(),
             cluster: String::new(),
             token: None,
             kind: PhantomData,
@@ -113,7 +118,8 @@ where
 
     /// Only these fields of each object (paths like `spec.nodeName` or
     /// `metadata.labels["app"]`; identity fields always come): the rest of `K` is left at its
-    /// default, so a reconciler must not read a field it did not ask for.
+    /// default, so a reconciler must not read a field it did not ask for. No paths: the whole
+    /// object.
     #[must_use]
     pub fn fields<S: Into<String>>(mut self, paths: impl IntoIterator<Item = S>) -> Self {
         self.fields = paths.into_iter().map(Into::into).collect();
@@ -168,6 +174,11 @@ where
         &self.resource
     }
 
+    /// The handle's namespace; empty: every namespace.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
     /// The object `name` (in the handle's namespace), once the cache has synced.
     pub async fn get(&self, name: &str) -> Result<K, Error> {
         self.get_at_least(name, "").await
@@ -186,10 +197,21 @@ where
     /// read back from the cache once it has arrived (the sidecar waits up to 30 s, then fails
     /// with `NotCaughtUp`). An empty `resource_version` is [`Api::get`].
     pub async fn get_at_least(&self, name: &str, resource_version: &str) -> Result<K, Error> {
+        self.get_in(&self.namespace, name, resource_version).await
+    }
+
+    /// [`Api::get_at_least`] in `namespace`, whatever the handle's (for [`crate::ReadThrough`]
+    /// over every namespace, whose keys name theirs).
+    pub(crate) async fn get_in(
+        &self,
+        namespace: &str,
+        name: &str,
+        resource_version: &str,
+    ) -> Result<K, Error> {
         let request = GetRequest {
             resource: self.resource.clone(),
             cluster: self.cluster.clone(),
-            namespace: self.namespace.clone(),
+            namespace: namespace.to_string(),
             name: name.to_string(),
             min_resource_version: resource_version.to_string(),
             fields: self.fields.clone(),

@@ -6,7 +6,9 @@
 //!   acknowledge handle;
 //! - [`Api`] and [`watcher()`]: the same calls in kube-rs's shapes, decoding into k8s-openapi
 //!   types or [`kube::api::DynamicObject`], and a stream of [`kube::runtime::watcher::Event`]s,
-//!   so that `kube::runtime::reflector` and `Controller::for_stream` run over the sidecar.
+//!   so that `kube::runtime::reflector` and `Controller::for_stream` run over the sidecar;
+//! - [`metadata_watcher()`] and [`ReadThrough`]: the light path of a `Controller`, which keeps
+//!   only its objects' metadata and reads whole objects from the sidecar when it needs them.
 //!
 //! What it must not do: depend on the server (its allocator, CEL, the store). The messages are
 //! `informerd-proto`'s, which the server depends on too.
@@ -19,15 +21,17 @@ mod connect;
 mod ensure;
 mod error;
 pub mod keys;
+mod read_through;
 mod token;
 pub mod watcher;
 
-pub use api::{Api, Change, Start, CONTINUE_NOT_SUPPORTED};
+pub use api::{Api, Change, Start, CONTINUE_NOT_SUPPORTED, IDENTITY_ONLY, METADATA_FIELDS};
 pub use connect::*;
 pub use ensure::{ensure, ensure_in, ensure_resource, ensure_resource_in};
 pub use error::Error;
+pub use read_through::{ReadThrough, RefersTo};
 pub use token::{connect_with_token, AuthorizedCache, Token};
-pub use watcher::watcher;
+pub use watcher::{metadata_watcher, watcher};
 
 /// The gRPC API's messages, client stubs and reasons: the `informerd-proto` crate, which the
 /// server shares.

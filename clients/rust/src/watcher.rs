@@ -1,6 +1,7 @@
 //! [`watcher()`]: kube-rs's watcher over the sidecar. It yields the same
 //! [`kube::runtime::watcher::Event`]s with the same contract as `kube::runtime::watcher`, so that
-//! `reflector`, `WatchStreamExt` and `Controller::for_stream` run on it unchanged:
+//! `reflector`, `WatchStreamExt` and `Controller::for_stream` run on it unchanged.
+//! [`metadata_watcher()`] is the same for each object's metadata only. The contract:
 //!
 //! - `Init`, one `InitApply` per object of the initial state, `InitDone`; then `Apply` for
 //!   additions and updates and `Delete` for deletions;
@@ -16,7 +17,7 @@
 //! `Err` item, and the caller applies a backoff (`.default_backoff()`), as with kube-rs.
 
 use futures::{stream::BoxStream, Stream, StreamExt};
-use kube::core::Status;
+use kube::core::{PartialObjectMeta, Status};
 use kube::Resource;
 use serde::de::DeserializeOwned;
 
@@ -77,6 +78,43 @@ where
         let item = state.step().await;
         Some((item, state))
     })
+}
+
+/// [`watcher()`] of each object's metadata only, as kube-rs's `metadata_watcher` gives it: the
+/// same events and contract, of [`PartialObjectMeta<K>`]. The sidecar sends only the
+/// metadata fields of [`Api::metadata`] (without a mask of `api`'s own: labels,
+/// ownerReferences, deletionTimestamp, finalizers and the identity), so that a reflector
+/// `Store<PartialObjectMeta<K>>`, `Controller::for_stream`, `owns_stream` and `watches_stream`
+/// run on a few hundred bytes per object. Read a whole object when the reconciler needs it,
+/// from the sidecar ([`crate::ReadThrough`]).
+///
+/// It is `watcher(api.metadata(), config)`; `watcher` of an `Api::<PartialObjectMeta<K>>` is
+/// the same, as kube 5 recommends over its deprecated `metadata_watcher`.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use k8s_openapi::api::core::v1::Pod;
+/// use kube::runtime::{reflector, watcher::Config, WatchStreamExt};
+///
+/// let cache = informerd_client::connect("/run/informerd/informerd.sock").await?;
+/// let pods = informerd_client::Api::<Pod>::all(cache, "pods");
+/// let (reader, writer) = reflector::store();
+/// let stream = informerd_client::metadata_watcher(pods, Config::default())
+///     .default_backoff()
+///     .reflect(writer)
+///     .applied_objects();
+/// # let _ = (reader, stream);
+/// # Ok(()) }
+/// ```
+pub fn metadata_watcher<K>(
+    api: Api<K>,
+    config: Config,
+) -> impl Stream<Item = Result<Event<PartialObjectMeta<K>>>> + Send
+where
+    K: Resource + Send + 'static,
+    PartialObjectMeta<K>: DeserializeOwned,
+{
+    watcher(api.metadata(), config)
 }
 
 impl<K> State<K>
