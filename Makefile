@@ -31,7 +31,8 @@ help:
 	@echo "make bench-large   the same at 500,000 pods (BENCH_PODS=N), on a control plane of its own"
 	@echo "                   whose pods are written straight into etcd (benches/results/compare-500k.*)"
 	@echo "make bench-adapters  controller heap: controller-runtime's own cache against the informerd"
-	@echo "                   adapter, 1 and 3 controllers (BENCH_PODS=10000,50000; benches/results/adapters.*)"
+	@echo "                   adapter, 1 and 3 controllers, and kube-rs stores over the same pods"
+	@echo "                   (BENCH_PODS=10000,50000; benches/results/adapters.*)"
 	@echo "make crcache-suite controller-runtime's own pkg/cache test suite against crcache, on a control"
 	@echo "                   plane of its own (clients/go/crcache/conformance; log in .cache/crcache-suite)"
 	@echo "make chaos         the chaos suite's long form (CHAOS_ROUNDS=5 CHAOS_CHURN_SECONDS=20 ...;"
@@ -326,7 +327,8 @@ bench-adapters: control-plane $(BIN)/seed
 	cargo build --release --bin informerd
 	cd clients/go/crcache && go build -o $(abspath .cache)/heapbench ./cmd/heapbench
 	.cache/heapbench run --bin $(abspath $(BIN)) --informerd $(abspath $(CARGO_TARGET))/release/informerd \
-	  --pods $${BENCH_PODS:-10000,50000} --out benches/results/adapters
+	  --pods $${BENCH_PODS:-10000,50000} --out benches/results/adapters \
+	  --kube-rs "INFORMERD_BIN=$(abspath $(CARGO_TARGET))/release/informerd cargo bench -p informerd-client --bench controller_store"
 
 # --- controller-runtime's own pkg/cache suite (v0.24.1) against crcache: the vendored specs
 # (clients/go/crcache/conformance, UPSTREAM.md) on a control plane of their own, started like
