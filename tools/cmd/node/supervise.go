@@ -92,6 +92,14 @@ func supervise(configPath string) error {
 		}
 		err = nil
 	}
+	// Decision: the host's end of the veth is deleted here, before the supervisor exits (and so
+	// before `node down` returns), rather than left to the kernel: it goes with the node's
+	// network namespace, but the kernel tears namespaces down asynchronously, and a host
+	// checked right after `node down` (the next `up`, a test) still saw it.
+	if out, derr := exec.Command("ip", "link", "del", c.HostLink).CombinedOutput(); derr != nil &&
+		!strings.Contains(string(out), "Cannot find device") {
+		logf("supervise: node %s: ip link del %s: %v: %s", c.Name, c.HostLink, derr, out)
+	}
 	return err
 }
 
