@@ -11,10 +11,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{apply_config_map, apply_pod, delete_pod, eventually, labels, Fixture};
+use common::{apply_config_map, apply_pod, delete_pod, eventually, labels, outcome, Fixture};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{watcher, WatchStreamExt};
@@ -134,21 +134,6 @@ async fn churn(kube: &Client, ns: &str) -> anyhow::Result<()> {
     apply_config_map(kube, ns, "c1", &labels(&[("team", "y")])).await?;
     apply_pod(kube, ns, "p8", &labels(&[("parent", "c0")])).await?;
     Ok(())
-}
-
-/// pod name → (parent, team), as the apiserver has them.
-async fn outcome(kube: &Client, ns: &str) -> anyhow::Result<BTreeMap<String, (String, String)>> {
-    let pods = Api::<Pod>::namespaced(kube.clone(), ns)
-        .list(&ListParams::default())
-        .await?;
-    Ok(pods
-        .items
-        .iter()
-        .map(|p| {
-            let label = |k: &str| p.labels().get(k).cloned().unwrap_or_default();
-            (p.name_any(), (label("parent"), label("team")))
-        })
-        .collect())
 }
 
 async fn run(source: Source) -> anyhow::Result<BTreeMap<String, (String, String)>> {

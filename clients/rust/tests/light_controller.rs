@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{apply_config_map, delete_pod, eventually, labels, Fixture};
+use common::{apply_config_map, delete_pod, eventually, labels, outcome, Fixture};
 use futures::StreamExt;
 use informerd_client::{metadata_watcher, ReadThrough, IDENTITY_ONLY};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
@@ -222,21 +222,6 @@ async fn churn(kube: &Client, ns: &str) -> anyhow::Result<()> {
     apply_config_map(kube, ns, "c1", &labels(&[("team", "y")])).await?;
     apply_child(kube, ns, "p8", "c0").await?;
     Ok(())
-}
-
-/// pod name → (parent, team), as the apiserver has them.
-async fn outcome(kube: &Client, ns: &str) -> anyhow::Result<BTreeMap<String, (String, String)>> {
-    let pods = Api::<Pod>::namespaced(kube.clone(), ns)
-        .list(&ListParams::default())
-        .await?;
-    Ok(pods
-        .items
-        .iter()
-        .map(|p| {
-            let label = |k: &str| p.labels().get(k).cloned().unwrap_or_default();
-            (p.name_any(), (label("parent"), label("team")))
-        })
-        .collect())
 }
 
 async fn run(source: Source) -> anyhow::Result<BTreeMap<String, (String, String)>> {

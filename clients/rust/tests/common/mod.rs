@@ -115,6 +115,25 @@ pub async fn delete_pod(kube: &Client, ns: &str, name: &str) -> anyhow::Result<(
     Ok(())
 }
 
+/// pod name → (parent, team), as the apiserver has them: what the comparison controllers
+/// (`controller.rs`, `light_controller.rs`) end with.
+pub async fn outcome(
+    kube: &Client,
+    ns: &str,
+) -> anyhow::Result<BTreeMap<String, (String, String)>> {
+    let pods = Api::<Pod>::namespaced(kube.clone(), ns)
+        .list(&ListParams::default())
+        .await?;
+    Ok(pods
+        .items
+        .iter()
+        .map(|p| {
+            let label = |k: &str| p.labels().get(k).cloned().unwrap_or_default();
+            (p.name_any(), (label("parent"), label("team")))
+        })
+        .collect())
+}
+
 /// name → resourceVersion of the pods the apiserver has in `ns`.
 pub async fn apiserver_pods(kube: &Client, ns: &str) -> anyhow::Result<BTreeMap<String, String>> {
     let list = Api::<Pod>::namespaced(kube.clone(), ns)
