@@ -293,6 +293,9 @@ async fn start(
     if registry.on_demand_count() >= max {
         return Err(full(registry.on_demand_count()));
     }
+    // A new cache is the largest new work a client can ask for: refused above maxMemory, as
+    // new Lists and Watches are (a cache already running is joined whatever the memory).
+    api.inner.limits.admit_cache()?;
     let rc = on_demand.resource_config((cluster, name), resolved, asked.namespaces);
     let prepared = on_demand.prepare(client, rc, resolved);
     let (stop, stopped) = signal::channel(false);

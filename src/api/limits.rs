@@ -15,7 +15,10 @@
 //! receiving, Get and Status answer, and readiness does not change (the cache is still
 //! correct, and a pod that turns unready helps no controller reading over its socket). A
 //! warning is logged when the process goes above, and again when it is back under. It is a
-//! guard to set below the container's memory limit, which stays the hard stop.
+//! guard below the container's memory limit, which stays the hard stop: unset, it defaults to
+//! a share of that limit when the process has one (`config/container.rs`). New on-demand
+//! caches (`Ensure` of a cache not yet running) are refused above it too: a cache is the
+//! largest new work a client can ask for.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -104,6 +107,16 @@ impl Limits {
         })
     }
 
+    /// Refuses to start a new on-demand cache while the process is above `maxMemory`.
+    pub fn admit_cache(&self) -> Result<(), Status> {
+        self.memory("Ensure")
+    }
+
+    /// The `maxMemory` in effect (set, or derived from the container's limit), if any.
+    pub fn max_memory(&self) -> Option<u64> {
+        self.config.max_memory
+    }
+
     /// Refuses a new `call` while the process is above `maxMemory`; logs each crossing.
     fn memory(&self, call: &str) -> Result<(), Status> {
         match self.config.max_memory {
@@ -115,13 +128,16 @@ impl Limits {
     /// [`Limits::memory`] with `allocated` bytes read and `max` set.
     fn judge_memory(&self, call: &str, allocated: u64, max: u64) -> Result<(), Status> {
         let over = allocated > max;
+        let container = self.config.container_memory;
         if self.over_memory.swap(over, Ordering::Relaxed) != over {
             if over {
                 tracing::warn!(
                     allocated,
                     max_memory = max,
-                    "allocated memory is above limits.maxMemory: new List and Watch calls are \
-                     refused until it is back under (the cache, open watches and Get go on)"
+                    container_memory_limit = container,
+                    "allocated memory is above limits.maxMemory: new List, Watch and Ensure \
+                     calls are refused until it is back under (the cache, open watches and Get \
+                     go on)"
                 );
             } else {
                 tracing::info!(
@@ -135,13 +151,23 @@ impl Limits {
         if !over {
             return Ok(());
         }
+        let (bound, raise) = match container {
+            None => (format!("{max} bytes"), "raise limits.maxMemory"),
+            Some(limit) => (
+                format!(
+                    "{max} bytes, by default {}% of the container's memory limit of {limit} bytes",
+                    crate::config::container::DEFAULT_MAX_MEMORY_PERCENT
+                ),
+                "raise the container's memory limit (or set limits.maxMemory)",
+            ),
+        };
         Err(self.refuse(
             2,
             format!(
-                "informerd has allocated {allocated} bytes, above limits.maxMemory ({max} bytes) \
-             of this sidecar: new {call} calls are refused until it is back under (Get and the \
-             watches already open go on); retry with backoff, or raise limits.maxMemory or \
-             cache less (filters, transforms) in its configuration"
+                "informerd has allocated {allocated} bytes, above limits.maxMemory ({bound}) of \
+                 this sidecar: new {call} calls are refused until it is back under (Get and the \
+                 watches already open go on); retry with backoff, or {raise} or cache less \
+                 (filters, transforms) in its configuration"
             ),
         ))
     }
@@ -231,5 +257,35 @@ mod tests {
         );
         assert_eq!(l.refusals()[2], ("maxMemory", 1));
         assert!(limits(10, 10, Some(u64::MAX)).admit_list().is_ok());
+    }
+
+    #[test]
+    fn a_max_memory_from_the_container_names_the_container_limit() {
+        let container = crate::config::container::ContainerMemory {
+            limit: 4000,
+            file: "/sys/fs/cgroup/memory.max".into(),
+        };
+        let config = LimitsConfig::default().under_container(Some(&container));
+        assert_eq!(config.max_memory, Some(3000));
+        let l = Limits::new(&config);
+        let refused = l.judge_memory("Ensure", 3001, 3000).unwrap_err();
+        assert_eq!(Reason::of(&refused), Some(Reason::OverMemoryLimit));
+        assert!(
+            refused.message().contains(
+                "above limits.maxMemory (3000 bytes, by default 75% of the container's memory \
+                 limit of 4000 bytes) of this sidecar: new Ensure calls are refused"
+            ),
+            "{}",
+            refused.message()
+        );
+        let set = LimitsConfig {
+            max_memory: Some(10),
+            ..LimitsConfig::default()
+        };
+        assert_eq!(
+            set.under_container(Some(&container)),
+            set,
+            "a maxMemory of the file is kept"
+        );
     }
 }

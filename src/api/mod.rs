@@ -31,6 +31,7 @@
 //! `store::Store` (through the fleet's caches), never a `Writer`.
 
 mod authz;
+mod buffer;
 mod clusters;
 mod ensure;
 mod keys;
@@ -177,6 +178,11 @@ impl Api {
                 (name, r.key_counts().snapshot())
             })
             .collect()
+    }
+
+    /// `limits.maxMemory` in effect, if any: for metrics.
+    pub fn max_memory(&self) -> Option<u64> {
+        self.inner.limits.max_memory()
     }
 
     /// Calls refused for a limit so far, by the limit's configuration key: for metrics.

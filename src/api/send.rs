@@ -15,6 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 use tonic::Status;
 
 use super::authz::Revoked;
+use super::buffer;
 use super::Resource;
 
 /// How long a stream's buffer may stay full before the stream is ended with `FellBehind`.
@@ -38,14 +39,43 @@ pub enum GaveUp {
 pub async fn send_or_give_up<T>(
     tx: &mpsc::Sender<T>,
     item: T,
+    stop: signal::Receiver<bool>,
+) -> Result<(), GaveUp> {
+    let sent = async {
+        tx.send_timeout(item, STALL_TIMEOUT)
+            .await
+            .map_err(|e| match e {
+                mpsc::error::SendTimeoutError::Timeout(_) => GaveUp::Stalled,
+                mpsc::error::SendTimeoutError::Closed(_) => GaveUp::Closed,
+            })
+    };
+    unless_stopped(sent, stop).await
+}
+
+/// [`send_or_give_up`] into a buffer bounded by bytes too (a watcher's, `api/buffer.rs`).
+pub async fn send_buffered_or_give_up<T: prost::Message>(
+    tx: &buffer::Sender<T>,
+    item: T,
+    stop: signal::Receiver<bool>,
+) -> Result<(), GaveUp> {
+    let sent = async {
+        tx.send_timeout(item, STALL_TIMEOUT)
+            .await
+            .map_err(|e| match e {
+                buffer::NotSent::Full => GaveUp::Stalled,
+                buffer::NotSent::Closed => GaveUp::Closed,
+            })
+    };
+    unless_stopped(sent, stop).await
+}
+
+/// `sent`, unless `stop` fires first.
+async fn unless_stopped(
+    sent: impl Future<Output = Result<(), GaveUp>>,
     mut stop: signal::Receiver<bool>,
 ) -> Result<(), GaveUp> {
     tokio::select! {
-        sent = tx.send_timeout(item, STALL_TIMEOUT) => match sent {
-            Ok(()) => Ok(()),
-            Err(mpsc::error::SendTimeoutError::Timeout(_)) => Err(GaveUp::Stalled),
-            Err(mpsc::error::SendTimeoutError::Closed(_)) => Err(GaveUp::Closed),
-        },
+        sent = sent => sent,
         _ = stop.changed() => Err(GaveUp::Stopped),
     }
 }
@@ -55,7 +85,7 @@ pub async fn send_or_give_up<T>(
 pub type TaskStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
 /// Spawns the task of a stream (a Watch, a WatchKeys), counted in `resource`'s watchers while
-/// it runs and by how it ended; returns the stream of what it sends into `rx`'s channel, then
+/// it runs and by how it ended; returns the stream of what it sends into `rx`'s buffer, then
 /// its ending status (`None`: the client left, nobody reads). `revoked` ends the task early
 /// with its status (a re-check of the client's access that refused it), counted under that
 /// status's reason. A task that ends otherwise (a panic) must not look like a clean end to a
@@ -63,7 +93,7 @@ pub type TaskStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 /// go on.
 pub fn spawn_stream<T: Send + 'static>(
     resource: Arc<Resource>,
-    rx: mpsc::Receiver<T>,
+    rx: impl Stream<Item = T> + Send + 'static,
     task: impl Future<Output = Option<Status>> + Send + 'static,
     revoked: Revoked,
     unexpected: &'static str,
@@ -80,7 +110,7 @@ pub fn spawn_stream<T: Send + 'static>(
             let _ = end_tx.send(status);
         }
     });
-    let items = tokio_stream::wrappers::ReceiverStream::new(rx).map(Ok);
+    let items = rx.map(Ok);
     let end = futures::stream::once(end_rx)
         .map(move |r| Err(r.unwrap_or_else(|_| Status::internal(unexpected))));
     Box::pin(items.chain(end))

@@ -38,13 +38,33 @@ pub enum ServeError {
 /// configuration or a failed start is printed, with the exit status 1.
 pub fn serve(config: PathBuf, kubeconfig: Option<PathBuf>) -> ExitCode {
     init_tracing();
-    let cfg = match config::load(&config) {
+    let mut cfg = match config::load(&config) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("{e}");
             return ExitCode::from(1);
         }
     };
+    let container = config::container::memory_limit();
+    cfg.limits = cfg.limits.under_container(container.as_ref());
+    if let (Some(c), Some(max)) = (
+        &container,
+        cfg.limits.container_memory.and(cfg.limits.max_memory),
+    ) {
+        tracing::info!(
+            container_memory_limit = c.limit,
+            from = %c.file.display(),
+            max_memory = max,
+            "limits.maxMemory is not set: new List, Watch and Ensure calls are refused above \
+             this share of the container's memory limit"
+        );
+    }
+    if let Some(warning) = container
+        .as_ref()
+        .and_then(|c| config::container::headroom_warning(&cfg, c.limit))
+    {
+        tracing::warn!("{warning}");
+    }
     for warning in cfg.warnings() {
         tracing::warn!("{warning}");
     }

@@ -40,9 +40,28 @@ pub struct LimitsConfig {
     pub max_concurrent_lists: u64,
     /// `maxRequestSize`: the largest request message, in bytes.
     pub max_request_size: u64,
-    /// `maxMemory`: allocated bytes beyond which new List and Watch calls are refused; off
-    /// when unset.
+    /// `maxMemory`: allocated bytes beyond which new List, Watch and Ensure calls are refused;
+    /// off when unset and no container memory limit is found.
     pub max_memory: Option<u64>,
+    /// The container's memory limit that `max_memory` was set from, when the file did not set
+    /// it ([`LimitsConfig::under_container`]); refusals name it.
+    pub container_memory: Option<u64>,
+}
+
+impl LimitsConfig {
+    /// These limits in a container of `container` memory limit: `maxMemory`, unless the file
+    /// sets it, defaults to a share of it (`config/container.rs`).
+    #[must_use]
+    pub fn under_container(self, container: Option<&super::container::ContainerMemory>) -> Self {
+        match (self.max_memory, container) {
+            (None, Some(c)) => LimitsConfig {
+                max_memory: Some(c.default_max_memory()),
+                container_memory: Some(c.limit),
+                ..self
+            },
+            _ => self,
+        }
+    }
 }
 
 impl Default for LimitsConfig {
@@ -53,6 +72,7 @@ impl Default for LimitsConfig {
             max_concurrent_lists: DEFAULT_MAX_CONCURRENT_LISTS,
             max_request_size: DEFAULT_MAX_REQUEST_SIZE,
             max_memory: None,
+            container_memory: None,
         }
     }
 }

@@ -24,7 +24,8 @@
 //!   maxWatchers: 1000          # the default; Watch calls open at once
 //!   maxConcurrentLists: 100    # the default; List calls open at once
 //!   maxRequestSize: 4Mi        # the default; one request message
-//!   maxMemory: 200Mi           # default off; above it new List and Watch calls are refused
+//!   maxMemory: 200Mi           # above it new List, Watch and Ensure calls are refused; default
+//!                              # 75% of the container's memory limit (config/container.rs), else off
 //! snapshot:                    # optional warm restarts (docs/operating.md, "Warm restart"); default off
 //!   directory: /var/lib/informerd   # where each cache's snapshot file is written
 //!   interval: 5m               # the default: how often, besides on SIGTERM
@@ -59,6 +60,7 @@
 //! It must NOT talk to the cluster (what needs discovery is checked by the fleet, which reports
 //! it with [`Config::error_at`]), nor hold any state beyond the [`Config`] it returns.
 
+pub mod container;
 mod diagnostic;
 mod env;
 mod limits;

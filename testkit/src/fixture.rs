@@ -127,6 +127,19 @@ impl Fixture {
         Ok(self.sidecar.insert(sidecar))
     }
 
+    /// [`Fixture::start_sidecar`], the process in the cgroup of directory `cgroup`; see
+    /// [`Sidecar::start_in_cgroup`].
+    pub fn start_sidecar_in_cgroup(
+        &mut self,
+        bin: &Path,
+        cgroup: &Path,
+        config: &SidecarConfig,
+    ) -> Result<&mut Sidecar> {
+        self.sidecar = None;
+        let sidecar = Sidecar::start_in_cgroup(bin, &self.cluster, cgroup, config)?;
+        Ok(self.sidecar.insert(sidecar))
+    }
+
     /// The sidecar; panics when none was started.
     pub fn sidecar(&self) -> &Sidecar {
         self.sidecar

@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 mod apiserver;
+mod cgroup;
 mod config;
 mod etcd;
 mod fixture;
@@ -31,6 +32,7 @@ mod sidecar;
 mod tokens;
 
 pub use apiserver::PrivateControlPlane;
+pub use cgroup::MemoryCgroup;
 pub use config::{
     Authorization, Index, Limits, OnDemand, Resource, Server, SidecarConfig, Snapshot, Transform,
 };

@@ -19,6 +19,8 @@ pub struct Sidecar {
     kubeconfig: PathBuf,
     /// Environment variables of the process, beside the test's own.
     env: Vec<(String, String)>,
+    /// A cgroup the process runs in (from its first instruction), if any.
+    cgroup: Option<PathBuf>,
     child: Option<Child>,
 }
 
@@ -38,6 +40,27 @@ impl Sidecar {
         env: &[(&str, &str)],
         config: &SidecarConfig,
     ) -> Result<Sidecar> {
+        Self::start_in(bin, cluster, env, None, config)
+    }
+
+    /// Like [`Sidecar::start`], the process in the cgroup of directory `cgroup` (a
+    /// [`crate::MemoryCgroup`]'s) from before its first instruction, as in a container.
+    pub fn start_in_cgroup(
+        bin: &Path,
+        cluster: &ControlPlane,
+        cgroup: &Path,
+        config: &SidecarConfig,
+    ) -> Result<Sidecar> {
+        Self::start_in(bin, cluster, &[], Some(cgroup), config)
+    }
+
+    fn start_in(
+        bin: &Path,
+        cluster: &ControlPlane,
+        env: &[(&str, &str)],
+        cgroup: Option<&Path>,
+        config: &SidecarConfig,
+    ) -> Result<Sidecar> {
         let dir = temp_dir()?;
         let socket = dir.join("informerd.sock");
         let text = config.clone().socket(&socket).to_yaml();
@@ -53,6 +76,7 @@ impl Sidecar {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            cgroup: cgroup.map(Path::to_path_buf),
             child: None,
         };
         sidecar.spawn()?;
@@ -148,7 +172,21 @@ impl Sidecar {
             .append(true)
             .open(self.dir.join("informerd.log"))
             .map_err(|e| io("open the sidecar log", e))?;
-        let child = Command::new(&self.bin)
+        let mut command = match &self.cgroup {
+            None => Command::new(&self.bin),
+            Some(cgroup) => {
+                // The shell joins the cgroup, then becomes the sidecar (same pid): nothing of
+                // the sidecar runs, nor is charged, outside it.
+                let mut sh = Command::new("sh");
+                sh.arg("-c")
+                    .arg(r#"echo $$ > "$1/cgroup.procs" && shift && exec "$@""#)
+                    .arg("sh")
+                    .arg(cgroup)
+                    .arg(&self.bin);
+                sh
+            }
+        };
+        let child = command
             .arg("serve")
             .arg("--config")
             .arg(&self.config)

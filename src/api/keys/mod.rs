@@ -148,7 +148,7 @@ pub async fn watch_keys(
     };
     let stream = spawn_stream(
         resource,
-        rx,
+        tokio_stream::wrappers::ReceiverStream::new(rx),
         task,
         api.revoked(caller, check),
         "WatchKeys ended unexpectedly (see the sidecar's log); subscribe again with since = \

@@ -8,7 +8,7 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 
 use crate::api::{Api, WatchCounts};
-use crate::metrics::{counters, family, gauges, Descriptor};
+use crate::metrics::{counters, family, gauge, gauges, in_bytes, Descriptor};
 
 const WATCHERS: Descriptor = family("watchers", "Watch calls open now");
 const SENT: Descriptor = family(
@@ -17,8 +17,13 @@ const SENT: Descriptor = family(
 );
 const REFUSED: Descriptor = family(
     "limit_refusals",
-    "List and Watch calls refused with RESOURCE_EXHAUSTED for a limit of the configuration, \
-     by its key: maxWatchers, maxConcurrentLists, maxMemory",
+    "List, Watch and Ensure calls refused with RESOURCE_EXHAUSTED for a limit of the \
+     configuration, by its key: maxWatchers, maxConcurrentLists, maxMemory",
+);
+const MAX_MEMORY: Descriptor = in_bytes(
+    "limit_max_memory",
+    "limits.maxMemory in effect: set in the configuration, or by default a share of the \
+     container's memory limit; absent when off",
 );
 const ENDED: Descriptor = family(
     "watchers_ended",
@@ -52,7 +57,11 @@ impl Collector for ServingCollector {
             &mut encoder,
             &REFUSED,
             refused.map(|(l, n)| ([("limit", l)], n)),
-        )
+        )?;
+        match self.api.max_memory() {
+            Some(max) => gauge(&mut encoder, &MAX_MEMORY, max),
+            None => Ok(()),
+        }
     }
 }
 

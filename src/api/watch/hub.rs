@@ -1,7 +1,16 @@
 //! The hub of one resource: follows its store and broadcasts each change, decoded once, to every
 //! watcher of the resource. The broadcast ring only saves decoding work: a watcher the ring
 //! overflows, or told of a gap in the hub itself, reads what it missed from the change log.
+//!
+//! The ring is bounded by bytes too ([`HUB_MAX_BYTES`]): a change is kept in it until every
+//! watcher has taken it, so a watcher whose client reads slowly makes the ring hold up to
+//! [`HUB_CAPACITY`] decoded objects, which for large objects (ConfigMaps of 1 MiB) is GiBs.
+//! Past the bound, the hub broadcasts a gap instead of the decoded change, and each watcher
+//! reads the change from the log itself, one at a time, into its own bounded buffer.
+//! (`tests/memory_limit.rs` found it: a burst of deletions of large objects, one slow client,
+//! and the sidecar was OOM-killed under its container's limit.)
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
@@ -12,6 +21,13 @@ use crate::store::{Change, ChangeKind, Store};
 
 /// Changes the hub keeps for watchers that have not taken them yet (shared by all watchers).
 pub const HUB_CAPACITY: usize = 4096;
+
+/// The decoded changes the ring holds at most, in bytes (estimated, [`value_bytes`]).
+///
+/// Decision: 16 MiB. Watchers that keep up take each change at once, so the ring holds next to
+/// nothing; this bounds what a slow one makes it hold, while a burst of thousands of typical
+/// objects (a pod decodes to about 10 KB) still goes through the ring, decoded once.
+pub const HUB_MAX_BYTES: usize = 16 << 20;
 
 /// One change, decoded once for every watcher.
 pub struct Event {
@@ -25,6 +41,8 @@ pub struct Event {
     pub previous_revision: u64,
     /// The object rendered whole, built by the first watcher that needs it.
     pub whole: OnceLock<proto::Object>,
+    /// Counted in the ring's bytes while it lives (the ring's events only).
+    held: Option<Held>,
 }
 
 impl Event {
@@ -36,7 +54,50 @@ impl Event {
             previous_revision: change.previous.as_ref().map_or(0, |p| p.revision()),
             previous: change.previous.map(|p| p.to_json_value()),
             whole: OnceLock::new(),
+            held: None,
         }
+    }
+
+    /// [`Event::from_change`], its bytes counted in `ring` until it is dropped (once every
+    /// watcher has taken it).
+    fn counted(change: Change, ring: &Arc<AtomicUsize>) -> Event {
+        let mut event = Event::from_change(change);
+        // Twice the decoded bytes: the whole rendering a watcher may add (about the JSON's size).
+        let bytes =
+            2 * (value_bytes(&event.object) + event.previous.as_ref().map_or(0, value_bytes));
+        ring.fetch_add(bytes, Ordering::Relaxed);
+        event.held = Some(Held {
+            bytes,
+            ring: ring.clone(),
+        });
+        event
+    }
+}
+
+/// An event's share of the ring's bytes, given back when the event is dropped.
+struct Held {
+    bytes: usize,
+    ring: Arc<AtomicUsize>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.ring.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
+}
+
+/// About the heap bytes of a decoded JSON value: its strings, and a node's worth for each value
+/// and map entry.
+fn value_bytes(value: &Value) -> usize {
+    const NODE: usize = size_of::<Value>();
+    NODE + match value {
+        Value::String(s) => s.len(),
+        Value::Array(items) => items.iter().map(value_bytes).sum(),
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| k.len() + NODE + value_bytes(v))
+            .sum(),
+        Value::Null | Value::Bool(_) | Value::Number(_) => 0,
     }
 }
 
@@ -58,6 +119,7 @@ impl Hub {
     pub fn start(store: Arc<Store>, mut stop: tokio::sync::watch::Receiver<bool>) -> Hub {
         let (tx, _) = broadcast::channel(HUB_CAPACITY);
         let sender = tx.clone();
+        let ring = Arc::new(AtomicUsize::new(0));
         tokio::spawn(async move {
             let mut revisions = store.subscribe();
             let mut last = *revisions.borrow_and_update();
@@ -73,10 +135,17 @@ impl Hub {
                             last = change.revision;
                             // Nobody to tell: skip the decoding. A watcher that subscribes
                             // later reads the store first, up to a revision at least this one.
-                            if sender.receiver_count() > 0 {
-                                let _ = sender
-                                    .send(Broadcast::Change(Arc::new(Event::from_change(change))));
+                            if sender.receiver_count() == 0 {
+                                continue;
                             }
+                            // Over its bytes, the ring holds a gap: each watcher reads the
+                            // change from the log (see the module's documentation).
+                            let message = if ring.load(Ordering::Relaxed) > HUB_MAX_BYTES {
+                                Broadcast::Gap
+                            } else {
+                                Broadcast::Change(Arc::new(Event::counted(change, &ring)))
+                            };
+                            let _ = sender.send(message);
                         }
                     }
                     Err(_) => {

@@ -6,15 +6,16 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 use tonic::Status;
 
 use super::hub::{Broadcast, Event};
 use super::spec::{Start, WatchSpec};
 use super::{shutting_down, WatchStream, WATCHER_BUFFER};
 use crate::api::authz::Revoked;
+use crate::api::buffer;
 use crate::api::reason::{self, Reason};
-use crate::api::send::{send_or_give_up, spawn_stream, GaveUp, STALL_TIMEOUT};
+use crate::api::send::{send_buffered_or_give_up, spawn_stream, GaveUp, STALL_TIMEOUT};
 use crate::api::Resource;
 use crate::proto::{self, EventType};
 use crate::store::{Change, ChangeKind};
@@ -27,7 +28,7 @@ pub fn start(
     revoked: Revoked,
 ) -> Result<WatchStream, Status> {
     let hub_rx = resource.hub().subscribe();
-    let (tx, rx) = mpsc::channel(WATCHER_BUFFER);
+    let (tx, rx) = buffer::channel(WATCHER_BUFFER, buffer::BUFFER_BYTES);
     let synced = !matches!(spec.start, Start::InitialState);
     let mut watcher = Watcher {
         epoch: resource.store().epoch(),
@@ -64,7 +65,7 @@ struct Watcher {
     resource: Arc<Resource>,
     spec: WatchSpec,
     epoch: u64,
-    tx: mpsc::Sender<proto::WatchEvent>,
+    tx: buffer::Sender<proto::WatchEvent>,
     /// Every change up to this revision has been handled.
     position: u64,
     /// Past the initial state: events are resume points.
@@ -266,7 +267,7 @@ impl Watcher {
     /// [`Watcher::send`] of a built event.
     async fn send_event(&mut self, event: proto::WatchEvent) -> Result<(), End> {
         let kind = event.r#type();
-        send_or_give_up(&self.tx, event, self.resource.stopped())
+        send_buffered_or_give_up(&self.tx, event, self.resource.stopped())
             .await
             .map_err(|gave_up| match gave_up {
                 GaveUp::Stalled => Some(self.fell_behind()),

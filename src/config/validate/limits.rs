@@ -28,6 +28,7 @@ impl Validator {
                 .byte_size("limits.maxRequestSize", raw.max_request_size)
                 .unwrap_or(default.max_request_size),
             max_memory: self.byte_size("limits.maxMemory", raw.max_memory),
+            container_memory: None,
         }
     }
 
@@ -114,6 +115,7 @@ mod tests {
                 max_concurrent_lists: 3,
                 max_request_size: 1024,
                 max_memory: Some(1 << 30),
+                container_memory: None,
             }
         );
     }

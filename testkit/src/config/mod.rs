@@ -104,6 +104,14 @@ impl SidecarConfig {
         self
     }
 
+    /// `changeLog.maxBytes`, a quantity (`8Mi`).
+    pub fn change_log_max_bytes(mut self, max_bytes: &str) -> Self {
+        self.change_log
+            .get_or_insert_with(ChangeLog::default)
+            .max_bytes = Some(max_bytes.to_string());
+        self
+    }
+
     /// `snapshot`: warm-restart snapshots in `directory`, the rest of the section edited by
     /// `edit`.
     pub fn snapshot(
@@ -320,6 +328,8 @@ impl Limits {
 struct ChangeLog {
     #[serde(skip_serializing_if = "Option::is_none")]
     max_events: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_bytes: Option<String>,
 }
 
 /// The `snapshot` section (see [`SidecarConfig::snapshot`]).

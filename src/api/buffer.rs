@@ -1,0 +1,152 @@
+//! A watch stream's buffer, bounded by events and by bytes: what the sidecar holds for a client
+//! that reads more slowly than changes come.
+//!
+//! A watcher renders each event (its object's JSON) before it is read. Bounded by a count
+//! alone (1024 events), a buffer of large objects (ConfigMaps of 1 MiB) could hold a GiB for
+//! one slow client: `tests/memory_limit.rs` saw a debug client that read a burst of such
+//! deletions slowly get the sidecar OOM-killed under its container's limit. So each buffer
+//! also has a budget of bytes: an event waits (within the stall timeout, as for a full buffer)
+//! until the client has read enough of what is before it. An event larger than the whole budget
+//! waits until the buffer is empty, and then goes alone.
+//!
+//! Decision: [`BUFFER_BYTES`] per watcher, 8 MiB: thousands of typical objects (a pod as
+//! cached is 1 to 10 KB), so a reading client never waits on it, and the sidecar's worst case
+//! stays `maxWatchers` × 8 MiB of rendered events, not × 1024 objects of any size.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use prost::Message;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+
+/// The bytes of rendered events one watcher's buffer holds at most (see the module's Decision).
+pub const BUFFER_BYTES: usize = 8 << 20;
+
+/// Why a send did not go through.
+#[derive(Debug, PartialEq, Eq)]
+pub enum NotSent {
+    /// No room (events or bytes) before the timeout, or at once for [`Sender::try_send`].
+    Full,
+    /// The receiving end is gone.
+    Closed,
+}
+
+/// The sending side of a bounded buffer.
+pub struct Sender<T> {
+    tx: mpsc::Sender<(T, OwnedSemaphorePermit)>,
+    bytes: Arc<Semaphore>,
+    budget: usize,
+}
+
+/// The receiving side: the events, each giving its bytes back once taken.
+pub type Receiver<T> = Pin<Box<dyn Stream<Item = T> + Send>>;
+
+/// A buffer of at most `events` events and about `bytes` bytes of them.
+pub fn channel<T: Send + 'static>(events: usize, bytes: usize) -> (Sender<T>, Receiver<T>) {
+    let (tx, rx) = mpsc::channel(events);
+    let budget = bytes.clamp(1, Semaphore::MAX_PERMITS);
+    let sender = Sender {
+        tx,
+        bytes: Arc::new(Semaphore::new(budget)),
+        budget,
+    };
+    // The permit is dropped as the event is handed on: its bytes are the stream's to send now.
+    let receiver = tokio_stream::wrappers::ReceiverStream::new(rx).map(|(item, _bytes)| item);
+    (sender, Box::pin(receiver))
+}
+
+impl<T: Message> Sender<T> {
+    /// Sends `item`, waiting up to `timeout` for room.
+    pub async fn send_timeout(&self, item: T, timeout: Duration) -> Result<(), NotSent> {
+        let n = self.permits(&item);
+        let sent = tokio::time::timeout(timeout, async {
+            let bytes = self
+                .bytes
+                .clone()
+                .acquire_many_owned(n)
+                .await
+                .expect("the semaphore is never closed");
+            let slot = self.tx.reserve().await.map_err(|_| NotSent::Closed)?;
+            slot.send((item, bytes));
+            Ok(())
+        });
+        sent.await.unwrap_or(Err(NotSent::Full))
+    }
+
+    /// Sends `item` if there is room now.
+    pub fn try_send(&self, item: T) -> Result<(), NotSent> {
+        let n = self.permits(&item);
+        let bytes = self
+            .bytes
+            .clone()
+            .try_acquire_many_owned(n)
+            .map_err(|_| NotSent::Full)?;
+        self.tx.try_send((item, bytes)).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => NotSent::Full,
+            mpsc::error::TrySendError::Closed(_) => NotSent::Closed,
+        })
+    }
+
+    /// Completes when the receiving end is gone.
+    pub async fn closed(&self) {
+        self.tx.closed().await;
+    }
+
+    /// The bytes `item` takes of the budget; the whole budget at most.
+    fn permits(&self, item: &T) -> u32 {
+        let n = item.encoded_len().clamp(1, self.budget);
+        u32::try_from(n).unwrap_or(u32::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto;
+
+    fn event(bytes: usize) -> proto::WatchEvent {
+        proto::WatchEvent {
+            object: Some(proto::Object {
+                json: vec![b'x'; bytes].into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn the_bytes_bound_the_buffer_until_the_client_reads() {
+        let (tx, mut rx) = channel::<proto::WatchEvent>(1024, 1000);
+        tx.try_send(event(600)).expect("room for the first");
+        assert_eq!(
+            tx.try_send(event(600)),
+            Err(NotSent::Full),
+            "over the bytes"
+        );
+        let waited = tx.send_timeout(event(600), Duration::from_millis(10)).await;
+        assert_eq!(waited, Err(NotSent::Full), "nobody read");
+        assert!(rx.next().await.is_some());
+        tx.try_send(event(600)).expect("room once read");
+        // Larger than the whole budget: alone, once the buffer is empty.
+        let big = tokio::spawn(async move {
+            tx.send_timeout(event(5000), Duration::from_secs(60))
+                .await?;
+            Ok::<_, NotSent>(tx)
+        });
+        assert_eq!(rx.next().await.map(|e| e.encoded_len() < 1000), Some(true));
+        let tx = big.await.unwrap().expect("the big event went through");
+        assert_eq!(rx.next().await.map(|e| e.encoded_len() > 5000), Some(true));
+        drop(rx);
+        assert_eq!(tx.try_send(event(1)), Err(NotSent::Closed));
+    }
+
+    #[tokio::test]
+    async fn the_event_count_still_bounds_small_events() {
+        let (tx, _rx) = channel::<proto::WatchEvent>(2, 1 << 20);
+        tx.try_send(event(1)).unwrap();
+        tx.try_send(event(1)).unwrap();
+        assert_eq!(tx.try_send(event(1)), Err(NotSent::Full));
+    }
+}
