@@ -5,19 +5,27 @@
 //!
 //! - `Init`, one `InitApply` per object of the initial state, `InitDone`; then `Apply` for
 //!   additions and updates and `Delete` for deletions;
-//! - a broken stream yields an `Err` and resumes from the last (epoch, revision) handled,
-//!   without a new `Init` (kube-rs resumes from the last resourceVersion);
+//! - a stream that ends because the sidecar shut down (`ShuttingDown`), the connection broke,
+//!   or the sidecar cannot be reached (no socket, nothing listening: `UNAVAILABLE`) is resumed
+//!   quietly from the last (epoch, revision) handled, without an `Err` item and without a new
+//!   `Init`, as kube-rs's watcher re-watches when the apiserver closes a watch. The watcher
+//!   waits between attempts (100 ms doubling to 2 s); once the sidecar has stayed unreachable
+//!   for [`QUIET_PERIOD`] (30 s), each failed attempt is an `Err` item and the next poll
+//!   attempts again (the caller's backoff paces it), until a watch opens;
 //! - when the token cannot be used any more (the sidecar's `Expired` or `EpochChanged`, the
-//!   analogue of the apiserver's `410 Gone`), it yields `Err(WatchError)` with code 410 and
-//!   starts a new `Init`..`InitDone` cycle: a reflector then drops the objects that vanished
-//!   meanwhile, exactly as after kube-rs's relist. A stream that breaks before `InitDone`
-//!   starts a new cycle too.
+//!   analogue of the apiserver's `410 Gone`: a sidecar restarted without its snapshot), it
+//!   starts a new `Init`..`InitDone` cycle, without an `Err` item: a reflector then drops the
+//!   objects that vanished meanwhile, exactly as after kube-rs's relist. A stream that breaks
+//!   before `InitDone` starts a new cycle too. `FellBehind` resumes at once, quietly;
+//! - a request the sidecar refuses as it is (`Invalid`, `NotFound`, `Forbidden`,
+//!   `Unauthenticated`), an over-limit refusal (`TooManyWatchers`, `OverMemoryLimit`, ...: a
+//!   request to back off) and an object that does not decode are `Err` items at once.
 //!
-//! Like kube-rs's watcher it never ends and does not wait between attempts: every error is an
-//! `Err` item, and the caller applies a backoff (`.default_backoff()`), as with kube-rs.
+//! Like kube-rs's watcher it never ends; apply a backoff to its `Err` items
+//! (`.default_backoff()`), as with kube-rs. `retry` decides which ends are quiet.
 
 use futures::{stream::BoxStream, Stream, StreamExt};
-use kube::core::{PartialObjectMeta, Status};
+use kube::core::PartialObjectMeta;
 use kube::Resource;
 use serde::de::DeserializeOwned;
 
@@ -26,7 +34,16 @@ pub use kube::runtime::watcher::{Config, Error, Event, Result};
 use crate::api::{Api, Change, Start};
 use crate::proto::{EventType, ResumeToken};
 
+mod retry;
+
+pub use retry::QUIET_PERIOD;
+use retry::{Fault, Outage};
+
 type Changes<K> = BoxStream<'static, std::result::Result<Change<K>, crate::Error>>;
+
+/// What one step of the watcher gives: an event, nothing (a bookmark, a resumed stream), or
+/// the fault that ended the stream.
+type Step<K> = std::result::Result<Option<Event<K>>, Fault>;
 
 /// Where the watcher is.
 enum Phase<K> {
@@ -44,6 +61,8 @@ struct State<K> {
     api: Api<K>,
     config: Config,
     phase: Phase<K>,
+    /// The quiet reconnects since the sidecar was last reached.
+    outage: Outage,
 }
 
 /// The objects of `api` that match `config`'s selectors as kube-rs watcher events (see the
@@ -73,6 +92,7 @@ where
         api,
         config,
         phase: Phase::Empty,
+        outage: Outage::default(),
     };
     futures::stream::unfold(state, |mut state| async move {
         let item = state.step().await;
@@ -121,65 +141,73 @@ impl<K> State<K>
 where
     K: Resource + DeserializeOwned + Send + 'static,
 {
-    /// The next item; loops over the steps that yield nothing (bookmarks, a resumed stream).
+    /// The next item; loops over the steps that yield nothing (bookmarks, a resumed stream, a
+    /// relist, a quiet reconnect).
     async fn step(&mut self) -> Result<Event<K>> {
         loop {
             let phase = std::mem::replace(&mut self.phase, Phase::Empty);
             let item = match phase {
                 Phase::Empty => {
-                    match Self::open(&self.api, &self.config, Start::InitialState).await {
-                        Ok(changes) => {
+                    let start = Start::InitialState;
+                    Self::open(&self.api, &self.config, start)
+                        .await
+                        .map(|changes| {
+                            self.outage.over();
                             self.phase = Phase::Initial(changes);
-                            Ok(Some(Event::Init))
-                        }
-                        Err(e) => Err(e),
-                    }
+                            Some(Event::Init)
+                        })
                 }
                 Phase::Resume(token) => {
-                    match Self::open(&self.api, &self.config, Start::Since(token)).await {
-                        Ok(changes) => {
-                            self.phase = Phase::Watching(changes, token);
-                            continue;
-                        }
-                        Err(e) => {
-                            if !is_relist(&e) {
-                                self.phase = Phase::Resume(token);
-                            }
-                            Err(e)
-                        }
-                    }
+                    let opened = Self::open(&self.api, &self.config, Start::Since(token)).await;
+                    // Retried from the same token unless the fault is a relist.
+                    self.phase = Phase::Resume(token);
+                    opened.map(|changes| {
+                        self.outage.over();
+                        self.phase = Phase::Watching(changes, token);
+                        None
+                    })
                 }
                 Phase::Initial(changes) => self.initial(changes).await,
                 Phase::Watching(changes, token) => self.watching(changes, token).await,
             };
-            if let Some(item) = item.transpose() {
-                return item;
+            match item {
+                Ok(Some(event)) => return Ok(event),
+                Ok(None) | Err(Fault::Resume) => {}
+                Err(Fault::Relist) => self.phase = Phase::Empty,
+                Err(Fault::Surface(error)) => return Err(error),
+                Err(Fault::Reconnect(error)) => match self.outage.failed() {
+                    Some(wait) => tokio::time::sleep(wait).await,
+                    None => return Err(error),
+                },
             }
         }
     }
 
-    /// Opens a stream. Decision: borrows the handle and config only, not the state, whose
-    /// stream (not `Sync`) must not be borrowed across the await of a `Send` future.
-    async fn open(api: &Api<K>, config: &Config, start: Start) -> Result<Changes<K>> {
+    /// Opens a stream; a stream opened ends an outage. Decision: borrows the handle and config
+    /// only, not the state, whose stream (not `Sync`) must not be borrowed across the await of
+    /// a `Send` future.
+    async fn open(
+        api: &Api<K>,
+        config: &Config,
+        start: Start,
+    ) -> std::result::Result<Changes<K>, Fault> {
         match api.watch(config, start).await {
             Ok(changes) => Ok(changes.boxed()),
-            Err(e) => Err(watch_error(e, Error::WatchStartFailed)),
+            Err(e) => Err(Fault::of(e, Error::WatchStartFailed)),
         }
     }
 
     /// One event of the initial state: `InitApply`, or `InitDone` at `SYNCED`. Any end of the
     /// stream before `SYNCED` leaves the phase `Empty`: a new cycle.
-    async fn initial(&mut self, mut changes: Changes<K>) -> Result<Option<Event<K>>> {
-        let Some(change) = changes.next().await else {
-            return Err(ended());
-        };
-        let change = match change {
-            Ok(change) => change,
-            Err(e @ crate::Error::Decode { .. }) => {
+    async fn initial(&mut self, mut changes: Changes<K>) -> Step<K> {
+        let change = match changes.next().await {
+            Some(Ok(change)) => change,
+            Some(Err(e @ crate::Error::Decode { .. })) => {
                 self.phase = Phase::Initial(changes);
-                return Err(watch_error(e, Error::WatchFailed));
+                return Err(Fault::of(e, Error::WatchFailed));
             }
-            Err(e) => return Err(watch_error(e, Error::WatchFailed)),
+            Some(Err(e)) => return Err(Fault::of(e, Error::WatchFailed)),
+            None => return Err(Fault::ended(ended())),
         };
         let event = match (change.kind, change.object) {
             (EventType::Synced, _) => {
@@ -195,37 +223,28 @@ where
     }
 
     /// One change after the initial state: `Apply`, `Delete`, or nothing for a bookmark.
-    async fn watching(
-        &mut self,
-        mut changes: Changes<K>,
-        token: ResumeToken,
-    ) -> Result<Option<Event<K>>> {
+    async fn watching(&mut self, mut changes: Changes<K>, token: ResumeToken) -> Step<K> {
         let change = match changes.next().await {
             Some(Ok(change)) => change,
             Some(Err(e @ crate::Error::Decode { .. })) => {
                 // The event is lost to the caller, as an undecodable event is in kube-rs's
                 // watcher; the next ones still come.
                 self.phase = Phase::Watching(changes, token);
-                return Err(watch_error(e, Error::WatchFailed));
+                return Err(Fault::of(e, Error::WatchFailed));
             }
             Some(Err(e)) => {
-                if !e.needs_relist() {
-                    self.phase = Phase::Resume(token);
-                }
-                return Err(watch_error(e, Error::WatchFailed));
+                self.phase = Phase::Resume(token);
+                return Err(Fault::of(e, Error::WatchFailed));
             }
             None => {
                 self.phase = Phase::Resume(token);
-                return Err(ended());
+                return Err(Fault::ended(ended()));
             }
         };
         if change.token.epoch != token.epoch {
             // Another run of the sidecar answered on a resumed stream: its revisions say
-            // nothing about ours. Relist (the phase stays Empty).
-            return Err(gone(&format!(
-                "the watch delivered an event of epoch {} after a token of epoch {}",
-                change.token.epoch, token.epoch
-            )));
+            // nothing about ours.
+            return Err(Fault::Relist);
         }
         self.phase = Phase::Watching(changes, change.token);
         Ok(match (change.kind, change.object) {
@@ -234,24 +253,6 @@ where
             _ => None,
         })
     }
-}
-
-fn is_relist(error: &Error) -> bool {
-    matches!(error, Error::WatchError(status) if status.code == 410)
-}
-
-/// An error of the sidecar as a kube-rs watcher error: a token that needs a relist is the
-/// apiserver's `410 Gone` (`WatchError`), anything else `wrap`s the [`crate::Error`] as a kube
-/// client's service error (callers can downcast it).
-fn watch_error(error: crate::Error, wrap: fn(kube::Error) -> Error) -> Error {
-    if error.needs_relist() {
-        return gone(&error.to_string());
-    }
-    wrap(kube::Error::Service(Box::new(error)))
-}
-
-fn gone(message: &str) -> Error {
-    Error::WatchError(Box::new(Status::failure(message, "Expired").with_code(410)))
 }
 
 fn ended() -> Error {

@@ -56,6 +56,15 @@ impl std::ops::DerefMut for Fixture {
 
 impl Fixture {
     pub async fn new(base: &str) -> anyhow::Result<Fixture> {
+        Self::with(base, |config| config).await
+    }
+
+    /// [`Fixture::new`] with the sidecar's configuration edited by `edit` (e.g. a snapshot
+    /// directory for warm restarts).
+    pub async fn with(
+        base: &str,
+        edit: impl FnOnce(SidecarConfig) -> SidecarConfig,
+    ) -> anyhow::Result<Fixture> {
         let mut fx = testkit::Fixture::new(base).await?;
         wait_default_service_account(fx.kube(), fx.ns()).await?;
         let config = SidecarConfig::new()
@@ -65,7 +74,7 @@ impl Fixture {
                     .drop(["metadata.managedFields"]),
             )
             .resource(Resource::configmaps().namespaces([fx.ns()]));
-        fx.start_sidecar(&informerd_bin(), &config)?;
+        fx.start_sidecar(&informerd_bin(), &edit(config))?;
         Ok(Fixture(fx))
     }
 }
