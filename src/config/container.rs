@@ -230,6 +230,30 @@ mod tests {
     }
 
     #[test]
+    fn change_logs_larger_than_the_headroom_are_warned_of() {
+        let text = "apiVersion: informerd.io/v1alpha1\nkind: Config\nresources:\n\
+                    - {apiVersion: v1, kind: Pod}\n- {apiVersion: v1, kind: ConfigMap}\n";
+        let config = crate::config::parse("c.yaml", text).expect("a valid config");
+        let container = ContainerMemory {
+            limit: 256 << 20,
+            file: "/sys/fs/cgroup/memory.max".into(),
+        };
+        let mut config = crate::config::Config {
+            limits: config.limits.under_container(Some(&container)),
+            ..config
+        };
+        // Two logs of 64Mi by default: 128Mi, above the 64Mi left over 192Mi.
+        let warning = headroom_warning(&config, container.limit).expect("a warning");
+        assert!(
+            warning.starts_with("the change logs of the 2 resources may hold up to 134217728"),
+            "{warning}"
+        );
+        assert!(warning.contains("lower changeLog.maxBytes"), "{warning}");
+        config.change_log.max_bytes = 8 << 20;
+        assert_eq!(headroom_warning(&config, container.limit), None);
+    }
+
+    #[test]
     fn no_memory_hierarchy_no_limit() {
         let read = files(&[]);
         assert_eq!(smallest_limit("1:cpu:/x\n", MOUNTS, read), None);
