@@ -25,7 +25,7 @@ use crate::{Error, Token};
 
 mod metadata;
 
-use metadata::default_fields;
+use metadata::{default_fields, keys_only_json};
 pub use metadata::{IDENTITY_ONLY, METADATA_FIELDS};
 
 /// One resource of the sidecar (its `resources[].name` in the sidecar's configuration, e.g.
@@ -42,6 +42,8 @@ pub struct Api<K> {
     cluster: String,
     /// Sent with every call when the sidecar authorizes clients.
     token: Option<Token>,
+    /// Decode each object as its namespace and name alone ([`Api::keys_only`]).
+    keys_only: bool,
     kind: PhantomData<fn() -> K>,
 }
 
@@ -54,6 +56,7 @@ impl<K> Clone for Api<K> {
             fields: self.fields.clone(),
             cluster: self.cluster.clone(),
             token: self.token.clone(),
+            keys_only: self.keys_only,
             kind: PhantomData,
         }
     }
@@ -112,6 +115,7 @@ where
             fields: default_fields::<K>(),
             cluster: String::new(),
             token: None,
+            keys_only: false,
             kind: PhantomData,
         }
     }
@@ -343,7 +347,14 @@ where
     }
 
     fn decode(&self, object: &proto::Object) -> Result<K, Error> {
-        serde_json::from_slice(&object.json).map_err(|source| Error::Decode {
+        let keys;
+        let json = if self.keys_only {
+            keys = keys_only_json(object);
+            keys.as_slice()
+        } else {
+            &object.json[..]
+        };
+        serde_json::from_slice(json).map_err(|source| Error::Decode {
             resource: self.resource.clone(),
             key: if object.namespace.is_empty() {
                 object.name.clone()

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use common::{apply_config_map, delete_pod, eventually, labels, outcome, Fixture};
 use futures::StreamExt;
-use informerd_client::{metadata_watcher, ReadThrough, IDENTITY_ONLY};
+use informerd_client::{metadata_watcher, ReadThrough};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::core::PartialObjectMeta;
@@ -159,16 +159,14 @@ async fn start_controller(
                 fx.ns(),
             );
             let pods = informerd_client::Api::<Pod>::namespaced(cache, "pods", fx.ns());
-            // The Controller's store: identities only. The owned pods' metadata stream keeps
-            // nothing; its default mask brings the ownerReferences that owns_stream maps.
+            // The Controller's store: namespaces and names only. The owned pods' metadata
+            // stream keeps nothing; its default mask brings the ownerReferences that
+            // owns_stream maps.
             let (reader, writer) = reflector::store();
-            let stream = metadata_watcher(
-                parents.clone().fields(IDENTITY_ONLY),
-                watcher::Config::default(),
-            )
-            .default_backoff()
-            .reflect(writer)
-            .applied_objects();
+            let stream = metadata_watcher(parents.clone().keys_only(), watcher::Config::default())
+                .default_backoff()
+                .reflect(writer)
+                .applied_objects();
             let owned = metadata_watcher(pods.clone(), watcher::Config::default())
                 .default_backoff()
                 .applied_objects();
@@ -247,13 +245,19 @@ async fn run(source: Source) -> anyhow::Result<BTreeMap<String, (String, String)
     controller.abort();
     if let Some(store) = light_store {
         // The parents' events reached the Controller (their teams are on the pods): its store
-        // holds them (and the namespace's root CA config map), by their identity alone.
+        // holds them (and the namespace's root CA config map), by namespace and name alone
+        // (`keys_only`).
         let mut held: Vec<_> = store.state().iter().map(|m| m.name_any()).collect();
         held.sort();
         assert_eq!(held, ["c0", "c1", "kube-root-ca.crt"]);
         for meta in store.state() {
-            assert!(meta.metadata.labels.is_none(), "identity only: {meta:?}");
-            assert!(meta.metadata.uid.is_some(), "{meta:?}");
+            let keys = kube::core::ObjectMeta {
+                name: meta.metadata.name.clone(),
+                namespace: Some(fx.ns().to_string()),
+                ..Default::default()
+            };
+            assert_eq!(meta.metadata, keys, "keys only: {meta:?}");
+            assert_eq!(meta.types, None, "{meta:?}");
         }
     }
     outcome(fx.kube(), fx.ns()).await

@@ -28,9 +28,43 @@ impl<K: Resource> Api<K> {
             fields,
             cluster: self.cluster,
             token: self.token,
+            keys_only: self.keys_only,
             kind: PhantomData,
         }
     }
+}
+
+impl<K> Api<K> {
+    /// The same handle, each object it reads decoded as its namespace and name alone: no uid,
+    /// resourceVersion, generation, apiVersion or kind, and nothing else the mask keeps. For the
+    /// store of a `Controller` whose reconciler reads the object through the sidecar
+    /// ([`crate::ReadThrough`]): kube-rs's `Controller` looks its objects up by namespace and
+    /// name, and its store keeps each object's strings twice (in the object and in the map's
+    /// key), so every identity string left out is saved twice per object (the
+    /// `controller_store` benchmark prints what it saves). The field mask becomes
+    /// [`IDENTITY_ONLY`], as nothing more is read.
+    ///
+    /// Decision: an option of the handle, not a type of its own: `Controller::for_stream` and
+    /// `reflector` take any `kube::Resource`, and `PartialObjectMeta<K>` with an `ObjectMeta`
+    /// of two fields is the smallest one kube-rs accepts.
+    #[must_use]
+    pub fn keys_only(mut self) -> Self {
+        self.keys_only = true;
+        self.fields = IDENTITY_ONLY.iter().map(|f| (*f).to_string()).collect();
+        self
+    }
+}
+
+/// The JSON a [`Api::keys_only`] handle decodes `object` from: its namespace and name, read
+/// from the proto object's identity fields.
+pub(super) fn keys_only_json(object: &crate::proto::Object) -> Vec<u8> {
+    let mut metadata = serde_json::Map::new();
+    metadata.insert("name".into(), object.name.clone().into());
+    if !object.namespace.is_empty() {
+        metadata.insert("namespace".into(), object.namespace.clone().into());
+    }
+    serde_json::to_vec(&serde_json::json!({ "metadata": metadata }))
+        .expect("a JSON object of strings")
 }
 
 /// The field mask a new handle starts with: none (the whole object), except for a type that
@@ -92,5 +126,38 @@ mod tests {
         assert_eq!(pods().fields(["metadata"]).metadata().fields, ["metadata"]);
         let light = pods().metadata().fields(IDENTITY_ONLY);
         assert_eq!(light.fields, ["metadata.name"]);
+        let keys = pods().metadata().keys_only();
+        assert_eq!(keys.fields, ["metadata.name"]);
+        assert!(keys.clone().keys_only);
+    }
+
+    #[tokio::test]
+    async fn keys_only_objects_hold_their_namespace_and_name_alone() {
+        let cache = CacheClient::new(Endpoint::from_static("http://127.0.0.1:1").connect_lazy());
+        let keys = Api::<Pod>::all(cache, "pods").metadata().keys_only();
+        let object = crate::proto::Object {
+            name: "web-0".into(),
+            namespace: "shop".into(),
+            uid: "5c3f0e52-0000-4000-8000-000000000001".into(),
+            resource_version: "42".into(),
+            json: br#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-0","namespace":"shop","uid":"5c3f0e52-0000-4000-8000-000000000001","resourceVersion":"42","generation":3}}"#.to_vec().into(),
+            ..Default::default()
+        };
+        let decoded = keys.decode(&object).expect("decodes");
+        assert_eq!(decoded.types, None);
+        assert_eq!(
+            decoded.metadata,
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                name: Some("web-0".into()),
+                namespace: Some("shop".into()),
+                ..Default::default()
+            }
+        );
+        let cluster_scoped = crate::proto::Object {
+            name: "node-1".into(),
+            ..Default::default()
+        };
+        let node = keys.decode(&cluster_scoped).expect("decodes");
+        assert_eq!(node.metadata.namespace, None);
     }
 }
