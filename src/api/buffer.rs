@@ -33,6 +33,15 @@ pub enum NotSent {
     Closed,
 }
 
+impl<T> From<mpsc::error::SendTimeoutError<T>> for NotSent {
+    fn from(e: mpsc::error::SendTimeoutError<T>) -> Self {
+        match e {
+            mpsc::error::SendTimeoutError::Timeout(_) => NotSent::Full,
+            mpsc::error::SendTimeoutError::Closed(_) => NotSent::Closed,
+        }
+    }
+}
+
 /// The sending side of a bounded buffer.
 pub struct Sender<T> {
     tx: mpsc::Sender<(T, OwnedSemaphorePermit)>,

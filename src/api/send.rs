@@ -42,12 +42,8 @@ pub async fn send_or_give_up<T>(
     stop: signal::Receiver<bool>,
 ) -> Result<(), GaveUp> {
     let sent = async {
-        tx.send_timeout(item, STALL_TIMEOUT)
-            .await
-            .map_err(|e| match e {
-                mpsc::error::SendTimeoutError::Timeout(_) => GaveUp::Stalled,
-                mpsc::error::SendTimeoutError::Closed(_) => GaveUp::Closed,
-            })
+        let sent = tx.send_timeout(item, STALL_TIMEOUT).await;
+        Ok(sent.map_err(buffer::NotSent::from)?)
     };
     unless_stopped(sent, stop).await
 }
@@ -58,15 +54,20 @@ pub async fn send_buffered_or_give_up<T: prost::Message>(
     item: T,
     stop: signal::Receiver<bool>,
 ) -> Result<(), GaveUp> {
-    let sent = async {
-        tx.send_timeout(item, STALL_TIMEOUT)
-            .await
-            .map_err(|e| match e {
-                buffer::NotSent::Full => GaveUp::Stalled,
-                buffer::NotSent::Closed => GaveUp::Closed,
-            })
-    };
-    unless_stopped(sent, stop).await
+    unless_stopped(
+        async { Ok(tx.send_timeout(item, STALL_TIMEOUT).await?) },
+        stop,
+    )
+    .await
+}
+
+impl From<buffer::NotSent> for GaveUp {
+    fn from(not_sent: buffer::NotSent) -> Self {
+        match not_sent {
+            buffer::NotSent::Full => GaveUp::Stalled,
+            buffer::NotSent::Closed => GaveUp::Closed,
+        }
+    }
 }
 
 /// `sent`, unless `stop` fires first.
