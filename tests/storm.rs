@@ -3,8 +3,9 @@
 //! a warm restart from its snapshot, and a cut of every connection, while writes continue on
 //! the apiserver. After each storm every client's view must equal the apiserver's pods, the
 //! sidecar must still run, and the clients must have resumed as the API promises: a cold
-//! restart (another epoch) makes every client start again from nothing; a warm restart and a
-//! cut let every client resume with its token.
+//! restart (another epoch) makes every client start again from nothing; a warm restart lets
+//! every Watch client resume with its token, and every client once none has keys in flight; a
+//! cut lets every client resume with its token.
 //!
 //! `benches/storm.rs` is the large form (300 clients, 10,000 pods and more, timed); both use
 //! the same clients (`benches/storm/client.rs`).
@@ -36,6 +37,9 @@ enum Storm {
     Cold,
     /// SIGTERM (a snapshot is written), start again from it: the same epoch.
     Warm,
+    /// A warm restart with no writes going on and every client caught up: every client,
+    /// WatchKeys too, resumes with its token.
+    WarmIdle,
     /// Every client's connection dropped; the sidecar keeps running.
     Cut,
 }
@@ -196,21 +200,34 @@ async fn fifty_clients_reconnecting_at_once_all_end_equal_to_the_apiserver() -> 
         .collect();
     wait_all_current(&pods, &ns, &clients, "the first sync").await?;
 
-    for (round, storm) in [Storm::Cold, Storm::Warm, Storm::Cut]
-        .into_iter()
-        .enumerate()
-    {
+    let storms = [Storm::Cold, Storm::Warm, Storm::Cut, Storm::WarmIdle];
+    for (round, storm) in storms.into_iter().enumerate() {
         // A client resumes from a token: wait until each holds one (a WatchKeys stream gets
         // its first once the keys of its resync are acknowledged).
         wait_until(&format!("{storm:?}: every client holds a token"), || {
             clients.iter().all(|(_, p)| p.lock().unwrap().resumable)
         })
         .await?;
+        if storm == Storm::WarmIdle {
+            // Caught up: every client's token is at the sidecar's revision (WatchKeys: every
+            // key acknowledged).
+            let status = wait_synced(&mut fixture.cache().await?).await?;
+            let revision = status.resources[0].revision;
+            wait_until(
+                "every client's token reaches the sidecar's revision",
+                || {
+                    let behind = |p: &Mutex<Progress>| p.lock().unwrap().token_revision < revision;
+                    !clients.iter().any(|(_, p)| behind(p))
+                },
+            )
+            .await?;
+        }
         let before = counts(&clients);
-        let writer = Writer::start(kube.clone(), ns.clone(), round);
+        let writer =
+            (storm != Storm::WarmIdle).then(|| Writer::start(kube.clone(), ns.clone(), round));
         control.close_gate();
         match storm {
-            Storm::Cold | Storm::Warm => {
+            Storm::Cold | Storm::Warm | Storm::WarmIdle => {
                 let sidecar = fixture.sidecar_mut();
                 let exit = sidecar.terminate()?;
                 anyhow::ensure!(exit.success(), "{storm:?}: informerd exited with {exit}");
@@ -229,8 +246,10 @@ async fn fifty_clients_reconnecting_at_once_all_end_equal_to_the_apiserver() -> 
             now.iter().zip(&before).all(|(now, was)| now.0 > was.0)
         })
         .await?;
-        let writes = writer.stop().await?;
-        anyhow::ensure!(writes > 0, "{storm:?}: no write was made during the storm");
+        if let Some(writer) = writer {
+            let writes = writer.stop().await?;
+            anyhow::ensure!(writes > 0, "{storm:?}: no write was made during the storm");
+        }
         wait_all_current(&pods, &ns, &clients, &format!("{storm:?}")).await?;
 
         let pid = fixture.sidecar().pid().expect("the sidecar runs");
@@ -257,7 +276,7 @@ async fn fifty_clients_reconnecting_at_once_all_end_equal_to_the_apiserver() -> 
                 // such a stream resyncs (it converges, as checked above). Watch tokens reach
                 // the snapshot's revision (the watches' last words at shutdown).
                 (Storm::Warm, Kind::Keys) => {}
-                (Storm::Warm | Storm::Cut, _) => assert!(
+                (Storm::Warm | Storm::Cut | Storm::WarmIdle, _) => assert!(
                     !relisted,
                     "{storm:?}: client {i} ({kind:?}) relisted instead of resuming with its \
                      token; its last session ended with: {why}"

@@ -67,6 +67,8 @@ pub struct Progress {
     pub last_end: String,
     /// It holds a resume token (a WatchKeys stream has none until a resync is acknowledged).
     pub resumable: bool,
+    /// The revision of its token (0 without one).
+    pub token_revision: u64,
 }
 
 impl Progress {
@@ -264,6 +266,7 @@ async fn watch_session(
             let mut p = progress.lock().unwrap();
             p.replace(view);
             p.resumable = true;
+            p.token_revision = here.revision;
             *token = Some(here);
             continue;
         }
@@ -279,6 +282,7 @@ async fn watch_session(
             }
         }
         *token = Some(here);
+        progress.lock().unwrap().token_revision = here.revision;
     }
     Ok(())
 }
@@ -344,7 +348,9 @@ async fn keys_session(
         if let Some(t) = event.token {
             *token = Some(t);
         }
-        progress.lock().unwrap().resumable = token.is_some();
+        let mut p = progress.lock().unwrap();
+        p.resumable = token.is_some();
+        p.token_revision = token.map_or(0, |t| t.revision);
     }
     Ok(())
 }
