@@ -555,9 +555,10 @@ fn markdown(r: &Report) -> String {
     lines.push(
         "A cold restart has a new epoch: the sidecar lists from the apiserver (one streaming \
          list per namespace, counted as WATCH) and every client starts over from the cache. \
-         A warm restart resumes the sidecar's watches (one WATCH per namespace, no list) and \
-         the Watch clients' tokens; a WatchKeys stream whose keys were in flight at SIGTERM \
-         resyncs. A cut asks nothing of the apiserver."
+         A warm restart keeps the epoch and the clients' tokens; the sidecar resumes its \
+         watches from the snapshot (one WATCH per namespace), or lists when the apiserver \
+         answers 410 Gone (the last column says which); a WatchKeys stream whose keys were in \
+         flight at SIGTERM resyncs. A cut asks nothing of the apiserver."
             .into(),
     );
     lines.join("\n") + "\n"
