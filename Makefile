@@ -39,6 +39,8 @@ help:
 	@echo "                   table in benches/results/chaos.md)"
 	@echo "make bench-restart warm (snapshot) against cold start on a control plane of its own"
 	@echo "                   (BENCH_PODS=N; results in benches/results/restart.md)"
+	@echo "make bench-storm   300 clients reconnecting at once (cold and warm restart, a cut) on a control"
+	@echo "                   plane of its own (STORM_OBJECTS=10000; benches/results/storm.md)"
 	@echo "make soak          churn, subscribers and a fault a minute for DURATION=10m (default);"
 	@echo "                   benches/results/soak.json and soak.svg, and the memory slope"
 
@@ -319,6 +321,18 @@ bench-restart: tools $(BIN)/seed
 	$(BIN)/cluster up --dir $(BENCH_RESTART_CLUSTER_DIR) --bin $(BIN); \
 	BENCH_PODS=$(BENCH_PODS) INFORMERD_CLUSTER_DIR=$(abspath $(BENCH_RESTART_CLUSTER_DIR)) \
 	  cargo bench --bench restart
+
+# --- reconnect storms (benches/storm.rs documents its STORM_* settings): 300 clients reconnecting
+# at once after a cold restart, a warm restart and a cut; a private control plane, stopped at the
+# end (the seeding of STORM_OBJECTS pods is most of the run's time). --------------------------------
+BENCH_STORM_CLUSTER_DIR := .cache/bench-storm-cluster
+STORM_OBJECTS ?= 10000
+.PHONY: bench-storm
+bench-storm: tools $(BIN)/seed
+	@set -eo pipefail; trap '$(BIN)/cluster down --dir $(BENCH_STORM_CLUSTER_DIR)' EXIT; \
+	$(BIN)/cluster up --dir $(BENCH_STORM_CLUSTER_DIR) --bin $(BIN); \
+	STORM_OBJECTS=$(STORM_OBJECTS) INFORMERD_CLUSTER_DIR=$(abspath $(BENCH_STORM_CLUSTER_DIR)) \
+	  cargo bench --bench storm
 
 # --- controller heap, own cache against the informerd adapter (clients/go/crcache/cmd/heapbench
 # documents it; BENCH_PODS=10000,50000 by default); a private control plane, stopped at the end --

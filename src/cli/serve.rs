@@ -134,7 +134,15 @@ async fn run(cfg: config::Config, kubeconfig: Option<PathBuf>) -> Result<(), Ser
         api.register_metrics(&mut registry);
         tokio::spawn(metrics::serve(listener, registry, fleet.clone()))
     });
-    let served = api.serve(&cfg.server, shutdown_signal()).await;
+    // Decision: at SIGTERM the ingest stops before the API does, so that the watches' last
+    // words (`api/watch/watcher.rs`) reach the revision the snapshot below holds, and a warm
+    // restart resumes every client that read to the end.
+    let ingest = fleet.clone();
+    let shutdown = async move {
+        shutdown_signal().await;
+        ingest.stop().await;
+    };
+    let served = api.serve(&cfg.server, shutdown).await;
     if let Some(probes) = probes {
         probes.abort();
     }

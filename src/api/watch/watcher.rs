@@ -147,9 +147,30 @@ impl Watcher {
                     }
                 }
                 _ = self.tx.closed() => return Err(None),
-                _ = stop.changed() => return Err(Some(shutting_down())),
+                _ = stop.changed() => return Err(self.last_words().await),
             }
         }
+    }
+
+    /// At shutdown: every change the store still holds beyond this watcher's position, then a
+    /// BOOKMARK at the store's last revision, sent only while the buffer has room (a client
+    /// that does not read gets no more). The sidecar stops its ingest before its API (see
+    /// `cli/serve.rs`), so that revision is the one the snapshot written at exit holds: a
+    /// client that read to the end resumes after a warm restart with its token instead of
+    /// getting `Expired` for the changes that came in between its last event and the snapshot.
+    /// (Found by the reconnect storm, `tests/storm.rs`: with writes going on, every client
+    /// relisted after each warm restart.)
+    async fn last_words(&mut self) -> End {
+        if self.synced {
+            let last = self.resource.store().revision();
+            if self.catch_up_to(last).await.is_ok() {
+                let bookmark = self.event(EventType::Bookmark, self.position, None);
+                if self.tx.try_send(bookmark).is_ok() {
+                    self.resource.count_sent(EventType::Bookmark);
+                }
+            }
+        }
+        Some(shutting_down())
     }
 
     /// Handles, from the change log, what the hub did not deliver up to `revision`.
@@ -267,6 +288,13 @@ impl Watcher {
     /// [`Watcher::send`] of a built event.
     async fn send_event(&mut self, event: proto::WatchEvent) -> Result<(), End> {
         let kind = event.r#type();
+        // Stopping: never wait on the client, and never drop what is left for the stop
+        // (`send_buffered_or_give_up` would, as soon as the stop has fired): see `last_words`.
+        if *self.resource.stopped().borrow() {
+            self.tx.try_send(event).map_err(|_| Some(shutting_down()))?;
+            self.resource.count_sent(kind);
+            return Ok(());
+        }
         send_buffered_or_give_up(&self.tx, event, self.resource.stopped())
             .await
             .map_err(|gave_up| match gave_up {
@@ -285,7 +313,8 @@ impl Watcher {
             "it had not reached SYNCED, so watch again with send_initial_state"
         };
         Reason::FellBehind.status(format!(
-            "this watch fell behind: its {WATCHER_BUFFER} buffered events were not read for \
+            "this watch fell behind: its buffered events (at most {WATCHER_BUFFER}, and 8 MiB) \
+             were not read for \
              {} s (at revision {}); {next}",
             STALL_TIMEOUT.as_secs(),
             self.position
