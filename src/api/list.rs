@@ -1,5 +1,5 @@
-//! The List stream: the matching objects of one snapshot, decoded one at a time, rendered
-//! through the request's field mask and sent in chunks; the last message says where the list
+//! The List stream: the matching objects of one snapshot, each written as JSON straight from
+//! the store through the request's field mask and sent in chunks; the last message says where the list
 //! stands (epoch, revision, synced), so that a watch can follow on from it.
 
 use std::pin::Pin;
@@ -26,7 +26,16 @@ pub type ListStream = Pin<Box<dyn Stream<Item = Result<proto::ListResponse, Stat
 
 /// Streams the objects of `resource` that `query` wants, at most `limit` of them (0: every
 /// match), in chunks of at most `chunk_size` objects (0: no limit) and about [`CHUNK_BYTES`].
-pub fn stream(
+///
+/// Decision: the first chunk is rendered here, before the response starts. A List that fits in
+/// one message (nearly every List a controller makes: an app's pods by a label selector, a
+/// node's by an index) is then a ready stream of that one message, which hyper writes with
+/// the response's headers and trailers at once, with no task and no channel between the
+/// rendering and the connection (issue 34: the task, its channel and their wake-ups cost a
+/// 5-pod List more than rendering the pods). A longer List goes on in a task, which sends the
+/// first chunk and renders the rest as the client reads; either way a List holds at most
+/// about one chunk rendered.
+pub async fn stream(
     resource: Arc<Resource>,
     query: Query,
     chunk_size: usize,
@@ -42,80 +51,116 @@ pub fn stream(
         revision,
         synced,
     };
-    let (tx, rx) = mpsc::channel(2);
-    let lister = Lister {
+    let mut lister = Lister {
         resource,
         query,
         chunk_size,
-        limit,
-        tx,
+        remaining: if limit == 0 { usize::MAX } else { limit },
+        chunk: Vec::new(),
+        bytes: 0,
     };
-    tokio::spawn(lister.run(candidates, last));
+    let mut candidates = candidates.into_iter();
+    if !lister.fill(&mut candidates).await {
+        let last = lister.finish(last);
+        return Box::pin(futures::stream::iter([Ok(last)]));
+    }
+    let first = lister.take_chunk();
+    let (tx, rx) = mpsc::channel(2);
+    tokio::spawn(lister.run(tx, first, candidates, last));
     Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))
 }
 
-/// The task behind one List stream.
+/// What renders one List: the request, and the chunk being filled.
 struct Lister {
     resource: Arc<Resource>,
     query: Query,
     chunk_size: usize,
-    /// At most this many objects in all (0: no limit); the rest are not decoded.
-    limit: usize,
-    tx: mpsc::Sender<Result<proto::ListResponse, Status>>,
+    /// How many more objects the List may hold (`usize::MAX`: no limit); the rest are not
+    /// rendered.
+    remaining: usize,
+    chunk: Vec<proto::Object>,
+    /// Encoded bytes of `chunk`.
+    bytes: usize,
 }
 
 impl Lister {
-    /// Sends the matching `candidates` in chunks, then `last` with what remains.
-    async fn run(self, candidates: Vec<StoredObject>, mut last: proto::ListResponse) {
-        let mut chunk = Vec::new();
-        let mut bytes = 0;
-        let mut remaining = if self.limit == 0 {
-            usize::MAX
-        } else {
-            self.limit
-        };
-        for stored in candidates {
-            if remaining == 0 {
-                break;
-            }
-            tokio::task::consume_budget().await;
-            // Decoded one at a time and dropped: a list never holds decoded objects.
-            let Some(object) = self.query.decode_if_matches(&self.resource, &stored) else {
-                continue;
+    /// Renders the matching candidates into the chunk until it is full (true) or the List has
+    /// no more objects (false).
+    async fn fill(&mut self, candidates: &mut std::vec::IntoIter<StoredObject>) -> bool {
+        while self.remaining > 0 {
+            let Some(stored) = candidates.next() else {
+                return false;
             };
-            let rendered = self
-                .query
-                .mask()
-                .render_owned(object, stored.revision(), None);
-            bytes += rendered.encoded_len();
-            chunk.push(rendered);
-            remaining -= 1;
+            tokio::task::consume_budget().await;
+            if !self.query.wants(&stored) {
+                continue;
+            }
+            // Written straight from the store's encoding: a list never holds decoded objects.
+            let rendered = self.query.mask().render_stored(&stored);
+            self.bytes += rendered.encoded_len();
+            self.chunk.push(rendered);
+            self.remaining -= 1;
             // Whichever limit comes first: gRPC clients refuse messages over 4 MiB by
             // default, whatever chunk_size asks for.
-            if bytes >= CHUNK_BYTES || (self.chunk_size > 0 && chunk.len() >= self.chunk_size) {
-                let message = proto::ListResponse {
-                    objects: std::mem::take(&mut chunk),
-                    ..Default::default()
-                };
-                bytes = 0;
-                if !self.send(message).await {
-                    return;
-                }
+            if self.bytes >= CHUNK_BYTES
+                || (self.chunk_size > 0 && self.chunk.len() >= self.chunk_size)
+            {
+                return true;
             }
         }
-        last.objects = chunk;
-        self.send(last).await;
+        false
+    }
+
+    /// The full chunk as a message, and a new chunk to fill.
+    fn take_chunk(&mut self) -> proto::ListResponse {
+        self.bytes = 0;
+        proto::ListResponse {
+            objects: std::mem::take(&mut self.chunk),
+            ..Default::default()
+        }
+    }
+
+    /// `last`, with the objects of the chunk.
+    fn finish(&mut self, mut last: proto::ListResponse) -> proto::ListResponse {
+        last.objects = std::mem::take(&mut self.chunk);
+        last
+    }
+
+    /// The task of a List longer than a chunk: sends `first`, then the other chunks of the
+    /// `candidates` as they fill, then `last` with what remains.
+    async fn run(
+        mut self,
+        tx: mpsc::Sender<Result<proto::ListResponse, Status>>,
+        first: proto::ListResponse,
+        mut candidates: std::vec::IntoIter<StoredObject>,
+        last: proto::ListResponse,
+    ) {
+        if !self.send(&tx, first).await {
+            return;
+        }
+        while self.fill(&mut candidates).await {
+            let message = self.take_chunk();
+            if !self.send(&tx, message).await {
+                return;
+            }
+        }
+        let last = self.finish(last);
+        self.send(&tx, last).await;
     }
 
     /// Sends one message; false when the list is over.
     ///
     /// A client that stops reading is let go after [`STALL_TIMEOUT`], releasing the snapshot
     /// (which keeps replaced objects alive); shutdown ends the list too.
-    async fn send(&self, message: proto::ListResponse) -> bool {
-        match send_or_give_up(&self.tx, Ok(message), self.resource.stopped()).await {
+    async fn send(
+        &self,
+        tx: &mpsc::Sender<Result<proto::ListResponse, Status>>,
+        message: proto::ListResponse,
+    ) -> bool {
+        match send_or_give_up(tx, Ok(message), self.resource.stopped()).await {
             Ok(()) => true,
             Err(GaveUp::Stalled) => {
-                let _ = self.tx.try_send(Err(Reason::FellBehind.status(format!(
+                let _ = tx.try_send(Err(Reason::FellBehind.status(format!(
                     "the list was not read for {} s; list again",
                     STALL_TIMEOUT.as_secs()
                 ))));

@@ -43,7 +43,7 @@ impl Cache for Api {
         let want = &req.min_resource_version;
         let found = |revision: u64| match store.get(&key) {
             Some(stored) if want.is_empty() || store::at_least(stored.resource_version(), want) => {
-                let object = mask.render_owned(stored.to_json_value(), stored.revision(), None);
+                let object = mask.render_stored(&stored);
                 // The object may have changed after `revision` was read; it is then the
                 // state at its own revision (the latest: it was just read).
                 let revision = revision.max(stored.revision());
@@ -109,7 +109,7 @@ impl Cache for Api {
             wait_for_resource_version(&resource, query.namespace(), want, until).await?;
         }
         let chunk_size = req.chunk_size as usize;
-        let stream = list::stream(resource, query, chunk_size, limit);
+        let stream = list::stream(resource, query, chunk_size, limit).await;
         Ok(Response::new(limits::holding(stream, slot)))
     }
 

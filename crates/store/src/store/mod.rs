@@ -50,6 +50,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub use breakdown::{AtomBreakdown, AtomKindStats};
+pub(crate) use codec::Selection;
 pub use object::{Change, ChangeKind, ObjectKey, StoredObject};
 pub use reader::{Store, StoreStats};
 pub use snapshot::{layout, Restore, RestoreError, StoreImage};

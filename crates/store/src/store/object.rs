@@ -188,11 +188,36 @@ impl StoredObject {
 
     /// The object serialized as JSON text.
     pub fn to_json_bytes(&self) -> Vec<u8> {
-        let bytes = match self.0.json.get() {
-            Some(v) => serde_json::to_vec(v),
-            None => serde_json::to_vec(&self.decode()),
-        };
-        bytes.expect("a JSON value always serializes")
+        match self.0.json.get() {
+            Some(v) => serde_json::to_vec(v).expect("a JSON value always serializes"),
+            None => {
+                let mut out = Vec::new();
+                self.write_json(&mut out);
+                out
+            }
+        }
+    }
+
+    /// The object as JSON text, appended to `out`: the bytes of `serde_json::to_vec` of
+    /// [`StoredObject::to_json_value`], written straight from the encoding (no `Value` of it is
+    /// built).
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        self.write_json_selected::<codec::Whole>(None, None, out);
+    }
+
+    /// [`StoredObject::write_json`] of what `keep` projects the object on (`None`: all of it),
+    /// less what `drop` names (a transform's trees: see `transform::render`).
+    pub(crate) fn write_json_selected<S: codec::Selection>(
+        &self,
+        keep: Option<&S>,
+        drop: Option<&S>,
+        out: &mut Vec<u8>,
+    ) {
+        let h = &self.0;
+        let st = h.shared.read();
+        let header = codec::parse_header(&h.blob);
+        let body = &h.blob[header.body_start..];
+        codec::write_json(&st.atoms, body, &self.identity(), keep, drop, out);
     }
 
     /// The value at `path` (object keys), decoded alone: the rest of the object is skipped,

@@ -3,7 +3,8 @@
 //! This module changes objects; it never decides which objects are kept (that is
 //! informerd's `filter`'s business). It owns the [`Transform`] and its compilation; the
 //! path tree lives in `tree`, applying it to a value in `apply`, applying it while decoding in
-//! `decode`, and the identity fields and the benchmarks' profile in `profiles`.
+//! `decode`, applying it while writing a stored object as JSON text in `render`, and the
+//! identity fields and the benchmarks' profile in `profiles`.
 //!
 //! # Paths
 //!
@@ -46,6 +47,7 @@ mod apply;
 mod decode;
 mod error;
 mod profiles;
+mod render;
 mod tree;
 
 use std::fmt;

@@ -3,6 +3,7 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::fixtures::{all_pods, name};
+use crate::store::{StoreOptions, Writer};
 
 const LAST_APPLIED: &str =
     r#"metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"]"#;
@@ -33,7 +34,31 @@ fn check(t: &Transform, object: &Value) -> Value {
         "decoding differs from apply on {}",
         name(object)
     );
+    if let Some(written) = written(t, object) {
+        assert_eq!(
+            String::from_utf8_lossy(&written),
+            serde_json::to_string(&out).unwrap(),
+            "writing from the store differs from apply on {}",
+            name(object)
+        );
+    }
     out
+}
+
+/// `object` stored, then written as JSON text through `t` straight from the store's encoding
+/// (`render`); `None` for an object the store does not take (no name).
+fn written(t: &Transform, object: &Value) -> Option<Vec<u8>> {
+    object["metadata"]["name"].as_str()?;
+    let store = Writer::new(StoreOptions::default());
+    let change = store.apply(object.clone()).unwrap().unwrap();
+    let mut out = Vec::new();
+    t.write_json(&change.object, &mut out);
+    // What the store hands a reader (a handle on its own copy of the bytes) writes the same.
+    let stored = store.list(None).1.pop().unwrap();
+    let mut again = Vec::new();
+    t.write_json(&stored, &mut again);
+    assert_eq!(again, out);
+    Some(out)
 }
 
 #[test]

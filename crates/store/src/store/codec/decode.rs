@@ -43,7 +43,7 @@ pub(super) struct Decoder<'a, 'i> {
     pub(super) s: &'a [u8],
     pub(super) p: usize,
     pub(super) last_ts: i64,
-    id: &'a Identity<'i>,
+    pub(super) id: &'a Identity<'i>,
 }
 
 impl<'a, 'i> Decoder<'a, 'i> {
@@ -176,7 +176,7 @@ impl<'a> Decoder<'a, '_> {
     }
 
     /// The constant of tag `tag` whose payload is at `buf[*p]`.
-    fn const_payload(&self, tag: u8, buf: &[u8], p: &mut usize) -> Value {
+    pub(super) fn const_payload(&self, tag: u8, buf: &[u8], p: &mut usize) -> Value {
         let atoms: &'a Atoms = self.atoms;
         match tag {
             T_NULL => Value::Null,

@@ -98,7 +98,7 @@ impl Decoder<'_, '_> {
 
     /// Moves the cursor past the value of a hole of tag `tag`, keeping the timestamp base up
     /// to date.
-    fn skip_hole(&mut self, tag: u8) {
+    pub(super) fn skip_hole(&mut self, tag: u8) {
         let s = self.s;
         match tag {
             T_OBJ => {
@@ -135,7 +135,7 @@ impl Decoder<'_, '_> {
     }
 
     /// Moves the cursor past the holes of an object of template `tid`.
-    fn skip_object(&mut self, tid: AtomId) {
+    pub(super) fn skip_object(&mut self, tid: AtomId) {
         let t = self.atoms.payload(tid);
         let mut q = 0;
         let n = get_varint(t, &mut q);
@@ -147,7 +147,7 @@ impl Decoder<'_, '_> {
 
     /// Moves past one entry of a template at `t[*q]` (a hole: its value at the cursor; an
     /// object hole: its holes at the cursor; a constant: in the template).
-    fn skip_entry(&mut self, t: &[u8], q: &mut usize) {
+    pub(super) fn skip_entry(&mut self, t: &[u8], q: &mut usize) {
         match t[*q] {
             HOLE => {
                 *q += 2;
@@ -171,7 +171,7 @@ fn skip_const(buf: &[u8], p: &mut usize) {
 }
 
 /// Moves `p` past the payload of a constant of tag `tag`.
-fn skip_const_payload(tag: u8, buf: &[u8], p: &mut usize) {
+pub(super) fn skip_const_payload(tag: u8, buf: &[u8], p: &mut usize) {
     match tag {
         T_NULL | T_FALSE | T_TRUE | T_ARR_EMPTY | T_KEY_NAME | T_KEY_NS | T_KEY_RV
         | T_KEY_GEN_PREFIX | T_KEY_NAME_ORDINAL | T_KEY_NAME_HASH => {}

@@ -64,5 +64,13 @@ fn assert_round_trip(store: &Writer, object: &Value) {
     store.apply(object.clone()).expect("apply");
     let got = store.get(&ObjectKey::new(ns, name)).expect("stored");
     assert_eq!(got.to_json_value(), *object, "round trip of {ns:?}/{name}");
-    assert_eq!(got.to_json_bytes(), serde_json::to_vec(object).unwrap());
+    let want = serde_json::to_vec(object).unwrap();
+    let mut written = b"before".to_vec();
+    got.write_json(&mut written);
+    assert_eq!(
+        String::from_utf8_lossy(&written[6..]),
+        String::from_utf8_lossy(&want),
+        "{ns:?}/{name} written straight from the encoding"
+    );
+    assert_eq!(got.to_json_bytes(), want);
 }
