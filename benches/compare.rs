@@ -77,7 +77,7 @@ use std::{
 
 use anyhow::{anyhow, bail, Context, Result};
 use common::cluster::{count_pods, namespaces, pods_resource};
-use common::process::{cpu_ticks, exited, meminfo_bytes};
+use common::process::{clock_ticks, cpu_ticks, exited, meminfo_bytes};
 use common::stats::round;
 use common::{cpus, results};
 use informerd::vocab::memory::status_bytes;
@@ -920,20 +920,6 @@ fn proc_status_bytes(pid: u32, field: &str) -> Result<u64> {
 fn cpu_seconds(pid: u32) -> Result<f64> {
     let ticks = cpu_ticks(pid).ok_or_else(|| anyhow!("no CPU times in /proc/{pid}/stat"))?;
     Ok(ticks as f64 / clock_ticks() as f64)
-}
-
-fn clock_ticks() -> u64 {
-    static TICKS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *TICKS.get_or_init(|| {
-        Command::new("getconf")
-            .arg("CLK_TCK")
-            .output()
-            .ok()
-            .and_then(|o| String::from_utf8(o.stdout).ok())
-            .and_then(|s| s.trim().parse().ok())
-            .filter(|&t| t > 0)
-            .unwrap_or(100)
-    })
 }
 
 /// Runs a command, its stderr passed through (progress), and returns its last stdout line.

@@ -49,17 +49,7 @@ struct Start {
 }
 
 fn main() -> ExitCode {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    match rt.block_on(bench()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("restart: error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    common::main_on_runtime("restart", bench())
 }
 
 async fn bench() -> anyhow::Result<()> {

@@ -63,17 +63,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_informerd");
 const DEADLINE: Duration = Duration::from_secs(1800);
 
 fn main() -> ExitCode {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    match rt.block_on(bench()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("storm: error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    common::main_on_runtime("storm", bench())
 }
 
 /// One storm's figures.
@@ -310,7 +300,7 @@ async fn storm(rig: &mut Rig, kind: &str) -> anyhow::Result<Row> {
         storm: kind.to_owned(),
         peak_rss_mib: mib(peak_rss),
         hwm_mib: restart.then(|| mib(status_bytes(pid, "VmHWM").unwrap_or(0))),
-        cpu_seconds: cpu as f64 / clock_ticks() as f64,
+        cpu_seconds: cpu as f64 / process::clock_ticks() as f64,
         current_p50_s: s(all.p50),
         current_p99_s: s(all.p99),
         current_last_s: s(all.max),
@@ -498,17 +488,6 @@ impl Sampler {
 
 fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1u64 << 20) as f64
-}
-
-fn clock_ticks() -> u64 {
-    std::process::Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|s| s.trim().parse().ok())
-        .filter(|&t| t > 0)
-        .unwrap_or(100)
 }
 
 fn markdown(r: &Report) -> String {

@@ -97,6 +97,25 @@ pub fn main_in_namespaces<S>(
     }
 }
 
+/// A benchmark's `main` that sets its control plane up itself: runs `bench` on a Tokio
+/// runtime, and exits non-zero with `name: error: ...` when it fails.
+pub fn main_on_runtime(
+    name: &str,
+    bench: impl std::future::Future<Output = anyhow::Result<()>>,
+) -> ExitCode {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    match rt.block_on(bench) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{name}: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// The value of the environment variable `name`, or `default` when it is unset or blank.
 pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T>
 where

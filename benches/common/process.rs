@@ -38,3 +38,19 @@ pub fn meminfo_bytes(field: &str) -> u64 {
         .and_then(|text| kib_field(&text, field))
         .map_or(0, |kib| kib * 1024)
 }
+
+/// The kernel's clock ticks per second (`getconf CLK_TCK`, 100 when it cannot say), the unit
+/// of [`cpu_ticks`].
+pub fn clock_ticks() -> u64 {
+    static TICKS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        std::process::Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .and_then(|s| s.trim().parse().ok())
+            .filter(|&t| t > 0)
+            .unwrap_or(100)
+    })
+}

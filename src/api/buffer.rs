@@ -3,9 +3,8 @@
 //!
 //! A watcher renders each event (its object's JSON) before it is read. Bounded by a count
 //! alone (1024 events), a buffer of large objects (ConfigMaps of 1 MiB) could hold a GiB for
-//! one slow client: `tests/memory_limit.rs` saw a debug client that read a burst of such
-//! deletions slowly get the sidecar OOM-killed under its container's limit. So each buffer
-//! also has a budget of bytes: an event waits (within the stall timeout, as for a full buffer)
+//! one slow client, which no `maxMemory` refusal can stop (the watch is already open). So each
+//! buffer also has a budget of bytes: an event waits (within the stall timeout, as for a full buffer)
 //! until the client has read enough of what is before it. An event larger than the whole budget
 //! waits until the buffer is empty, and then goes alone.
 //!

@@ -179,17 +179,21 @@ impl Query {
         if self.index_answers {
             return Some(stored.to_json_value());
         }
-        if !self.labels.requirements().is_empty() {
-            let labels = stored.decode_at(&["metadata", "labels"]);
-            if !self
-                .labels
-                .matches(&labels.as_ref().and_then(Value::as_object))
-            {
-                return None;
-            }
+        if !self.labels_match(stored) {
+            return None;
         }
         let object = stored.to_json_value();
         self.matches(resource, &object).then_some(object)
+    }
+
+    /// Whether `stored`'s labels match the label selector, its labels decoded alone.
+    fn labels_match(&self, stored: &StoredObject) -> bool {
+        if self.labels.requirements().is_empty() {
+            return true;
+        }
+        let labels = stored.decode_at(&["metadata", "labels"]);
+        self.labels
+            .matches(&labels.as_ref().and_then(Value::as_object))
     }
 
     /// Whether a candidate of [`Query::candidates`] is one the request wants, reading no more
@@ -207,14 +211,8 @@ impl Query {
                 return false;
             }
         }
-        if !self.labels.requirements().is_empty() {
-            let labels = stored.decode_at(&["metadata", "labels"]);
-            if !self
-                .labels
-                .matches(&labels.as_ref().and_then(Value::as_object))
-            {
-                return false;
-            }
+        if !self.labels_match(stored) {
+            return false;
         }
         self.fields.requirements().is_empty() || self.fields.matches(&stored.to_json_value())
     }

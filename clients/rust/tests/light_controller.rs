@@ -13,7 +13,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{apply_config_map, delete_pod, eventually, labels, outcome, Fixture};
+use common::{
+    apply_config_map, delete_pod, every_pod_gets_its_parents_team, labels, outcome, Fixture,
+};
 use futures::StreamExt;
 use informerd_client::{metadata_watcher, ReadThrough};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
@@ -230,18 +232,7 @@ async fn run(source: Source) -> anyhow::Result<BTreeMap<String, (String, String)
     .await?;
     let (controller, light_store) = start_controller(&fx, source).await?;
     churn(fx.kube(), fx.ns()).await?;
-    let parents: BTreeMap<&str, &str> = [("c0", "x"), ("c1", "y")].into();
-    eventually(
-        90,
-        &format!("{source:?}: every pod has its parent's team"),
-        || async {
-            outcome(fx.kube(), fx.ns()).await.is_ok_and(|pods| {
-                pods.values()
-                    .all(|(parent, team)| parents.get(parent.as_str()) == Some(&team.as_str()))
-            })
-        },
-    )
-    .await;
+    every_pod_gets_its_parents_team(fx.kube(), fx.ns(), &format!("{source:?}")).await;
     controller.abort();
     if let Some(store) = light_store {
         // The parents' events reached the Controller (their teams are on the pods): its store

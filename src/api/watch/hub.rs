@@ -7,8 +7,6 @@
 //! [`HUB_CAPACITY`] decoded objects, which for large objects (ConfigMaps of 1 MiB) is GiBs.
 //! Past the bound, the hub broadcasts a gap instead of the decoded change, and each watcher
 //! reads the change from the log itself, one at a time, into its own bounded buffer.
-//! (`tests/memory_limit.rs` found it: a burst of deletions of large objects, one slow client,
-//! and the sidecar was OOM-killed under its container's limit.)
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -160,5 +158,71 @@ impl Hub {
 
     pub fn subscribe(&self) -> broadcast::Receiver<Broadcast> {
         self.tx.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::store::{StoreOptions, Writer};
+
+    /// A ConfigMap of `bytes` bytes of data, different for each `i`.
+    fn config_map(i: usize, bytes: usize) -> Value {
+        json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("big-{i}"), "namespace": "ns",
+                         "uid": format!("uid-{i}"), "resourceVersion": format!("{}", i + 1)},
+            "data": {"payload": format!("{i}{}", "x".repeat(bytes))}
+        })
+    }
+
+    #[tokio::test]
+    async fn past_its_bytes_the_ring_holds_gaps_until_the_slow_watcher_has_read() {
+        let store = Writer::new(StoreOptions::default());
+        let (_stop, stopped) = tokio::sync::watch::channel(false);
+        let hub = Hub::start(Arc::new(store.as_reader()), stopped);
+        // A watcher; once the hub follows the store (a first change reaches it), it does not
+        // read while 40 changes of 1 MiB come.
+        let mut slow = hub.subscribe();
+        // The hub's task subscribes to the store when it first runs (this test's runtime has
+        // one thread: it runs now, up to its first wait).
+        tokio::task::yield_now().await;
+        store.apply(config_map(0, 1)).expect("apply");
+        let first = tokio::time::timeout(Duration::from_secs(60), slow.recv()).await;
+        assert!(matches!(first, Ok(Ok(Broadcast::Change(_)))));
+        for i in 1..=40 {
+            store.apply(config_map(i, 1 << 20)).expect("apply");
+        }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while slow.len() < 40 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the hub took {} of the 40 changes",
+                slow.len()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let mut kinds = Vec::new();
+        for _ in 0..40 {
+            kinds.push(matches!(
+                slow.recv().await.expect("a message"),
+                Broadcast::Change(_)
+            ));
+        }
+        let changes = kinds.iter().filter(|c| **c).count();
+        // Each decoded MiB counts twice (its rendering to come): 8 fit in 16 MiB.
+        assert!((1..=9).contains(&changes), "{changes} decoded changes held");
+        assert!(
+            kinds[..changes].iter().all(|c| *c),
+            "gaps only past the bound"
+        );
+        // Read, the ring lets go of them: the next change is decoded again.
+        store.apply(config_map(41, 1 << 20)).expect("apply");
+        let next = tokio::time::timeout(Duration::from_secs(60), slow.recv()).await;
+        assert!(matches!(next, Ok(Ok(Broadcast::Change(_)))));
     }
 }

@@ -143,6 +143,23 @@ pub async fn outcome(
         .collect())
 }
 
+/// Waits (up to 90 s) until every pod of `ns` carries its parent's final team, as the
+/// comparison controllers' churn leaves them (c0's team "x", c1's "y"); `what` names the run.
+pub async fn every_pod_gets_its_parents_team(kube: &Client, ns: &str, what: &str) {
+    let parents: BTreeMap<&str, &str> = [("c0", "x"), ("c1", "y")].into();
+    eventually(
+        90,
+        &format!("{what}: every pod has its parent's team"),
+        || async {
+            outcome(kube, ns).await.is_ok_and(|pods| {
+                pods.values()
+                    .all(|(parent, team)| parents.get(parent.as_str()) == Some(&team.as_str()))
+            })
+        },
+    )
+    .await;
+}
+
 /// name → resourceVersion of the pods the apiserver has in `ns`.
 pub async fn apiserver_pods(kube: &Client, ns: &str) -> anyhow::Result<BTreeMap<String, String>> {
     let list = Api::<Pod>::namespaced(kube.clone(), ns)
