@@ -24,18 +24,21 @@ use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::{TcpListener, TcpStream},
     sync::watch,
-    task::JoinHandle,
 };
 
 use crate::{sidecar::io, ControlPlane, Error, Result};
 
-/// A running proxy; it stops accepting when dropped (open connections end with their peers).
+/// A running proxy; dropped, it stops, and the connections through it end.
+///
+/// Decision: it runs on a runtime of its own (one thread), not the test's: a test that also
+/// runs a hundred busy subscribers on its runtime would otherwise starve the proxy, and the
+/// faults' reconvergence times would measure the test's scheduling rather than informerd.
 #[derive(Debug)]
 pub struct FaultProxy {
     addr: SocketAddr,
     shared: Arc<Shared>,
     via: ControlPlane,
-    accept: JoinHandle<()>,
+    runtime: Option<tokio::runtime::Runtime>,
 }
 
 #[derive(Debug)]
@@ -74,14 +77,19 @@ impl Shared {
 
 impl FaultProxy {
     /// Starts a proxy to the control plane's apiserver on a free port of 127.0.0.1, and writes
-    /// a copy of the admin kubeconfig whose server is the proxy. Runs on the current Tokio
-    /// runtime.
+    /// a copy of the admin kubeconfig whose server is the proxy.
     pub async fn start(cp: &ControlPlane) -> Result<FaultProxy> {
         let dir = crate::sidecar::temp_dir()?;
         let kubeconfig = dir.join("kubeconfig");
         let (upstream, _) = rewrite_server(cp.kubeconfig(), None)?;
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("fault-proxy")
+            .enable_all()
+            .build()
+            .map_err(|e| io("start the fault proxy's runtime", e))?;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.set_nonblocking(true).map(|()| l))
             .map_err(|e| io("bind the fault proxy", e))?;
         let addr = listener
             .local_addr()
@@ -89,7 +97,11 @@ impl FaultProxy {
         let (_, text) = rewrite_server(cp.kubeconfig(), Some(addr))?;
         std::fs::write(&kubeconfig, text).map_err(|e| io("write the proxy kubeconfig", e))?;
         let shared = Arc::new(Shared::new(upstream));
-        let accept = tokio::spawn(accept_loop(listener, shared.clone()));
+        let listener = {
+            let _in = runtime.enter();
+            TcpListener::from_std(listener).map_err(|e| io("listen on the fault proxy", e))?
+        };
+        runtime.spawn(accept_loop(listener, shared.clone()));
         let via = ControlPlane {
             repo: cp.repo.clone(),
             dir: cp.dir.clone(),
@@ -99,7 +111,7 @@ impl FaultProxy {
             addr,
             shared,
             via,
-            accept,
+            runtime: Some(runtime),
         })
     }
 
@@ -209,7 +221,9 @@ impl FaultProxy {
 
 impl Drop for FaultProxy {
     fn drop(&mut self) {
-        self.accept.abort();
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
         if let Some(dir) = self.via.kubeconfig.parent() {
             let _ = std::fs::remove_dir_all(dir);
         }

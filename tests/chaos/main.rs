@@ -13,7 +13,8 @@
 //! 200) and CHAOS_SUBSCRIBERS (default 100) set the size; CHAOS_CONVERGE_SECONDS (default 180)
 //! bounds the wait for agreement after each phase; CHAOS_SEED seeds the mixed phase (the time
 //! when unset; printed). To look into one fault: CHAOS_PHASES (e.g. `CutMidList,
-//! CompactKillApiserver`) runs only those phases, and CHAOS_APISERVER_DOWN_SECONDS keeps
+//! CompactKillApiserver`) runs only those phases, CHAOS_LOGS=DIR keeps informerd's log after each phase there, and
+//! CHAOS_APISERVER_DOWN_SECONDS keeps
 //! kube-apiserver down that much longer in CompactKillApiserver (compact.rs). With CHAOS_RESULTS=FILE the table is also written there (`make chaos`
 //! writes benches/results/chaos.md). `make soak` runs the soak (soak.rs) in the same target.
 
@@ -233,6 +234,13 @@ async fn phase(
                 "control plane unavailable, nothing compared (not a divergence): {reason}"
             );
         }
+    }
+    if let Ok(dir) = std::env::var("CHAOS_LOGS") {
+        // Where the time of a phase went, in informerd's own words.
+        let path = std::path::Path::new(&dir).join(format!("{fault:?}-{}.log", row.phases));
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(&path, rig.sidecar.plain_log())?;
+        eprintln!("{fault:?}: informerd's log so far in {}", path.display());
     }
     let (rss, allocated) = memory(rig).await?;
     let ratio = rss / baseline.0;

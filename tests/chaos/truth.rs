@@ -134,20 +134,31 @@ pub async fn converge_within(rig: &Rig, deadline: Duration) -> Result<Duration, 
     let (client, namespaces, socket) = (&rig.client, &rig.namespaces, &rig.socket);
     let started = Instant::now();
     let mut unavailable_since = None;
+    // Where the time goes: when informerd's List and the subscribers were last seen behind.
+    let mut behind = Behind::default();
     loop {
         let mut diffs = Vec::new();
+        let listing = Instant::now();
         match apiserver_state(client, namespaces).await {
             Ok(truth) => {
                 unavailable_since = None;
-                match informerd_state(socket).await {
+                behind.slowest_lists.0 = behind.slowest_lists.0.max(listing.elapsed());
+                let listing = Instant::now();
+                let listed = informerd_state(socket).await;
+                behind.slowest_lists.1 = behind.slowest_lists.1.max(listing.elapsed());
+                match listed {
                     Ok(listed) if listed == truth => {}
                     Ok(listed) => diffs.push(format!("informerd List: {}", diff(&truth, &listed))),
                     Err(e) => diffs.push(format!("informerd List: {e}")),
+                }
+                if !diffs.is_empty() {
+                    behind.informerd = Some(started.elapsed());
                 }
                 for (i, s) in rig.subscribers.iter().enumerate() {
                     let seen = s.seen.lock().unwrap();
                     if !seen.synced || seen.state != truth {
                         diffs.push(format!("subscriber {i}: {}", diff(&truth, &seen.state)));
+                        behind.subscriber = Some((i, started.elapsed(), seen.synced));
                     }
                 }
             }
@@ -157,6 +168,10 @@ pub async fn converge_within(rig: &Rig, deadline: Duration) -> Result<Duration, 
             }
         }
         if diffs.is_empty() {
+            eprintln!(
+                "converged in {:.1} s: {behind}",
+                started.elapsed().as_secs_f64()
+            );
             return Ok(started.elapsed());
         }
         if started.elapsed() > deadline {
@@ -172,6 +187,46 @@ pub async fn converge_within(rig: &Rig, deadline: Duration) -> Result<Duration, 
             });
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// When, since the wait began, informerd's List and the subscribers were last seen behind
+/// the apiserver: the breakdown of a reconvergence time the table prints.
+#[derive(Default)]
+struct Behind {
+    informerd: Option<Duration>,
+    /// The last subscriber seen behind, when, and whether it was synced then (a relist).
+    subscriber: Option<(usize, Duration, bool)>,
+    /// The slowest list of the apiserver and of informerd (which waits for its sync).
+    slowest_lists: (Duration, Duration),
+}
+
+impl std::fmt::Display for Behind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.informerd {
+            Some(t) => write!(f, "informerd's List behind until {:.1} s", t.as_secs_f64())?,
+            None => write!(f, "informerd's List current")?,
+        }
+        match self.subscriber {
+            Some((i, t, synced)) => write!(
+                f,
+                ", subscribers behind until {:.1} s (the last: {i}, {})",
+                t.as_secs_f64(),
+                if synced {
+                    "synced"
+                } else {
+                    "in its initial state"
+                }
+            ),
+            None => write!(f, ", subscribers current"),
+        }?;
+        let (apiserver, informerd) = self.slowest_lists;
+        write!(
+            f,
+            "; the slowest lists: the apiserver's {:.1} s, informerd's {:.1} s",
+            apiserver.as_secs_f64(),
+            informerd.as_secs_f64()
+        )
     }
 }
 
