@@ -20,7 +20,7 @@ use tonic::Status;
 use super::reason::{invalid, Reason};
 use super::{Api, Resource};
 use crate::config::ClusterConfig;
-use crate::fleet::{qualified, ClusterState};
+use crate::fleet::{clusters::Cluster, qualified, ClusterState};
 use crate::proto;
 
 impl Api {
@@ -117,11 +117,12 @@ impl Api {
         &self,
         cluster: &'a str,
         authorized: bool,
-    ) -> Result<(&'a str, kube::Client), Status> {
+    ) -> Result<(&'a str, Arc<Cluster>), Status> {
         let cluster = ClusterConfig::canonical(cluster);
-        let Some((client, state)) = self.inner.fleet.cluster(cluster) else {
+        let Some(link) = self.inner.fleet.cluster(cluster) else {
             return Err(self.unknown_cluster(cluster));
         };
+        let state = link.state();
         if authorized {
             refuse_remote(cluster, "an on-demand cache")?;
         }
@@ -132,7 +133,7 @@ impl Api {
                 state.message
             )));
         }
-        Ok((cluster, client))
+        Ok((cluster, link))
     }
 
     /// NOT_FOUND for a cluster the configuration does not name, listing those it does.

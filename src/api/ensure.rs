@@ -77,10 +77,10 @@ pub(super) async fn ensure(
         ));
     };
     let (target, namespaces) = request_target(&req)?;
-    let (cluster, client) = api.ensure_cluster(&req.cluster, caller.is_some())?;
+    let (cluster, link) = api.ensure_cluster(&req.cluster, caller.is_some())?;
     let discovered = tokio::time::timeout_at(
         until,
-        on_demand.discover((cluster, &client), &req.api_version, target),
+        on_demand.discover((cluster, &link.client), &req.api_version, target),
     );
     let resolved = discovered
         .await
@@ -116,7 +116,7 @@ pub(super) async fn ensure(
         }
         None => {
             let wanted = Wanted {
-                client: &client,
+                link: &link,
                 cluster,
                 name: &name,
                 resolved: &resolved,
@@ -260,7 +260,7 @@ impl Asked<'_> {
 
 /// The cache a call wants started: its cluster (and that cluster's client), name and kind.
 struct Wanted<'a> {
-    client: &'a kube::Client,
+    link: &'a crate::fleet::clusters::Cluster,
     cluster: &'a str,
     name: &'a str,
     resolved: &'a Resolved,
@@ -275,7 +275,7 @@ async fn start(
     asked: Asked<'_>,
 ) -> Result<(Arc<Resource>, bool), Status> {
     let Wanted {
-        client,
+        link,
         cluster,
         name,
         resolved,
@@ -297,7 +297,7 @@ async fn start(
     // new Lists and Watches are (a cache already running is joined whatever the memory).
     api.inner.limits.admit_cache()?;
     let rc = on_demand.resource_config((cluster, name), resolved, asked.namespaces);
-    let prepared = on_demand.prepare(client, rc, resolved);
+    let prepared = on_demand.prepare(link, rc, resolved);
     let (stop, stopped) = signal::channel(false);
     let resource = Arc::new(Resource::start(prepared.cache.clone(), Vec::new(), stopped));
     // Authorized before any stream starts: a refused caller costs the apiserver nothing.

@@ -24,6 +24,10 @@ use crate::config::{ClusterConfig, Config};
 
 /// How often each cluster's apiserver is asked for `/version`.
 pub const PROBE_INTERVAL: Duration = Duration::from_secs(5);
+/// How often while it does not answer. Decision: more often than when it does, because the
+/// answer that comes back wakes every scope waiting out its backoff ([`Cluster::healed`]):
+/// one small request a second per unreachable cluster buys a recovery within a second.
+const UNREACHABLE_PROBE_INTERVAL: Duration = Duration::from_secs(1);
 /// How long a probe waits for the answer before it counts the cluster unreachable.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// The longest wait between two discoveries of a resource whose cluster did not answer.
@@ -49,6 +53,8 @@ pub struct Cluster {
     /// The client its streams use.
     pub client: Client,
     state: Mutex<ClusterState>,
+    /// Bumped each time a probe is answered after one was not.
+    healed: tokio::sync::watch::Sender<u64>,
 }
 
 impl Cluster {
@@ -63,12 +69,19 @@ impl Cluster {
             name,
             client,
             state: Mutex::new(state),
+            healed: tokio::sync::watch::channel(0).0,
         })
     }
 
     /// Its reachability now.
     pub fn state(&self) -> ClusterState {
         self.state.lock().expect("cluster state poisoned").clone()
+    }
+
+    /// Changes each time the cluster answers again after it did not: the scopes' retries
+    /// ([`super::scope`]) end their wait then.
+    pub fn healed(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.healed.subscribe()
     }
 
     /// Records the answer of a probe (`Err`: why it is unreachable); logs changes.
@@ -79,7 +92,10 @@ impl Cluster {
         if reachable != state.reachable {
             state.since = SystemTime::now();
             match &result {
-                Ok(()) => tracing::info!(cluster = shown, "cluster reachable again"),
+                Ok(()) => {
+                    tracing::info!(cluster = shown, "cluster reachable again");
+                    self.healed.send_modify(|n| *n += 1);
+                }
                 Err(e) => tracing::warn!(cluster = shown, error = %e,
                     "cluster unreachable; its caches serve what they hold while its watches retry"),
             }
@@ -88,7 +104,8 @@ impl Cluster {
         state.message = result.err().unwrap_or_default();
     }
 
-    /// Asks the apiserver for `/version` every [`PROBE_INTERVAL`], for ever.
+    /// Asks the apiserver for `/version` every [`PROBE_INTERVAL`] (every
+    /// [`UNREACHABLE_PROBE_INTERVAL`] while it does not answer), for ever.
     pub async fn probe(self: Arc<Self>) {
         loop {
             let answer = tokio::time::timeout(PROBE_TIMEOUT, self.client.apiserver_version());
@@ -100,8 +117,12 @@ impl Cluster {
                     PROBE_TIMEOUT.as_secs()
                 )),
             };
+            let interval = match result {
+                Ok(()) => PROBE_INTERVAL,
+                Err(_) => UNREACHABLE_PROBE_INTERVAL,
+            };
             self.record(result);
-            tokio::time::sleep(PROBE_INTERVAL).await;
+            tokio::time::sleep(interval).await;
         }
     }
 }

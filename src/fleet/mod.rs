@@ -259,10 +259,9 @@ impl Fleet {
         self.clusters.iter().map(|c| c.state()).collect()
     }
 
-    /// The client of cluster `name` (empty: the default cluster) and its reachability now.
-    pub fn cluster(&self, name: &str) -> Option<(Client, ClusterState)> {
-        let c = self.clusters.iter().find(|c| c.name == name)?;
-        Some((c.client.clone(), c.state()))
+    /// Cluster `name` (empty: the default cluster): its client, reachability and heals.
+    pub fn cluster(&self, name: &str) -> Option<Arc<clusters::Cluster>> {
+        self.clusters.iter().find(|c| c.name == name).cloned()
     }
 
     /// Every cache, in config order.

@@ -26,6 +26,8 @@ use crate::store::Writer;
 /// semaphore of the initial lists (see [`INITIAL_LISTS`]).
 pub(super) struct Streams<'a> {
     pub client: &'a Client,
+    /// The client's cluster's heals ([`super::clusters::Cluster::healed`]).
+    pub healed: tokio::sync::watch::Receiver<u64>,
     pub limits: &'a LimitsConfig,
     pub initial_lists: &'a Arc<Semaphore>,
 }
@@ -55,6 +57,7 @@ impl Streams<'_> {
         });
         let spec = scope::StreamSpec {
             client: self.client.clone(),
+            healed: self.healed.clone(),
             api_resource: ar,
             label_selector: rc.label_selector.clone(),
             field_selector: rc.field_selector.clone(),
@@ -243,11 +246,17 @@ impl OnDemand {
         }
     }
 
-    /// The cache of `rc`, empty, its streams (with `client`, of `rc`'s cluster) not started:
-    /// the API may decide not to run it.
-    pub fn prepare(&self, client: &Client, rc: ResourceConfig, resolved: &Resolved) -> Prepared {
+    /// The cache of `rc`, empty, its streams (with the client of `cluster`, `rc`'s) not
+    /// started: the API may decide not to run it.
+    pub fn prepare(
+        &self,
+        cluster: &super::clusters::Cluster,
+        rc: ResourceConfig,
+        resolved: &Resolved,
+    ) -> Prepared {
         let streams = Streams {
-            client,
+            client: &cluster.client,
+            healed: cluster.healed(),
             limits: &self.limits,
             initial_lists: &self.initial_lists,
         };

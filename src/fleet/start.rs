@@ -43,6 +43,7 @@ impl Starter {
         let _ = self.cache.resolved.set((ar.clone(), namespaced));
         let spec = scope::StreamSpec {
             client: self.cluster.client.clone(),
+            healed: self.cluster.healed(),
             api_resource: ar,
             label_selector: self.rc.label_selector.clone(),
             field_selector: self.rc.field_selector.clone(),

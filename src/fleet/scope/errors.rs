@@ -92,7 +92,7 @@ impl ScopeError {
 }
 
 /// The HTTP status the apiserver answered with, if the error is an answer.
-fn status_code(err: &watcher::Error) -> Option<u16> {
+pub(super) fn status_code(err: &watcher::Error) -> Option<u16> {
     match err {
         watcher::Error::InitialListFailed(kube::Error::Api(s))
         | watcher::Error::WatchStartFailed(kube::Error::Api(s))

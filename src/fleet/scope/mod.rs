@@ -5,7 +5,7 @@
 //! is the watch (streaming lists, or `pages` for paginated ones; resumable from a snapshot's
 //! resourceVersion, confirmed by `quiet`), `run` drives it and carries out the decisions, `status`
 //! publishes them, `errors`
-//! explains failures, `progress` logs lists, `selector` follows a namespaceSelector. This file
+//! explains failures, `retry` paces the retries after them, `progress` logs lists, `selector` follows a namespaceSelector. This file
 //! only names what a stream needs; it must not hold stream logic itself.
 
 mod errors;
@@ -13,6 +13,7 @@ mod lines;
 mod pages;
 mod progress;
 mod quiet;
+mod retry;
 mod run;
 mod selector;
 mod state;
@@ -35,6 +36,9 @@ pub use status::{RelistReason, ScopeState, ScopeStatus};
 #[derive(Clone)]
 pub(super) struct StreamSpec {
     pub client: Client,
+    /// Changes when the client's cluster answers again after it did not
+    /// ([`super::clusters::Cluster::healed`]): a scope waiting to retry then retries.
+    pub healed: tokio::sync::watch::Receiver<u64>,
     pub api_resource: ApiResource,
     pub label_selector: Option<String>,
     pub field_selector: Option<String>,

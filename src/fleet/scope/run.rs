@@ -5,11 +5,7 @@
 use std::time::Instant;
 
 use futures::StreamExt;
-use kube::{
-    api::WatchParams,
-    runtime::{watcher, WatchStreamExt},
-    Api, Resource as _,
-};
+use kube::{api::WatchParams, runtime::watcher, Api, Resource as _};
 use tokio::{sync::OwnedSemaphorePermit, task::JoinHandle};
 
 use super::{
@@ -19,6 +15,7 @@ use super::{
     },
     errors::ScopeError,
     progress::ProgressLog,
+    retry::retry,
     state::{Actions, Input, ScopeMachine, StatusChange},
     status::ScopeState,
     stream::{scope_stream, Source, Step},
@@ -82,7 +79,7 @@ async fn run_scope(
         };
         let stream = scope_stream(source, resume.take()).boxed();
         let stream = with_transform(
-            stream.default_backoff().boxed(),
+            retry(stream, scope.spec.healed.clone()).boxed(),
             scope.spec.pipeline.decoding().cloned(),
         );
         futures::pin_mut!(stream);
