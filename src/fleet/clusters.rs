@@ -216,4 +216,27 @@ mod tests {
         assert_eq!(value, "resolved");
         assert_eq!(errors, [1, 2, 3]);
     }
+
+    #[tokio::test]
+    async fn only_an_answer_after_a_silence_is_a_heal() {
+        let config = kube::Config::new("https://127.0.0.1:1".parse().expect("a URL"));
+        let cluster = Cluster::new(String::new(), Client::try_from(config).expect("a client"));
+        let mut healed = cluster.healed();
+        cluster.record(Ok(()));
+        assert!(
+            !healed.has_changed().expect("a sender"),
+            "answering as before"
+        );
+        cluster.record(Err("down".into()));
+        cluster.record(Err("still down".into()));
+        assert!(!healed.has_changed().expect("a sender"), "not answering");
+        cluster.record(Ok(()));
+        assert!(healed.has_changed().expect("a sender"), "answering again");
+        healed.borrow_and_update();
+        cluster.record(Ok(()));
+        assert!(
+            !healed.has_changed().expect("a sender"),
+            "answering as before"
+        );
+    }
 }

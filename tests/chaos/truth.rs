@@ -153,6 +153,11 @@ pub async fn converge_within(rig: &Rig, deadline: Duration) -> Result<Duration, 
                 }
                 if !diffs.is_empty() {
                     behind.informerd = Some(started.elapsed());
+                    behind.scopes = scope_states(socket).await.map_or_else(
+                        |e| format!("Status failed: {e}"),
+                        |states| format!("{states:?}"),
+                    );
+                    behind.what = diffs.join("; ");
                 }
                 for (i, s) in rig.subscribers.iter().enumerate() {
                     let seen = s.seen.lock().unwrap();
@@ -199,12 +204,21 @@ struct Behind {
     subscriber: Option<(usize, Duration, bool)>,
     /// The slowest list of the apiserver and of informerd (which waits for its sync).
     slowest_lists: (Duration, Duration),
+    /// The states of informerd's scopes, and what differed, when its List was last behind.
+    scopes: String,
+    what: String,
 }
 
 impl std::fmt::Display for Behind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.informerd {
-            Some(t) => write!(f, "informerd's List behind until {:.1} s", t.as_secs_f64())?,
+            Some(t) => write!(
+                f,
+                "informerd's List behind until {:.1} s (then its scopes {}; {})",
+                t.as_secs_f64(),
+                self.scopes,
+                self.what
+            )?,
             None => write!(f, "informerd's List current")?,
         }
         match self.subscriber {

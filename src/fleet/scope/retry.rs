@@ -32,7 +32,7 @@ use tokio::sync::watch;
 use super::errors::status_code;
 
 /// The longest wait after a refusal, before jitter.
-pub(super) const REFUSED_MAX: Duration = Duration::from_millis(2500);
+pub(super) const REFUSED_MAX: Duration = Duration::from_secs(2);
 /// The first wait after any error.
 const FIRST: Duration = Duration::from_millis(800);
 /// The longest wait after an error that is not a refusal, before jitter (client-go's).
