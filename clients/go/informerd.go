@@ -2,7 +2,7 @@
 // field-stripped cache of Kubernetes objects and serves it over gRPC
 // (proto/informerd/v1/cache.proto; the generated stubs are in package informerdv1).
 //
-//	c, err := informerd.Dial("") // unix:///run/informerd/informerd.sock
+//	c, err := informerd.Dial("") // $INFORMERD_SOCKET, else unix:///run/informerd/informerd.sock
 //	pods, err := informerd.ListAs[corev1.Pod](ctx, c, "pods", informerd.InNamespace("web"))
 //	inf := informerd.NewInformer[corev1.Pod](c, "pods", informerd.HandlerFuncs[corev1.Pod]{...})
 //	go inf.Run(ctx)
@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -53,20 +52,16 @@ func WithGRPCDialOptions(opts ...grpc.DialOption) DialOption {
 }
 
 // Dial connects to informerd at target: "unix:///path/to.sock" (or a plain absolute path), or
-// "host:port" for its loopback TCP listener. An empty target means DefaultSocket. The
-// connection is made lazily and re-made after it breaks; calls fail with UNAVAILABLE while
-// the sidecar is unreachable (the Informer waits for it).
+// "host:port" for its loopback TCP listener. An empty target means the socket path in
+// $INFORMERD_SOCKET (SocketEnv), else DefaultSocket; a failure to connect to either says which
+// it was. The connection is made lazily and re-made after it breaks; calls fail with
+// UNAVAILABLE while the sidecar is unreachable (the Informer waits for it).
 func Dial(target string, opts ...DialOption) (*Client, error) {
 	var o dialOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
-	switch {
-	case target == "":
-		target = "unix://" + DefaultSocket
-	case strings.HasPrefix(target, "/"):
-		target = "unix://" + target
-	}
+	target, hint := resolveTarget(target)
 	gopts := []grpc.DialOption{
 		// informerd listens on a Unix socket or on loopback only.
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -87,6 +82,9 @@ func Dial(target string, opts ...DialOption) (*Client, error) {
 		if err := check(); err != nil {
 			return nil, err
 		}
+	}
+	if hint != "" {
+		gopts = append(gopts, hintInterceptors(hint)...)
 	}
 	gopts = append(gopts, o.grpc...)
 	conn, err := grpc.NewClient(target, gopts...)

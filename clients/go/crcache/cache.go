@@ -37,7 +37,8 @@ import (
 // Options configures the informerd cache.
 type Options struct {
 	// Target is the sidecar's address: "unix:///path.sock", a plain path, or "127.0.0.1:7070".
-	// Empty: informerd.DefaultSocket. Ignored when Client is set.
+	// Empty: $INFORMERD_SOCKET, else informerd.DefaultSocket (informerd.Dial). Ignored when
+	// Client is set.
 	Target string
 	// Client, when set, is the connection to use (the cache does not close it).
 	Client *informerd.Client

@@ -3,11 +3,12 @@ objects from the sidecar beside you, and watch it change.
 
     from informerd import Client, Informer
 
-    client = Client()  # unix:///run/informerd/informerd.sock
+    client = Client()  # $INFORMERD_SOCKET, else unix:///run/informerd/informerd.sock
     pods = client.list("pods", namespace="default")
     print(len(pods.items), pods.token)
 
 Objects are plain dicts (the object's JSON, decoded), as with the Kubernetes dynamic client.
+`informerd.aio` is the same API for asyncio (over grpc.aio).
 """
 
 from ._client import (

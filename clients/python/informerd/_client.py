@@ -1,159 +1,63 @@
-"""The informerd client: Get, List, Watch and Status over a gRPC channel."""
+"""The informerd client: Get, List, Watch and Status over a gRPC channel. The values it
+returns (_model), the requests it sends (_requests) and where it connects (_address) are shared
+with the asyncio client, informerd.aio."""
 
 from __future__ import annotations
 
-import enum
-import json
 import os
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Self, cast
+from typing import Any, Self
 
 import grpc
 
-from ._errors import InformerdError, from_rpc_error
+from ._address import DEFAULT_SOCKET, DEFAULT_TARGET, ConnectionTarget, grpc_target
+from ._errors import InformerdError, closed_channel, from_rpc_error
+from ._model import (
+    Event,
+    EventType,
+    ListCollector,
+    ListResult,
+    ObjectRef,
+    Predicate,
+    ResumeToken,
+    decode_object,
+    event_from_pb,
+    object_key,
+)
+from ._requests import (
+    ensure_request,
+    get_request,
+    index_lookup,
+    list_request,
+    predicates,
+    status_request,
+    watch_request,
+)
 from ._token import BearerToken, token_source
+from ._wait import SyncPoll
 from .v1 import cache_pb2 as pb
 from .v1 import cache_pb2_grpc as pb_grpc
 
-DEFAULT_SOCKET = "/run/informerd/informerd.sock"
-DEFAULT_TARGET = "unix://" + DEFAULT_SOCKET
-
-# Objects travel as JSON; the server chunks lists at about 1 MiB, but one object may be larger.
-_MAX_MESSAGE = 64 * 1024 * 1024
-_CHANNEL_OPTIONS: list[tuple[str, Any]] = [
-    ("grpc.max_receive_message_length", _MAX_MESSAGE),
-    # A restarted sidecar should be reached again within a second or two, not after gRPC's
-    # default reconnect backoff (up to 120 s).
-    ("grpc.initial_reconnect_backoff_ms", 100),
-    ("grpc.min_reconnect_backoff_ms", 100),
-    ("grpc.max_reconnect_backoff_ms", 2000),
+__all__ = [
+    "DEFAULT_SOCKET",
+    "DEFAULT_TARGET",
+    "Client",
+    "Event",
+    "EventType",
+    "ListResult",
+    "ObjectRef",
+    "Predicate",
+    "ResumeToken",
+    "Watch",
+    "object_key",
 ]
 
-
-class EventType(str, enum.Enum):
-    ADDED = "ADDED"
-    MODIFIED = "MODIFIED"
-    DELETED = "DELETED"
-    BOOKMARK = "BOOKMARK"
-    SYNCED = "SYNCED"
-
-
-_EVENT_TYPES = {getattr(pb, t.value): t for t in EventType}
-
-
-class Predicate(enum.IntEnum):
-    """Which updates (MODIFIED) a watch delivers; ADDED and DELETED always are."""
-
-    GENERATION_CHANGED = pb.GENERATION_CHANGED
-    LABELS_CHANGED = pb.LABELS_CHANGED
-    ANNOTATIONS_CHANGED = pb.ANNOTATIONS_CHANGED
-
-
-@dataclass(frozen=True, order=True)
-class ResumeToken:
-    """(epoch, revision): `watch(since=token)` replays exactly the changes after it."""
-
-    epoch: int
-    revision: int
-
-
-@dataclass(frozen=True)
-class ObjectRef:
-    """The identity and version of an object (what an Informer remembers of it)."""
-
-    namespace: str
-    name: str
-    uid: str
-    resource_version: str
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}" if self.namespace else self.name
-
-
-def object_key(namespace: str, name: str) -> str:
-    """The cache key of an object: `namespace/name`, or `name` when cluster-scoped."""
-    return f"{namespace}/{name}" if namespace else name
-
-
-@dataclass
-class Event:
-    """A watch event. `object` (the decoded JSON) is None for BOOKMARK and SYNCED."""
-
-    type: EventType
-    epoch: int
-    revision: int
-    raw: pb.Object | None = field(default=None, repr=False)
-    _decoded: dict[str, Any] | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def token(self) -> ResumeToken:
-        return ResumeToken(self.epoch, self.revision)
-
-    @property
-    def object(self) -> dict[str, Any] | None:
-        if self.raw is None:
-            return None
-        if self._decoded is None:
-            self._decoded = json.loads(self.raw.json)
-        return self._decoded
-
-    @property
-    def ref(self) -> ObjectRef | None:
-        if self.raw is None:
-            return None
-        o = self.raw
-        return ObjectRef(o.namespace, o.name, o.uid, o.resource_version)
-
-    @property
-    def key(self) -> str | None:
-        return None if self.raw is None else object_key(self.raw.namespace, self.raw.name)
-
-    def __repr__(self) -> str:
-        what = f" {self.key}@{self.raw.resource_version}" if self.raw is not None else ""
-        return f"Event({self.type.value}{what} epoch={self.epoch} revision={self.revision})"
-
-
-@dataclass
-class ListResult:
-    """The objects of a List (decoded JSON), all at one (epoch, revision)."""
-
-    items: list[dict[str, Any]]
-    epoch: int
-    revision: int
-    synced: bool
-
-    @property
-    def token(self) -> ResumeToken:
-        """Watch `since` this token to follow on from the list."""
-        return ResumeToken(self.epoch, self.revision)
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return iter(self.items)
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-
-def _target(address: str) -> str:
-    if address.startswith("/"):
-        return "unix://" + address
-    return address
-
-
-def _index(index: pb.IndexLookup | tuple[str, str] | None) -> pb.IndexLookup | None:
-    if index is None or isinstance(index, pb.IndexLookup):
-        return index
-    name, value = index
-    return pb.IndexLookup(name=name, value=value)
-
-
-def _predicates(predicates: Iterable[Predicate | int]) -> list[pb.Predicate]:
-    # The proto's enum values are ints at run time, which its stub calls pb.Predicate.
-    return [cast(pb.Predicate, int(p)) for p in predicates]
+# The names these helpers had here before they were shared.
+_target = grpc_target
+_index = index_lookup
+_predicates = predicates
 
 
 class Watch:
@@ -164,23 +68,21 @@ class Watch:
     error, iteration ends too: resume with `since` the last token received.
     """
 
-    def __init__(self, call: Any):
+    def __init__(self, call: Any, hint: str = ""):
         self._call = call
+        self._hint = hint
         self._cancelled = threading.Event()
 
     def __iter__(self) -> Iterator[Event]:
         try:
             for ev in self._call:
-                try:
-                    kind = _EVENT_TYPES[ev.type]
-                except KeyError:
-                    continue  # an event type this client does not know (a newer server)
-                obj = ev.object if ev.HasField("object") else None
-                yield Event(kind, ev.epoch, ev.revision, obj)
+                event = event_from_pb(ev)
+                if event is not None:
+                    yield event
         except grpc.RpcError as err:
             if self._cancelled.is_set() and err.code() == grpc.StatusCode.CANCELLED:
                 return
-            raise from_rpc_error(err) from None
+            raise from_rpc_error(err, self._hint) from None
 
     def cancel(self) -> None:
         if not self._cancelled.is_set():
@@ -203,7 +105,8 @@ class Client:
     """A client of one informerd sidecar.
 
     `address` is `unix:///path/to.sock` (or just `/path/to.sock`), or `host:port`, e.g.
-    `127.0.0.1:7070`. `timeout` is the default deadline in seconds of Get, List and Status
+    `127.0.0.1:7070`; without one (or an empty one), the socket path in $INFORMERD_SOCKET, else
+    DEFAULT_SOCKET. `timeout` is the default deadline in seconds of Get, List and Status
     (None: no deadline); Watch has none unless given one. `token` (fixed) or `token_file` (a
     projected ServiceAccount token, read again whenever the kubelet rotates it) is sent as
     `authorization: Bearer` on every call, for a sidecar with `server.authorization:
@@ -217,7 +120,7 @@ class Client:
 
     def __init__(
         self,
-        address: str = DEFAULT_TARGET,
+        address: str | None = None,
         *,
         timeout: float | None = None,
         channel: grpc.Channel | None = None,
@@ -225,17 +128,12 @@ class Client:
         token: str | None = None,
         token_file: str | os.PathLike[str] | None = None,
     ):
-        self.address = address
+        where = ConnectionTarget.resolve(address)
+        self.address = where.address
         self.timeout = timeout
+        self._hint = where.hint
         self._own_channel = channel is None
-        target = _target(address)
-        opts = list(_CHANNEL_OPTIONS)
-        if target.startswith("unix:"):
-            # gRPC's C core sends the socket path as :authority, which is no valid authority:
-            # the sidecar's HTTP/2 server (h2) resets such streams (PROTOCOL_ERROR). Kubernetes
-            # and grpc-go use "localhost" for Unix sockets; so do we.
-            opts.append(("grpc.default_authority", "localhost"))
-        self._channel = channel or grpc.insecure_channel(target, options=opts + list(options))
+        self._channel = channel or grpc.insecure_channel(where.target, options=where.channel_options(options))
         source = token_source(token, token_file)
         calls = self._channel if source is None else grpc.intercept_channel(self._channel, BearerToken(source))
         self._stub = pb_grpc.CacheStub(calls)
@@ -260,6 +158,9 @@ class Client:
     def _timeout(self, timeout: float | None) -> float | None:
         return self.timeout if timeout is None else timeout
 
+    def _error(self, err: grpc.RpcError) -> InformerdError:
+        return from_rpc_error(err, self._hint)
+
     # --- Get -------------------------------------------------------------------------------
 
     def get(
@@ -280,7 +181,7 @@ class Client:
         30 s without one) until the cache holds this resourceVersion of the object or later,
         else fails with DEADLINE_EXCEEDED (NotCaughtUp).
         """
-        obj: dict[str, Any] = json.loads(
+        return decode_object(
             self.get_response(
                 resource,
                 name,
@@ -290,9 +191,8 @@ class Client:
                 wait_for_sync=wait_for_sync,
                 cluster=cluster,
                 timeout=timeout,
-            ).object.json
+            )
         )
-        return obj
 
     def get_response(
         self,
@@ -307,20 +207,20 @@ class Client:
         timeout: float | None = None,
     ) -> pb.GetResponse:
         """Like get, but the raw GetResponse (object identity, epoch and revision)."""
-        req = pb.GetRequest(
-            resource=resource,
+        req = get_request(
+            resource,
+            name,
+            namespace,
             cluster=cluster,
-            namespace=namespace,
-            name=name,
             min_resource_version=min_resource_version,
-            fields=list(fields),
+            fields=fields,
             wait_for_sync=wait_for_sync,
         )
         try:
             resp: pb.GetResponse = self._stub.Get(req, timeout=self._timeout(timeout))
             return resp
         except grpc.RpcError as err:
-            raise from_rpc_error(err) from None
+            raise self._error(err) from None
 
     # --- List ------------------------------------------------------------------------------
 
@@ -349,7 +249,7 @@ class Client:
         it keeps. `limit`: at most that many objects, the first in the list's order (0: all);
         there is no continue.
         """
-        items: list[dict[str, Any]] = []
+        collected = ListCollector()
         for chunk in self.list_chunks(
             resource,
             namespace=namespace,
@@ -364,10 +264,10 @@ class Client:
             cluster=cluster,
             timeout=timeout,
         ):
-            items.extend(json.loads(o.json) for o in chunk.objects)
-            if chunk.last:
-                return ListResult(items, chunk.epoch, chunk.revision, chunk.synced)
-        raise InformerdError(grpc.StatusCode.INTERNAL, None, "the List stream ended without its last message")
+            result = collected.add(chunk)
+            if result is not None:
+                return result
+        raise ListCollector.incomplete()
 
     def list_chunks(
         self,
@@ -386,14 +286,14 @@ class Client:
         timeout: float | None = None,
     ) -> Iterator[pb.ListResponse]:
         """The raw ListResponse messages; the last one (`last`) has epoch, revision, synced."""
-        req = pb.ListRequest(
-            resource=resource,
+        req = list_request(
+            resource,
             cluster=cluster,
             namespace=namespace,
             label_selector=label_selector,
             field_selector=field_selector,
-            index=_index(index),
-            fields=list(fields),
+            index=index,
+            fields=fields,
             wait_for_sync=wait_for_sync,
             chunk_size=chunk_size,
             min_resource_version=min_resource_version,
@@ -403,7 +303,7 @@ class Client:
         try:
             yield from call
         except grpc.RpcError as err:
-            raise from_rpc_error(err) from None
+            raise self._error(err) from None
         finally:
             call.cancel()
 
@@ -437,29 +337,25 @@ class Client:
         read; empty: the cluster it runs in. Tokens of one cluster's cache are refused by
         another's (OUT_OF_RANGE).
         """
-        if since is not None and send_initial_state:
-            raise ValueError("since and send_initial_state exclude each other")
-        req = pb.WatchRequest(
-            resource=resource,
+        req = watch_request(
+            resource,
             cluster=cluster,
             namespace=namespace,
             label_selector=label_selector,
             field_selector=field_selector,
-            index=_index(index),
-            fields=list(fields),
-            predicates=_predicates(predicates),
+            index=index,
+            fields=fields,
+            since=since,
+            send_initial_state=send_initial_state,
+            predicates_=predicates,
             predicate_cel=predicate_cel,
-            bookmark_interval_seconds=bookmark_interval or 0,
+            bookmark_interval=bookmark_interval,
             wait_for_sync=wait_for_sync,
         )
-        if since is not None:
-            req.since.CopyFrom(pb.ResumeToken(epoch=since.epoch, revision=since.revision))
-        elif send_initial_state:
-            req.send_initial_state = True
         try:
-            return Watch(self._stub.Watch(req, timeout=timeout))
+            return Watch(self._stub.Watch(req, timeout=timeout), self._hint)
         except ValueError as err:  # the channel is closed
-            raise InformerdError(grpc.StatusCode.CANCELLED, None, str(err)) from None
+            raise closed_channel(err) from None
 
     # --- Ensure ----------------------------------------------------------------------------
 
@@ -481,45 +377,34 @@ class Client:
         cache after onDemand.idleTimeout without a client. `cluster`: the sidecar's remote
         cluster to cache from (read it with the same `cluster`); one that does not answer is
         UNAVAILABLE with reason NotSynced, naming it."""
-        req = pb.EnsureRequest(api_version=api_version, kind=kind, namespaces=list(namespaces), cluster=cluster)
+        req = ensure_request(api_version, kind, namespaces, cluster=cluster)
         try:
             resource: str = self._stub.Ensure(req, timeout=self._timeout(timeout)).resource
             return resource
         except grpc.RpcError as err:
-            raise from_rpc_error(err) from None
+            raise self._error(err) from None
 
     # --- Status ----------------------------------------------------------------------------
 
     def status(self, resource: str = "", *, cluster: str = "", timeout: float | None = None) -> pb.StatusResponse:
         """What the sidecar caches and how it is doing (the raw StatusResponse); `cluster`:
         only that cluster's resources (and its entry of `clusters`)."""
-        req = pb.StatusRequest(resource=resource, cluster=cluster)
+        req = status_request(resource, cluster=cluster)
         try:
             st: pb.StatusResponse = self._stub.Status(req, timeout=self._timeout(timeout))
             return st
         except grpc.RpcError as err:
-            raise from_rpc_error(err) from None
+            raise self._error(err) from None
 
     def wait_for_sync(self, timeout: float = 60.0, *, resource: str = "") -> pb.StatusResponse:
         """Polls Status until the sidecar (or `resource`) reports synced; also waits for the
         sidecar to come up. Raises TimeoutError after `timeout` seconds."""
-        deadline = time.monotonic() + timeout
-        last: Exception | None = None
+        poll = SyncPoll(self.address, timeout)
         while True:
             try:
-                st = self.status(resource, timeout=max(0.5, min(5.0, deadline - time.monotonic())))
-                if st.synced:
+                st = self.status(resource, timeout=poll.call_timeout())
+                if poll.answered(st):
                     return st
-                last = None
             except InformerdError as err:
-                # Not up yet (no socket, connection refused), or NotSynced; anything else is
-                # an answer.
-                if err.code not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-                    raise
-                last = err
-            if time.monotonic() >= deadline:
-                raise TimeoutError(
-                    f"informerd at {self.address} not synced after {timeout:.0f}s"
-                    + (f": {last}" if last else "")
-                )
-            time.sleep(0.2)
+                poll.failed(err)  # raises unless it is to be waited through
+            time.sleep(poll.INTERVAL)

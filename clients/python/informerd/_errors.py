@@ -102,8 +102,10 @@ class NotFoundError(InformerdError):
     """NOT_FOUND: no such object, or no such resource in the sidecar's configuration."""
 
 
-def from_rpc_error(err: grpc.RpcError) -> InformerdError:
-    """Converts a grpc.RpcError (a failed call) into an InformerdError."""
+def from_rpc_error(err: grpc.RpcError, hint: str = "") -> InformerdError:
+    """Converts a grpc.RpcError (a failed call, of either grpc or grpc.aio) into an
+    InformerdError. `hint` is added to the message of a failure to reach the sidecar
+    (UNAVAILABLE without a reason): where the client's address came from."""
     code = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
     message = err.details() if hasattr(err, "details") else str(err)
     reason = None
@@ -117,5 +119,13 @@ def from_rpc_error(err: grpc.RpcError) -> InformerdError:
         if key == REASON_TRAILER:
             reason = value.decode() if isinstance(value, bytes) else value
             break
+    message = message or ""
+    if hint and code == grpc.StatusCode.UNAVAILABLE and reason is None:
+        message += hint
     cls = NotFoundError if code == grpc.StatusCode.NOT_FOUND else InformerdError
-    return cls(code, reason, message or "")
+    return cls(code, reason, message)
+
+
+def closed_channel(err: Exception) -> InformerdError:
+    """What a call on a closed client raises."""
+    return InformerdError(grpc.StatusCode.CANCELLED, None, str(err) or "the client is closed")

@@ -7,6 +7,11 @@ credentials need a secure channel (or local credentials), and informerd is reach
 text over a Unix socket or loopback; an interceptor works on the channel the client already
 makes, and on one the caller passes in.
 
+Decision: the asyncio client (informerd.aio) passes the same metadata with each call rather
+than through a grpc.aio interceptor: it then also works on a channel the caller passes in, and
+an unreadable token file fails the call before it goes out, as here. The stat and the read are
+blocking, but a stat is microseconds and the read only follows a rotation.
+
 Decision: a token file is stat'ed on every call and read again when the path leads to another
 file (the kubelet rotates a projected token by writing a new file and swapping the `..data`
 symlink) or its modification time or size changed; it is never kept open, which would keep the
@@ -63,15 +68,23 @@ class _CallDetails(NamedTuple):
     compression: Any
 
 
-class BearerToken(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
-    """Adds `authorization: Bearer <token()>` to every call."""
+def bearer(token: Callable[[], str]) -> tuple[str, str]:
+    """The `authorization` metadata of a call."""
+    return ("authorization", f"Bearer {token()}")
+
+
+class BearerToken(
+    grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor, grpc.StreamStreamClientInterceptor
+):
+    """Adds `authorization: Bearer <token()>` to every call (WatchKeys, a stream of requests,
+    included)."""
 
     def __init__(self, token: Callable[[], str]):
         self._token = token
 
     def _details(self, details: grpc.ClientCallDetails) -> _CallDetails:
         metadata = [(k, v) for k, v in (details.metadata or ()) if k != "authorization"]
-        metadata.append(("authorization", f"Bearer {self._token()}"))
+        metadata.append(bearer(self._token))
         return _CallDetails(
             details.method,
             details.timeout,
@@ -86,6 +99,9 @@ class BearerToken(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterc
 
     def intercept_unary_stream(self, continuation, client_call_details, request):  # type: ignore[no-untyped-def]
         return continuation(self._details(client_call_details), request)
+
+    def intercept_stream_stream(self, continuation, client_call_details, request_iterator):  # type: ignore[no-untyped-def]
+        return continuation(self._details(client_call_details), request_iterator)
 
 
 def token_source(token: str | None, token_file: str | os.PathLike[str] | None) -> Callable[[], str] | None:

@@ -14,52 +14,20 @@ WatchKeysRequest.
 
 from __future__ import annotations
 
-import enum
 import queue
 import threading
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any, NamedTuple, Self
+from typing import Any, Self
 
 import grpc
 
-from ._client import Client, Predicate, ResumeToken, _index, _predicates
-from ._errors import InformerdError, from_rpc_error
+from ._client import Client, Predicate, ResumeToken
+from ._errors import closed_channel, from_rpc_error
+from ._keys_model import Key, KeyEvent, KeyEventType, ack_of, key_event_from_pb
+from ._requests import acks_request, keys_subscription
 from .v1 import cache_pb2 as pb
 
-
-class KeyEventType(str, enum.Enum):
-    KEY = "KEY"
-    RESYNC_START = "RESYNC_START"
-    RESYNC_END = "RESYNC_END"
-    PROGRESS = "PROGRESS"
-
-
-_KEY_EVENT_TYPES = {getattr(pb, t.value): t for t in KeyEventType}
-
-
-class Key(NamedTuple):
-    """The object to look at; `kind` is the resource's, or the owner mapping's."""
-
-    kind: str
-    namespace: str
-    name: str
-
-
-@dataclass(frozen=True)
-class KeyEvent:
-    type: KeyEventType
-    key: Key | None
-    # KEY: the revision of the key's last change this delivery covers (acknowledge with it).
-    revision: int
-    deleted: bool
-    # Resume with watch_keys(since=token); None while a resync is not fully acknowledged.
-    token: ResumeToken | None
-    # What the sidecar keeps for this stream.
-    pending: int
-    in_flight: int
-    queue_bytes: int
-
+__all__ = ["Key", "KeyEvent", "KeyEventType", "KeyWatch", "watch_keys"]
 
 _DONE = object()
 
@@ -73,10 +41,11 @@ class KeyWatch:
         self._requests: queue.Queue[Any] = queue.Queue()
         self._requests.put(pb.WatchKeysRequest(subscribe=subscription))
         self._cancelled = threading.Event()
+        self._hint = client._hint
         try:
             self._call = client.stub.WatchKeys(self._request_iterator(), timeout=timeout)
         except ValueError as err:  # the channel is closed
-            raise InformerdError(grpc.StatusCode.CANCELLED, None, str(err)) from None
+            raise closed_channel(err) from None
 
     def _request_iterator(self) -> Iterator[pb.WatchKeysRequest]:
         while True:
@@ -88,41 +57,25 @@ class KeyWatch:
     def __iter__(self) -> Iterator[KeyEvent]:
         try:
             for ev in self._call:
-                kind = _KEY_EVENT_TYPES.get(ev.type)
-                if kind is None:
-                    continue  # a type this client does not know (a newer server)
-                yield KeyEvent(
-                    type=kind,
-                    key=Key(ev.key.kind, ev.key.namespace, ev.key.name) if ev.HasField("key") else None,
-                    revision=ev.revision,
-                    deleted=ev.deleted,
-                    token=ResumeToken(ev.token.epoch, ev.token.revision) if ev.HasField("token") else None,
-                    pending=ev.pending,
-                    in_flight=ev.in_flight,
-                    queue_bytes=ev.queue_bytes,
-                )
+                event = key_event_from_pb(ev)
+                if event is not None:
+                    yield event
         except grpc.RpcError as err:
             if self._cancelled.is_set() and err.code() == grpc.StatusCode.CANCELLED:
                 return
-            raise from_rpc_error(err) from None
+            raise from_rpc_error(err, self._hint) from None
 
     def ack(self, event: KeyEvent | Key, revision: int | None = None) -> None:
         """Acknowledges a KEY event (or a key with the revision it was sent with)."""
-        if isinstance(event, KeyEvent):
-            if event.key is None:
-                return
-            key, revision = event.key, event.revision
-        else:
-            key = event
-        if revision is None:
-            raise ValueError("ack(key, revision): the revision the key was sent with is required")
-        self.ack_all([(key, revision)])
+        ack = ack_of(event, revision)
+        if ack is not None:
+            self.ack_all([ack])
 
     def ack_all(self, keys: Iterable[tuple[Key, int]]) -> None:
         """Acknowledges several keys in one message."""
-        acks = [pb.KeyAck(key=pb.Key(kind=k.kind, namespace=k.namespace, name=k.name), revision=r) for k, r in keys]
-        if acks:
-            self._requests.put(pb.WatchKeysRequest(ack=pb.KeyAcks(acks=acks)))
+        request = acks_request(keys)
+        if request is not None:
+            self._requests.put(request)
 
     def cancel(self) -> None:
         if not self._cancelled.is_set():
@@ -163,22 +116,21 @@ def watch_keys(
     instead of (with `owner_and_self`, as well as) its own. Without `since`, or with a token the
     sidecar cannot resume from, the stream starts with a resync of every key. `cluster`: the
     sidecar's remote cluster (`clusters[].name`); empty: the cluster it runs in."""
-    sub = pb.KeysSubscription(
-        resource=resource,
-        cluster=cluster,
+    sub = keys_subscription(
+        resource,
         namespace=namespace,
+        cluster=cluster,
         label_selector=label_selector,
         field_selector=field_selector,
-        index=_index(index),
-        predicates=_predicates(predicates),
+        index=index,
+        predicates_=predicates,
         predicate_cel=predicate_cel,
-        debounce_millis=round(debounce * 1000),
-        max_delay_millis=round(max_delay * 1000),
+        since=since,
+        debounce=debounce,
+        max_delay=max_delay,
+        owner_kind=owner_kind,
+        owner_api_version=owner_api_version,
+        owner_and_self=owner_and_self,
         wait_for_sync=wait_for_sync,
     )
-    if since is not None:
-        sub.since.CopyFrom(pb.ResumeToken(epoch=since.epoch, revision=since.revision))
-    if owner_kind:
-        mode = pb.OWNER_AND_SELF if owner_and_self else pb.OWNER_ONLY
-        sub.owner.CopyFrom(pb.OwnerMapping(kind=owner_kind, api_version=owner_api_version, mode=mode))
     return KeyWatch(client, sub, timeout)

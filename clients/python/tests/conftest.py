@@ -1,5 +1,6 @@
-"""Fixtures: the real control plane (INFORMERD_KUBECONFIG), namespaces of each test's own, and
-informerd sidecars (INFORMERD_BIN) started on a socket of their own. No mocks."""
+"""Fixtures: the real control plane (INFORMERD_KUBECONFIG), namespaces of each test's own,
+informerd sidecars (INFORMERD_BIN) started on a socket of their own, and the client flavour
+(`api`: informerd, or informerd.aio through tests/flavours.py) each test runs with. No mocks."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from flavours import SYNC, Flavour, LoopThread, aio_flavour
 from helpers import new_api_client, pods_resource
 from kubernetes import client as k8s
 
@@ -50,6 +53,20 @@ def seed_bin() -> str | None:
     """The project's seeder (tools/cmd/seed), when INFORMERD_SEED_BIN names it."""
     path = os.environ.get("INFORMERD_SEED_BIN")
     return path if path and os.access(path, os.X_OK) else None
+
+
+@pytest.fixture(params=["sync", "aio"])
+def api(request: pytest.FixtureRequest) -> Iterator[Flavour]:
+    """The client flavour of the test: its Client, Informer and watch_keys. A test that takes
+    it (or `sidecar`) runs once with each flavour, with the same assertions."""
+    if request.param == "sync":
+        yield SYNC
+        return
+    loop = LoopThread()
+    try:
+        yield aio_flavour(loop)
+    finally:
+        loop.close()
 
 
 @pytest.fixture(scope="session")
@@ -97,7 +114,14 @@ def namespaces(core: k8s.CoreV1Api, request: pytest.FixtureRequest) -> Iterator[
 class Sidecar:
     """One informerd process, serving on a Unix socket in a directory of its own."""
 
-    def __init__(self, binary: str, kubeconfig: str, resources_yaml: str, server_yaml: str = ""):
+    def __init__(
+        self,
+        binary: str,
+        kubeconfig: str,
+        resources_yaml: str,
+        server_yaml: str = "",
+        client_class: Callable[..., Any] = Client,
+    ):
         # A short directory: a Unix socket path has at most 107 bytes.
         self.dir = Path(tempfile.mkdtemp(prefix="informerd-py-"))
         self.socket = self.dir / "informerd.sock"
@@ -114,7 +138,8 @@ class Sidecar:
         self.kubeconfig = kubeconfig
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
-        self._clients: list[Client] = []
+        self.client_class = client_class
+        self._clients: list[Any] = []
 
     def start(self) -> None:
         assert self.proc is None or self.proc.poll() is not None, "already running"
@@ -132,8 +157,9 @@ class Sidecar:
             )
         self.starts += 1
 
-    def client(self) -> Client:
-        c = Client(self.address, timeout=30)
+    def client(self) -> Any:
+        """A client of the test's flavour; closed with the sidecar."""
+        c = self.client_class(self.address, timeout=30)
         self._clients.append(c)
         return c
 
@@ -188,17 +214,18 @@ class Sidecar:
 
 @pytest.fixture
 def sidecar(
-    informerd_bin: str, kubeconfig: str, request: pytest.FixtureRequest
+    informerd_bin: str, kubeconfig: str, api: Flavour, request: pytest.FixtureRequest
 ) -> Iterator[Callable[..., Sidecar]]:
     """sidecar(namespaces) starts informerd caching those namespaces' pods and waits until it
     has synced (unless wait=False: with authorization on, Status needs a token); it is stopped
-    at the end of the test (its log is shown if the test failed)."""
+    at the end of the test (its log is shown if the test failed). Its `client()` is of the
+    test's flavour (`api`)."""
     started: list[Sidecar] = []
 
     def start(
         namespaces: list[str], *, resources_yaml: str | None = None, server_yaml: str = "", wait: bool = True
     ) -> Sidecar:
-        sc = Sidecar(informerd_bin, kubeconfig, resources_yaml or pods_resource(namespaces), server_yaml)
+        sc = Sidecar(informerd_bin, kubeconfig, resources_yaml or pods_resource(namespaces), server_yaml, api.Client)
         started.append(sc)
         sc.start()
         if wait:

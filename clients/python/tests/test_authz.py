@@ -75,7 +75,7 @@ def expect_refused(call, code: grpc.StatusCode, reason: str, what: str) -> None:
 
 
 def test_token_file_reads_only_what_rbac_allows(
-    namespaces, core: k8s.CoreV1Api, kubeconfig: str, sidecar, tmp_path: Path
+    namespaces, core: k8s.CoreV1Api, kubeconfig: str, sidecar, api, tmp_path: Path
 ) -> None:
     """A client with `token_file` lists exactly the pods of the namespace its Role covers, is
     refused PERMISSION_DENIED/Forbidden for another cached namespace and for all namespaces
@@ -88,7 +88,7 @@ def test_token_file_reads_only_what_rbac_allows(
     token_file = pod_reader_token(kubeconfig, a, "reader-a", tmp_path)
     sc = sidecar([a, b], server_yaml=AUTHORIZATION, wait=False)
 
-    with Client(sc.address, timeout=30, token_file=token_file) as reader:
+    with api.Client(sc.address, timeout=30, token_file=token_file) as reader:
         got = list_when_ready(sc, reader, a)
         assert got == api_pods(core, [a]), f"pods of {a} listed with the reader's token"
         assert len(got) == 2, got
@@ -106,7 +106,7 @@ def test_token_file_reads_only_what_rbac_allows(
             "the reader's list of all namespaces",
         )
 
-    with Client(sc.address, timeout=30) as anonymous:
+    with api.Client(sc.address, timeout=30) as anonymous:
         expect_refused(
             lambda: anonymous.list("pods", namespace=a),
             grpc.StatusCode.UNAUTHENTICATED,

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from helpers import pod
 
-from informerd import KeyEventType, NotFoundError, watch_keys
+from informerd import KeyEventType, NotFoundError
 
 
-def test_cluster_picks_the_cache(core, namespaces, sidecar, kubeconfig):
+def test_cluster_picks_the_cache(core, namespaces, sidecar, api, kubeconfig):
     ns = namespaces.create()
     core.create_namespaced_pod(ns, pod("own", {"side": "own"}))
     core.create_namespaced_pod(ns, pod("remote", {"side": "remote"}))
@@ -34,8 +34,8 @@ def test_cluster_picks_the_cache(core, namespaces, sidecar, kubeconfig):
     assert [(r.cluster, r.name) for r in status.resources] == [("mirror", "pods")]
     assert [(cl.name, cl.reachable) for cl in status.clusters] == [("mirror", True)]
     # watch_keys takes the cluster as the other calls do: an unknown one is NOT_FOUND.
-    with pytest.raises(NotFoundError), watch_keys(c, "pods", namespace=ns, cluster="nowhere", timeout=30) as keys:
+    with pytest.raises(NotFoundError), api.watch_keys(c, "pods", namespace=ns, cluster="nowhere", timeout=30) as keys:
         next(iter(keys))
-    with watch_keys(c, "pods", namespace=ns, cluster="mirror", timeout=30) as keys:
+    with api.watch_keys(c, "pods", namespace=ns, cluster="mirror", timeout=30) as keys:
         first = next(iter(keys))
         assert first.type is KeyEventType.RESYNC_START, first

@@ -12,7 +12,7 @@ import grpc
 import pytest
 from helpers import pod
 
-from informerd import InformerdError, KeyEvent, KeyEventType, KeyWatch, NotFoundError, watch_keys
+from informerd import InformerdError, KeyEvent, KeyEventType, KeyWatch, NotFoundError
 
 
 def reader(keys: KeyWatch) -> queue.Queue:
@@ -57,14 +57,14 @@ def read_resync(keys: KeyWatch, out: queue.Queue) -> list[str]:
             keys.ack(ev)
 
 
-def test_keys_coalesce_each_burst_and_resume(core, namespaces, sidecar):
+def test_keys_coalesce_each_burst_and_resume(core, namespaces, sidecar, api):
     ns = namespaces.create()
     for i in range(10):
         core.create_namespaced_pod(ns, pod(f"p{i}"))
     sc = sidecar([ns])
     c = sc.client()
     debounce = 3.0
-    keys = watch_keys(c, "pods", namespace=ns, debounce=debounce)
+    keys = api.watch_keys(c, "pods", namespace=ns, debounce=debounce)
     out = reader(keys)
     assert sorted(read_resync(keys, out)) == sorted(f"p{i}" for i in range(10))
 
@@ -103,7 +103,7 @@ def test_keys_coalesce_each_burst_and_resume(core, namespaces, sidecar):
     keys.cancel()
 
     core.patch_namespaced_pod("p1", ns, {"metadata": {"labels": {"n": "resumed"}}})
-    with watch_keys(c, "pods", namespace=ns, since=token) as resumed:
+    with api.watch_keys(c, "pods", namespace=ns, since=token) as resumed:
         out = reader(resumed)
         names = []
         while (ev := take(out, 4)) is not None:
@@ -114,10 +114,10 @@ def test_keys_coalesce_each_burst_and_resume(core, namespaces, sidecar):
         assert names == ["p1"]
 
 
-def test_keys_refused_subscription_names_the_field(namespaces, sidecar):
+def test_keys_refused_subscription_names_the_field(namespaces, sidecar, api):
     ns = namespaces.create()
     c = sidecar([ns]).client()
-    with watch_keys(c, "pods", namespace=ns, debounce=2, max_delay=1) as keys, pytest.raises(InformerdError) as err:
+    with api.watch_keys(c, "pods", namespace=ns, debounce=2, max_delay=1) as keys, pytest.raises(InformerdError) as err:
         next(iter(keys))
     assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert err.value.message.startswith("subscribe.max_delay_millis")

@@ -7,10 +7,10 @@ import queue
 
 from helpers import api_pods, collect, events_until, key_of, pod, wait_until
 
-from informerd import DeletedFinalStateUnknown, Informer
+from informerd import DeletedFinalStateUnknown
 
 
-def test_label_selector_watch(core, namespaces, sidecar):
+def test_label_selector_watch(core, namespaces, sidecar, api):
     ns = namespaces.create()
     core.create_namespaced_pod(ns, pod("before", {"app": "web"}))
     sc = sidecar([ns])
@@ -25,7 +25,7 @@ def test_label_selector_watch(core, namespaces, sidecar):
         deleted.append(key)
         view.pop(key)
 
-    informer = Informer(
+    informer = api.Informer(
         c,
         "pods",
         namespace=ns,

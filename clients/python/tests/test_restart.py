@@ -10,10 +10,10 @@ import grpc
 import pytest
 from helpers import View, api_pods, key_of, pod, wait_until
 
-from informerd import DeletedFinalStateUnknown, Informer, InformerdError, Reason
+from informerd import DeletedFinalStateUnknown, InformerdError, Reason
 
 
-def test_sidecar_restart_relists(core, namespaces, sidecar):
+def test_sidecar_restart_relists(core, namespaces, sidecar, api):
     ns = namespaces.create()
     for i in range(15):
         core.create_namespaced_pod(ns, pod(f"p-{i:02d}", {"tier": "keep"}))
@@ -31,7 +31,7 @@ def test_sidecar_restart_relists(core, namespaces, sidecar):
         on_delete(obj)
 
     handlers["on_delete"] = record_delete
-    informer = Informer(c, "pods", namespace=ns, bookmark_interval=1, **handlers)
+    informer = api.Informer(c, "pods", namespace=ns, bookmark_interval=1, **handlers)
     informer.start()
     assert informer.wait_for_sync(60)
     assert view.snapshot() == api_pods(core, [ns])

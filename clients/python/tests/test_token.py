@@ -13,8 +13,9 @@ from pathlib import Path
 
 import grpc
 import pytest
+from flavours import Flavour
 
-from informerd import Client, EventType, InformerdError
+from informerd import Client, EventType, InformerdError, KeyEventType
 from informerd.v1 import cache_pb2 as pb
 from informerd.v1 import cache_pb2_grpc as pb_grpc
 
@@ -40,6 +41,11 @@ class Recorder(pb_grpc.CacheServicer):
     def Watch(self, request, context):  # type: ignore[no-untyped-def]
         self._record(context)
         yield pb.WatchEvent(type=pb.SYNCED)
+
+    def WatchKeys(self, request_iterator, context):  # type: ignore[no-untyped-def]
+        self._record(context)
+        next(request_iterator)  # the subscription
+        yield pb.KeyEvent(type=pb.RESYNC_START)
 
 
 @pytest.fixture
@@ -79,18 +85,20 @@ def projected(directory: Path, token: str) -> None:
         link.symlink_to(Path("..data") / "token")
 
 
-def test_a_fixed_token_goes_with_every_call(server: tuple[Recorder, str]) -> None:
+def test_a_fixed_token_goes_with_every_call(server: tuple[Recorder, str], api: Flavour) -> None:
     recorder, socket = server
-    with Client(socket, token="static-token\n") as c:
+    with api.Client(socket, token="static-token\n") as c:
         assert calls(c, recorder) == ("Bearer static-token", "Bearer static-token")
-    with Client(socket) as c:
+    with api.Client(socket) as c:
         assert calls(c, recorder) == ("", "")
 
 
-def test_a_token_file_is_followed_through_rotations(server: tuple[Recorder, str], tmp_path: Path) -> None:
+def test_a_token_file_is_followed_through_rotations(
+    server: tuple[Recorder, str], tmp_path: Path, api: Flavour
+) -> None:
     recorder, socket = server
     projected(tmp_path, "first-token")
-    with Client(socket, token_file=tmp_path / "token") as c:
+    with api.Client(socket, token_file=tmp_path / "token") as c:
         assert calls(c, recorder) == ("Bearer first-token", "Bearer first-token")
         # Same length, perhaps the same modification time: the new file tells the change.
         projected(tmp_path, "secnd-token")
@@ -105,11 +113,19 @@ def test_a_token_file_is_followed_through_rotations(server: tuple[Recorder, str]
         assert len(recorder.seen) == before
 
 
-def test_a_missing_or_empty_token_file_fails_at_once(tmp_path: Path) -> None:
+def test_a_missing_or_empty_token_file_fails_at_once(tmp_path: Path, api: Flavour) -> None:
     with pytest.raises(InformerdError, match="token"):
-        Client("/nonexistent.sock", token_file=tmp_path / "missing")
+        api.Client("/nonexistent.sock", token_file=tmp_path / "missing")
     (tmp_path / "empty").write_text("\n")
     with pytest.raises(InformerdError, match="empty"):
-        Client("/nonexistent.sock", token_file=tmp_path / "empty")
+        api.Client("/nonexistent.sock", token_file=tmp_path / "empty")
     with pytest.raises(ValueError):
-        Client("/nonexistent.sock", token="t", token_file=tmp_path / "empty")
+        api.Client("/nonexistent.sock", token="t", token_file=tmp_path / "empty")
+
+
+def test_the_token_goes_with_watch_keys(server: tuple[Recorder, str], api: Flavour) -> None:
+    """WatchKeys, a stream of requests, carries the token as the other calls do."""
+    recorder, socket = server
+    with api.Client(socket, token="keys-token") as c, api.watch_keys(c, "pods", timeout=30) as keys:
+        assert next(iter(keys)).type is KeyEventType.RESYNC_START
+    assert recorder.seen[-1] == "Bearer keys-token"

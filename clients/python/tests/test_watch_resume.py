@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from helpers import View, api_pods, cache_pods, key_of, new_api_client, pod, wait_until
 from kubernetes import client as k8s
 
-from informerd import EventType, Informer, InformerdError, ResumeToken
+from informerd import EventType, InformerdError, ResumeToken
 
 
 class Churn(threading.Thread):
@@ -85,7 +85,7 @@ class Churn(threading.Thread):
         self.counts[op] += 1
 
 
-def test_watch_resume_during_churn(core, kubeconfig, namespaces, sidecar, seed_bin):
+def test_watch_resume_during_churn(core, kubeconfig, namespaces, sidecar, api, seed_bin):
     ns = namespaces.create()
     for i in range(20):
         core.create_namespaced_pod(ns, pod(f"p-{i:02d}", {"tier": "keep"}))
@@ -162,7 +162,7 @@ def test_watch_resume_during_churn(core, kubeconfig, namespaces, sidecar, seed_b
 
     # 2. The Informer, made to reconnect at the same moments.
     inf_view = View()
-    informer = Informer(c, "pods", bookmark_interval=1, **inf_view.informer_handlers())
+    informer = api.Informer(c, "pods", bookmark_interval=1, **inf_view.informer_handlers())
     informer.start()
     assert informer.wait_for_sync(60)
     assert inf_view.snapshot() == start_view  # nothing was written since the list
@@ -237,7 +237,7 @@ def test_watch_resume_during_churn(core, kubeconfig, namespaces, sidecar, seed_b
     assert raw.counts["add"] >= churn.counts["create"]
 
 
-def test_fell_behind_resumes(core, kubeconfig, namespaces, sidecar):
+def test_fell_behind_resumes(core, kubeconfig, namespaces, sidecar, api):
     """An informer whose handler stalls while changes pile up is ended with FellBehind
     (RESOURCE_EXHAUSTED) by the sidecar; it resumes from its last token and its view ends
     exact, without a relist."""
@@ -260,7 +260,7 @@ def test_fell_behind_resumes(core, kubeconfig, namespaces, sidecar):
         on_update(old, new)
 
     handlers["on_update"] = stalling_update
-    informer = Informer(c, "pods", namespace=ns, **handlers)
+    informer = api.Informer(c, "pods", namespace=ns, **handlers)
     informer.start()
     try:
         assert informer.wait_for_sync(60)
