@@ -64,7 +64,10 @@ impl Resource {
             indexes,
             watchers: AtomicU64::new(0),
             sent: Default::default(),
-            ended: Mutex::default(),
+            // Decision: FellBehind is counted from 0 at start, so that its series exists
+            // before the first fall: `increase()` (the alert on watchers falling behind, in
+            // deploy/monitoring) sees the first one, instead of the series' first sample.
+            ended: Mutex::new(BTreeMap::from([(Reason::FellBehind.as_str_name(), 0)])),
             keys: Arc::default(),
             stop,
         }

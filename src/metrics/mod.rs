@@ -66,6 +66,7 @@ pub fn render(registry: &Registry) -> String {
 }
 
 /// The name, help and unit of a family written at scrape time (by a collector).
+#[derive(Debug)]
 pub struct Descriptor {
     name: &'static str,
     help: &'static str,
@@ -96,6 +97,40 @@ pub const fn in_seconds(name: &'static str, help: &'static str) -> Descriptor {
         name,
         help,
         unit: Some(Unit::Seconds),
+    }
+}
+
+/// A metric a component updates as things happen (a `Family` of counters or histograms),
+/// registered so that the exposition lists it (`# HELP`, `# TYPE`) before its first sample.
+///
+/// Decision: the Prometheus client leaves a registered family out of the exposition while it
+/// has no sample, so a family created on first use (the RPCs by code, the authorization
+/// reviews that failed) would be missing from `/metrics` until then: the rules and dashboard
+/// of deploy/monitoring that name it could not be checked against a fresh sidecar, and look
+/// like they name a metric informerd lacks. Written by a collector, as the scrape-time
+/// families are, its descriptor is always there.
+#[derive(Debug)]
+pub struct Listed<M> {
+    descriptor: Descriptor,
+    metric: M,
+}
+
+impl<M> Listed<M> {
+    /// `metric` (a clone sharing the component's samples), described by `descriptor`.
+    pub fn new(descriptor: Descriptor, metric: M) -> Self {
+        Listed { descriptor, metric }
+    }
+}
+
+impl<M> prometheus_client::collector::Collector for Listed<M>
+where
+    M: EncodeMetric + fmt::Debug + Send + Sync + 'static,
+{
+    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        let d = &self.descriptor;
+        let metric_type = self.metric.metric_type();
+        let metric = encoder.encode_descriptor(d.name, d.help, d.unit.as_ref(), metric_type)?;
+        self.metric.encode(metric)
     }
 }
 

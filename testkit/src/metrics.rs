@@ -45,12 +45,18 @@ impl Samples {
 
 /// GETs `http://127.0.0.1:{port}/metrics` and reads its samples.
 pub async fn scrape_metrics(port: u16) -> Result<Samples> {
+    Ok(parse(&metrics_text(port).await?))
+}
+
+/// GETs `http://127.0.0.1:{port}/metrics`: the exposition as served (`# TYPE` lines included,
+/// which list the families that have no sample yet).
+pub async fn metrics_text(port: u16) -> Result<String> {
     let url = format!("http://127.0.0.1:{port}/metrics");
     let request = hyper::Request::get(&url)
         .body(Full::new(Bytes::new()))
         .map_err(|e| http_error(&url, e.to_string()))?;
     let body = http(&url, request).await?;
-    Ok(parse(&String::from_utf8_lossy(&body)))
+    Ok(String::from_utf8_lossy(&body).into_owned())
 }
 
 /// Parses the text exposition format (label values without escaped quotes or commas, as

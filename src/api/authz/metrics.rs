@@ -12,6 +12,8 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
+use crate::metrics::{family, Listed};
+
 /// What a decision was about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AuthzCheck {
@@ -44,20 +46,21 @@ pub struct AuthzMetrics {
 pub static AUTHZ: LazyLock<AuthzMetrics> = LazyLock::new(AuthzMetrics::default);
 
 impl AuthzMetrics {
-    /// Registers the families in `registry`.
+    /// Registers the families in `registry`, listed before their first sample
+    /// ([`Listed`]).
     pub fn register(&'static self, registry: &mut Registry) {
-        registry.register(
+        let decisions = family(
             "authz_decisions",
             "Authorization decisions, by check (token, access), result (allowed, denied) and \
              cache (hit, or miss: a review sent to the apiserver)",
-            self.decisions.clone(),
         );
-        registry.register(
+        registry.register_collector(Box::new(Listed::new(decisions, self.decisions.clone())));
+        let errors = family(
             "authz_review_errors",
             "TokenReviews and SubjectAccessReviews that failed (the call was refused with \
              UNAVAILABLE), by check",
-            self.errors.clone(),
         );
+        registry.register_collector(Box::new(Listed::new(errors, self.errors.clone())));
     }
 
     /// Counts a decision.

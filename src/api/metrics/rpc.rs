@@ -25,8 +25,10 @@ use http_body::{Body, Frame, SizeHint};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
-use prometheus_client::registry::{Registry, Unit};
+use prometheus_client::registry::Registry;
 use tonic::Code;
+
+use crate::metrics::{family, in_seconds, Listed};
 
 /// `service`, `method` and `code` of a finished call.
 type HandledLabels = [(&'static str, String); 3];
@@ -52,19 +54,19 @@ fn latency_histogram() -> Histogram {
 }
 
 impl RpcMetrics {
-    /// Registers the families in `registry`.
+    /// Registers the families in `registry`, listed before their first sample
+    /// ([`Listed`]).
     pub fn register(&'static self, registry: &mut Registry) {
-        registry.register(
+        let handled = family(
             "rpc_handled",
             "gRPC calls completed, by service, method and status code",
-            self.handled.clone(),
         );
-        registry.register_with_unit(
+        registry.register_collector(Box::new(Listed::new(handled, self.handled.clone())));
+        let seconds = in_seconds(
             "rpc_handling",
             "How long gRPC calls took, from the request to the end of the response",
-            Unit::Seconds,
-            self.seconds.clone(),
         );
+        registry.register_collector(Box::new(Listed::new(seconds, self.seconds.clone())));
     }
 
     /// Records one finished call of `path` (`/package.Service/Method`).
