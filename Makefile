@@ -25,6 +25,7 @@ help:
 	@echo "make test-node     deploy/example and deploy/node as pods on two real nodes (make test runs it too)"
 	@echo "make seed PODS=N NAMESPACES=M   create realistic pods in the running cluster"
 	@echo "make deploy-rbac   regenerate deploy/sidecar/rbac.yaml from deploy/sidecar/informerd.yaml"
+	@echo "make rust-package  cargo package of the Rust client and its API crate (make test runs it)"
 	@echo "make monitoring-rules  regenerate deploy/monitoring/prometheusrule.yaml from informerd-rules.yaml"
 	@echo "make fuzz          the fuzz targets' long form (FUZZ_CASES=100000 per property; make test runs 256)"
 	@echo "make bench         memory per pod: informerd's profiles against kube-rs and client-go caches"
@@ -276,6 +277,7 @@ test: tools $(BIN)/grpcurl $(BIN)/kubectl $(BIN)/staticcheck $(BIN)/promtool $(B
 	$(BIN)/promtool test rules $(MONITORING)/tests/*.yaml; \
 	INFORMERD_CLUSTER_DIR=$(abspath $(TEST_CLUSTER_DIR)) cargo test --workspace 2>&1 | tee .cache/cargo-test.log; \
 	cargo build --bin informerd; \
+	$(MAKE) --no-print-directory rust-package; \
 	export INFORMERD_BIN=$(abspath $(CARGO_TARGET))/debug/informerd \
 	  INFORMERD_KUBECONFIG=$(abspath $(TEST_CLUSTER_DIR))/kubeconfig \
 	  INFORMERD_SEED_BIN=$(abspath $(BIN))/seed; \
@@ -301,6 +303,16 @@ deploy-rbac:
 	  --service-account controller --service-account-namespace informerd-example \
 	  --name informerd-example > deploy/sidecar/rbac.yaml.tmp
 	mv deploy/sidecar/rbac.yaml.tmp deploy/sidecar/rbac.yaml
+
+# --- the Rust client as a crate ------------------------------------------------------------------
+# `cargo package` of the client and the API crate it depends on, each built from its own
+# tarball as a dependent would get it (make test runs it; the .crate files land in the target
+# dir's package/). Decision: K8S_OPENAPI_ENABLED_VERSION names the Kubernetes version only for
+# this check: the client, as every kube-rs library, leaves that choice (a k8s-openapi feature) to
+# the application, and a library built alone needs one.
+.PHONY: rust-package
+rust-package:
+	K8S_OPENAPI_ENABLED_VERSION=1.36 cargo package --quiet --allow-dirty -p informerd-proto -p informerd-client
 
 # --- deploy/monitoring ---------------------------------------------------------------------------
 # The alerting rules as a Prometheus Operator PrometheusRule, generated from the plain rule file

@@ -1,4 +1,5 @@
-//! Compiles the API (`proto/` at the repository root) with protox, a pure-Rust protobuf
+//! Compiles the API (`proto/`, a link to the repository root's, so that a packaged crate
+//! carries it) with protox, a pure-Rust protobuf
 //! compiler, so that no system `protoc` is needed; also keeps the encoded descriptor set, which
 //! the server hands to gRPC server reflection.
 //!
@@ -11,8 +12,8 @@ use std::path::PathBuf;
 use prost::Message;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let root = "../../proto";
-    let proto = "../../proto/informerd/v1/cache.proto";
+    let root = "proto";
+    let proto = "proto/informerd/v1/cache.proto";
     println!("cargo:rerun-if-changed={proto}");
     let fds = protox::compile([proto], [root])?;
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
