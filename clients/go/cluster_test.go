@@ -44,7 +44,7 @@ resources:
 	c := s.Client()
 	ctx := callCtx(t)
 
-	names := func(opts ...informerd.Option) []string {
+	names := func(opts ...informerd.ListOption) []string {
 		list, err := c.List(ctx, "pods", append(opts, informerd.InNamespace(ns), informerd.WaitForSync())...)
 		if err != nil {
 			t.Fatalf("List: %v", err)

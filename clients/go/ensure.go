@@ -21,11 +21,11 @@ func (c *Client) Ensure(ctx context.Context, apiVersion, kind string, namespaces
 	return c.EnsureWith(ctx, apiVersion, kind, namespaces)
 }
 
-// EnsureWith is Ensure with options: WithCluster("east") caches from the sidecar's remote
-// cluster east (read it with the same option); other options are ignored. A remote cluster
+// EnsureWith is Ensure with options: WithCluster("east") (its only option) caches from the
+// sidecar's remote cluster east (read it with the same option). A remote cluster
 // that does not answer is UNAVAILABLE (reason NotSynced) naming it: retry with backoff.
-func (c *Client) EnsureWith(ctx context.Context, apiVersion, kind string, namespaces []string, opts ...Option) (string, error) {
-	o := collect(opts)
+func (c *Client) EnsureWith(ctx context.Context, apiVersion, kind string, namespaces []string, opts ...EnsureOption) (string, error) {
+	o := ensureOptions(opts)
 	var header, trailer metadata.MD
 	resp, err := c.cache.Ensure(ctx, &informerdv1.EnsureRequest{
 		ApiVersion: apiVersion,

@@ -118,7 +118,7 @@ func (e *env) apiserverPods(t *testing.T, selector string, namespaces ...string)
 }
 
 // sidecarPods lists through informerd: "namespace/name" -> resourceVersion.
-func sidecarPods(ctx context.Context, c *informerd.Client, resource string, opts ...informerd.Option) (map[string]string, informerd.ResumeToken, error) {
+func sidecarPods(ctx context.Context, c *informerd.Client, resource string, opts ...informerd.ListOption) (map[string]string, informerd.ResumeToken, error) {
 	res, err := informerd.ListAs[corev1.Pod](ctx, c, resource, opts...)
 	if err != nil {
 		return nil, informerd.ResumeToken{}, err

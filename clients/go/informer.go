@@ -108,7 +108,7 @@ type Informer[T any] struct {
 	c        *Client
 	resource string
 	handler  Handler[T]
-	opts     options
+	opts     InformerOptions
 
 	// OnError, when set before Run, is called with every error a stream ends with, and the
 	// Informer's decision: "resume", "relist" or "stop".
@@ -123,15 +123,14 @@ type Informer[T any] struct {
 }
 
 // NewInformer returns an Informer of resource (its name in the sidecar's configuration) that
-// calls handler. The options are those of Watch (namespace, selectors, index, fields,
-// predicates, bookmark interval); Since and SendInitialState are the Informer's to choose.
+// calls handler. The options are those of Watch (cluster, namespace, selectors, index,
+// fields, predicates, bookmark interval, WithPrevious) but for the starting point (Since,
+// SendInitialState), which is the Informer's to choose, and WaitForSync, which it always sets.
 //
 // With predicates, skipped updates leave the handler's view at an older resourceVersion of an
 // object; a relist then delivers the newer one as an update.
-func NewInformer[T any](c *Client, resource string, handler Handler[T], opts ...Option) *Informer[T] {
-	o := collect(opts)
-	o.since, o.initialState = nil, false
-	o.waitForSync = true
+func NewInformer[T any](c *Client, resource string, handler Handler[T], opts ...InformerOption) *Informer[T] {
+	o := informerOptions(opts)
 	return &Informer[T]{c: c, resource: resource, handler: handler, opts: o, known: map[string]entry{}}
 }
 
@@ -226,7 +225,7 @@ func isPermanent(err error) bool {
 
 // session runs one Watch stream until it ends; progress tells whether any event came.
 func (inf *Informer[T]) session(ctx context.Context) (progress bool, err error) {
-	o := inf.opts
+	o := WatchOptions{followed: inf.opts.followed, waitForSync: true}
 	inf.mu.Lock()
 	token := inf.token
 	listing := token.IsZero()

@@ -122,124 +122,14 @@ const (
 	AnnotationsChanged = informerdv1.Predicate_ANNOTATIONS_CHANGED
 )
 
-// Option is an option of Get, List, Watch or an Informer. Each call uses the options that
-// make sense for it and ignores the others (namespace, selectors and index do not apply to
-// Get; min resource version applies to Get and List; limit only to List; predicates and the
-// starting point only to watches).
-type Option func(*options)
-
-type options struct {
-	cluster            string
-	namespace          string
-	labelSelector      string
-	fieldSelector      string
-	index              *informerdv1.IndexLookup
-	fields             []string
-	minResourceVersion string
-	waitForSync        bool
-	chunkSize          uint32
-	limit              int64
-	since              *ResumeToken
-	initialState       bool
-	predicates         []Predicate
-	predicateCEL       string
-	bookmarkInterval   time.Duration
-	sendPrevious       bool
-}
-
-func collect(opts []Option) options {
-	var o options
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
-	return o
-}
-
-// WithPrevious makes a watch's MODIFIED events carry the object before the change
-// (WatchEvent.Previous), and an Informer's updates their Meta.Previous: the old side of an
-// update, without keeping a copy of every object.
-func WithPrevious() Option { return func(o *options) { o.sendPrevious = true } }
-
-// WithCluster reads the resource from the sidecar's remote cluster name (its configuration's
-// clusters[].name) instead of the cluster it runs in (default, or ""). Each cluster's cache has
-// its own revisions: a resume token of one is refused by another (EpochChanged: relist).
-func WithCluster(name string) Option { return func(o *options) { o.cluster = name } }
-
-// InNamespace limits List, Watch and an Informer to one namespace (default: all namespaces).
-func InNamespace(ns string) Option { return func(o *options) { o.namespace = ns } }
-
-// WithLabelSelector filters by a Kubernetes label selector: "app=web,tier in (a,b),!canary".
-func WithLabelSelector(sel string) Option { return func(o *options) { o.labelSelector = sel } }
-
-// WithFieldSelector filters by a Kubernetes field selector on metadata.name,
-// metadata.namespace and the fields of `path` indexes: "spec.nodeName=node-1".
-func WithFieldSelector(sel string) Option { return func(o *options) { o.fieldSelector = sel } }
-
-// WithIndex returns only the objects whose secondary index `name` (from the sidecar's
-// configuration) has this value.
-func WithIndex(name, value string) Option {
-	return func(o *options) { o.index = &informerdv1.IndexLookup{Name: name, Value: value} }
-}
-
-// WithFields returns only these fields of each object (paths like "status.phase" or
-// `metadata.labels["app"]`); identity fields are always returned.
-func WithFields(paths ...string) Option {
-	return func(o *options) { o.fields = append(o.fields, paths...) }
-}
-
-// MinResourceVersion makes Get wait (up to the context's deadline, 30 s without one) until the
-// cache holds this resourceVersion of the object or a later one: read your own writes by
-// passing the resourceVersion the API server returned for the write. On List, the wait is
-// until the cache holds an object of the listed namespace (of any, listing all namespaces) at
-// this resourceVersion or later; it must be one of a write to an object of this resource that the cache
-// keeps (a number), or the List fails with ReasonNotCaughtUp at the deadline.
-func MinResourceVersion(rv string) Option {
-	return func(o *options) { o.minResourceVersion = rv }
-}
-
-// WaitForSync makes the call wait until the cache has synced (up to the context's deadline)
-// instead of answering from a cache still in its initial list.
-func WaitForSync() Option { return func(o *options) { o.waitForSync = true } }
-
-// WithChunkSize sets how many objects List receives per message.
-func WithChunkSize(n uint32) Option { return func(o *options) { o.chunkSize = n } }
-
-// WithLimit makes List return at most n objects, the first ones in the list's order (0: every
-// match). There is no continue token: a List is one snapshot; list without a limit to read
-// every match.
-func WithLimit(n int64) Option { return func(o *options) { o.limit = n } }
-
-// Since starts a Watch after this token: exactly the changes after it are replayed.
-func Since(t ResumeToken) Option { return func(o *options) { o.since = &t } }
-
-// SendInitialState starts a Watch with the current state, as ADDED events and one SYNCED event.
-func SendInitialState() Option { return func(o *options) { o.initialState = true } }
-
-// WithPredicates delivers an update only when one of the predicates (or the CEL predicate)
-// holds; additions and deletions are always delivered.
-func WithPredicates(p ...Predicate) Option {
-	return func(o *options) { o.predicates = append(o.predicates, p...) }
-}
-
-// WithPredicateCEL adds a CEL predicate over `object` and `oldObject`, e.g.
-// "object.spec != oldObject.spec".
-func WithPredicateCEL(expr string) Option { return func(o *options) { o.predicateCEL = expr } }
-
-// WithBookmarkInterval sets how often the sidecar sends a BOOKMARK (default 10 s).
-func WithBookmarkInterval(d time.Duration) Option {
-	return func(o *options) { o.bookmarkInterval = d }
-}
-
 // Get returns one object of a resource (the resource's name in the sidecar's configuration,
 // e.g. "pods") by namespace and name ("" namespace for cluster-scoped objects).
-func (c *Client) Get(ctx context.Context, resource, namespace, name string, opts ...Option) (*unstructured.Unstructured, error) {
+func (c *Client) Get(ctx context.Context, resource, namespace, name string, opts ...GetOption) (*unstructured.Unstructured, error) {
 	return GetAs[unstructured.Unstructured](ctx, c, resource, namespace, name, opts...)
 }
 
 // GetAs is Get decoding the object into a *T, e.g. GetAs[corev1.Pod].
-func GetAs[T any](ctx context.Context, c *Client, resource, namespace, name string, opts ...Option) (*T, error) {
+func GetAs[T any](ctx context.Context, c *Client, resource, namespace, name string, opts ...GetOption) (*T, error) {
 	resp, err := c.GetObject(ctx, resource, namespace, name, opts...)
 	if err != nil {
 		return nil, err
@@ -249,8 +139,8 @@ func GetAs[T any](ctx context.Context, c *Client, resource, namespace, name stri
 
 // GetObject is Get returning the response as sent: the object's identity, revision and JSON,
 // and the (epoch, revision) the read was made at.
-func (c *Client) GetObject(ctx context.Context, resource, namespace, name string, opts ...Option) (*informerdv1.GetResponse, error) {
-	o := collect(opts)
+func (c *Client) GetObject(ctx context.Context, resource, namespace, name string, opts ...GetOption) (*informerdv1.GetResponse, error) {
+	o := getOptions(opts)
 	req := &informerdv1.GetRequest{
 		Resource:           resource,
 		Cluster:            o.cluster,
@@ -279,12 +169,12 @@ type ListResult[T any] struct {
 }
 
 // List returns the objects of a resource that match the options.
-func (c *Client) List(ctx context.Context, resource string, opts ...Option) (*ListResult[unstructured.Unstructured], error) {
+func (c *Client) List(ctx context.Context, resource string, opts ...ListOption) (*ListResult[unstructured.Unstructured], error) {
 	return ListAs[unstructured.Unstructured](ctx, c, resource, opts...)
 }
 
 // ListAs is List decoding the objects into *T, e.g. ListAs[corev1.Pod].
-func ListAs[T any](ctx context.Context, c *Client, resource string, opts ...Option) (*ListResult[T], error) {
+func ListAs[T any](ctx context.Context, c *Client, resource string, opts ...ListOption) (*ListResult[T], error) {
 	res := &ListResult[T]{}
 	var derr error
 	token, synced, err := c.ListObjects(ctx, resource, func(obj *informerdv1.Object) {
@@ -310,8 +200,8 @@ func ListAs[T any](ctx context.Context, c *Client, resource string, opts ...Opti
 
 // ListObjects streams the raw objects of a List to fn, one at a time, without decoding them,
 // and returns the token and synced flag of the last chunk.
-func (c *Client) ListObjects(ctx context.Context, resource string, fn func(*informerdv1.Object), opts ...Option) (ResumeToken, bool, error) {
-	o := collect(opts)
+func (c *Client) ListObjects(ctx context.Context, resource string, fn func(*informerdv1.Object), opts ...ListOption) (ResumeToken, bool, error) {
+	o := listOptions(opts)
 	req := &informerdv1.ListRequest{
 		Resource:           resource,
 		Cluster:            o.cluster,
@@ -350,10 +240,10 @@ func (c *Client) ListObjects(ctx context.Context, resource string, fn func(*info
 }
 
 // Status returns what the sidecar caches and how it is doing; resource "" means all resources.
-// WithCluster limits it to that cluster's resources (and its entry of Clusters); an unknown
-// cluster is NOT_FOUND. Other options are ignored.
-func (c *Client) Status(ctx context.Context, resource string, opts ...Option) (*informerdv1.StatusResponse, error) {
-	o := collect(opts)
+// WithCluster (its only option) limits it to that cluster's resources (and its entry of
+// Clusters); an unknown cluster is NOT_FOUND.
+func (c *Client) Status(ctx context.Context, resource string, opts ...StatusOption) (*informerdv1.StatusResponse, error) {
+	o := statusOptions(opts)
 	req := &informerdv1.StatusRequest{Resource: resource, Cluster: o.cluster}
 	var header, trailer metadata.MD
 	resp, err := c.cache.Status(ctx, req, grpc.Header(&header), grpc.Trailer(&trailer))

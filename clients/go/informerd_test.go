@@ -325,7 +325,7 @@ type follower struct {
 	err        error
 }
 
-func (f *follower) run(ctx context.Context, c *informerd.Client, opts ...informerd.Option) {
+func (f *follower) run(ctx context.Context, c *informerd.Client, opts ...informerd.WatchOption) {
 	for ctx.Err() == nil {
 		f.mu.Lock()
 		token := f.token

@@ -31,8 +31,8 @@ type Watcher struct {
 
 // Watch opens a watch of a resource. Without Since or SendInitialState it follows from the
 // current revision.
-func (c *Client) Watch(ctx context.Context, resource string, opts ...Option) (*Watcher, error) {
-	o := collect(opts)
+func (c *Client) Watch(ctx context.Context, resource string, opts ...WatchOption) (*Watcher, error) {
+	o := watchOptions(opts)
 	req := watchRequest(resource, o)
 	ctx, cancel := context.WithCancel(ctx)
 	stream, err := c.cache.Watch(ctx, req)
@@ -43,7 +43,7 @@ func (c *Client) Watch(ctx context.Context, resource string, opts ...Option) (*W
 	return &Watcher{stream: stream, cancel: cancel}, nil
 }
 
-func watchRequest(resource string, o options) *informerdv1.WatchRequest {
+func watchRequest(resource string, o WatchOptions) *informerdv1.WatchRequest {
 	req := &informerdv1.WatchRequest{
 		Resource:                resource,
 		Cluster:                 o.cluster,

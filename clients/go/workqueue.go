@@ -71,10 +71,10 @@ type WorkQueue struct {
 }
 
 // NewWorkQueue subscribes to the keys of a resource: the filters and predicates of opts
-// (InNamespace, WithLabelSelector, WithFieldSelector, WithIndex, WithPredicates,
+// (WithCluster, InNamespace, WithLabelSelector, WithFieldSelector, WithIndex, WithPredicates,
 // WithPredicateCEL, Since, WaitForSync) with the debounce and owner mapping of cfg.
-func NewWorkQueue(ctx context.Context, c *Client, resource string, cfg WorkQueueConfig, opts ...Option) (*WorkQueue, error) {
-	sub, err := keysSubscription(resource, cfg, collect(opts))
+func NewWorkQueue(ctx context.Context, c *Client, resource string, cfg WorkQueueConfig, opts ...WorkQueueOption) (*WorkQueue, error) {
+	sub, err := keysSubscription(resource, cfg, workQueueOptions(opts))
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func NewWorkQueue(ctx context.Context, c *Client, resource string, cfg WorkQueue
 	return w, nil
 }
 
-func keysSubscription(resource string, cfg WorkQueueConfig, o options) (*informerdv1.KeysSubscription, error) {
+func keysSubscription(resource string, cfg WorkQueueConfig, o WorkQueueOptions) (*informerdv1.KeysSubscription, error) {
 	sub := &informerdv1.KeysSubscription{
 		Resource:       resource,
 		Cluster:        o.cluster,

@@ -55,13 +55,10 @@ func (rv ResourceVersionOption) ApplyToList(o *client.ListOptions) {
 	o.Raw.ResourceVersion = string(rv)
 }
 
-// minResourceVersion is informerd's option for a Raw resourceVersion: none for "" and "0",
-// which the API server reads as "any version".
-func minResourceVersion(rv string) []informerd.Option {
-	if rv == "" || rv == "0" {
-		return nil
-	}
-	return []informerd.Option{informerd.MinResourceVersion(rv)}
+// minResourceVersion is informerd's option for a Raw resourceVersion: none (false) for "" and
+// "0", which the API server reads as "any version".
+func minResourceVersion(rv string) (informerd.ResourceVersionOption, bool) {
+	return informerd.MinResourceVersion(rv), rv != "" && rv != "0"
 }
 
 // Get reads one object from the sidecar into out (typed, *unstructured.Unstructured or
@@ -90,13 +87,15 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 	if !ok {
 		return fmt.Errorf("unable to get: %v because of unknown namespace for the cache", key)
 	}
-	iopts := []informerd.Option{informerd.WaitForSync()}
+	iopts := []informerd.GetOption{informerd.WaitForSync()}
 	if !sc.selecting() {
 		// A selecting scope matches on the whole object.
 		iopts = append(iopts, informerd.WithFields(sh.fields()...))
 	}
 	if getOpts.Raw != nil {
-		iopts = append(iopts, minResourceVersion(getOpts.Raw.ResourceVersion)...)
+		if rv, ok := minResourceVersion(getOpts.Raw.ResourceVersion); ok {
+			iopts = append(iopts, rv)
+		}
 	}
 	var resp *informerdv1.GetResponse
 	err = untilSynced(ctx, func() (err error) {
@@ -224,7 +223,7 @@ func (c *Cache) listScope(ctx context.Context, sh shape, res resource, sc scope,
 
 // listOptions turns controller-runtime's list options, within a scope, into informerd's; none
 // means nothing can match (labels.Nothing()).
-func (c *Cache) listOptions(res resource, sc scope, o client.ListOptions) (opts []informerd.Option, none bool, err error) {
+func (c *Cache) listOptions(res resource, sc scope, o client.ListOptions) (opts []informerd.ListOption, none bool, err error) {
 	if sc.namespace != "" {
 		opts = append(opts, informerd.InNamespace(sc.namespace))
 	}
@@ -251,7 +250,9 @@ func (c *Cache) listOptions(res resource, sc scope, o client.ListOptions) (opts 
 		opts = append(opts, informerd.WithFieldSelector(fieldText))
 	}
 	if o.Raw != nil {
-		opts = append(opts, minResourceVersion(o.Raw.ResourceVersion)...)
+		if rv, ok := minResourceVersion(o.Raw.ResourceVersion); ok {
+			opts = append(opts, rv)
+		}
 	}
 	return opts, false, nil
 }
@@ -259,12 +260,12 @@ func (c *Cache) listOptions(res resource, sc scope, o client.ListOptions) (opts 
 // fieldOptions maps an exact field selector onto the informerd indexes registered by
 // IndexField: a named index becomes an index lookup (one per List), a path index a term of
 // the field selector.
-func (c *Cache) fieldOptions(res resource, sel fields.Selector) (string, []informerd.Option, error) {
+func (c *Cache) fieldOptions(res resource, sel fields.Selector) (string, []informerd.ListOption, error) {
 	c.mu.Lock()
 	routes := c.indexes[res.name]
 	c.mu.Unlock()
 	var terms []string
-	var opts []informerd.Option
+	var opts []informerd.ListOption
 	lookup := ""
 	for _, req := range sel.Requirements() {
 		if req.Operator != selection.Equals && req.Operator != selection.DoubleEquals {

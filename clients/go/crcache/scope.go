@@ -16,9 +16,28 @@ import (
 	informerd "informerd.io/clients/go"
 )
 
-// watchOptions are the informerd options selecting the scope's objects.
-func (s scope) watchOptions() []informerd.Option {
-	var opts []informerd.Option
+// informerOptions are the informerd options selecting the scope's objects, for its Informer.
+func (s scope) informerOptions() []informerd.InformerOption {
+	var opts []informerd.InformerOption
+	for _, o := range s.selection() {
+		opts = append(opts, o)
+	}
+	return opts
+}
+
+// listOptions are the informerd options selecting the scope's objects, for a List of them.
+func (s scope) listOptions() []informerd.ListOption {
+	var opts []informerd.ListOption
+	for _, o := range s.selection() {
+		opts = append(opts, o)
+	}
+	return opts
+}
+
+// selection is the scope as informerd options: an informerd.SelectionOption is an option of
+// both a List and an Informer, which informerOptions and listOptions need it as.
+func (s scope) selection() []informerd.SelectionOption {
+	var opts []informerd.SelectionOption
 	if s.namespace != "" {
 		opts = append(opts, informerd.InNamespace(s.namespace))
 	}

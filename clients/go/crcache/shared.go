@@ -68,7 +68,7 @@ func newSharedInformer(c *Cache, res resource, sc scope) *sharedInformer {
 		handlers: map[*registration]struct{}{},
 		syncedCh: make(chan struct{}),
 	}
-	opts := append(sc.watchOptions(), informerd.WithPrevious())
+	opts := append(sc.informerOptions(), informerd.WithPrevious())
 	s.inf = informerd.NewInformer[rawObject](c.client, res.name, informerd.HandlerFuncs[rawObject]{
 		AddFunc:    s.onAdd,
 		UpdateFunc: s.onUpdate,
