@@ -19,13 +19,26 @@ type ClusterOption string
 // Every call takes it: Get, List, Watch, NewInformer, NewWorkQueue, Status, EnsureWith.
 func WithCluster(name string) ClusterOption { return ClusterOption(name) }
 
-func (c ClusterOption) ApplyToGet(o *GetOptions)             { o.cluster = string(c) }
-func (c ClusterOption) ApplyToList(o *ListOptions)           { o.cluster = string(c) }
-func (c ClusterOption) ApplyToWatch(o *WatchOptions)         { o.cluster = string(c) }
-func (c ClusterOption) ApplyToInformer(o *InformerOptions)   { o.cluster = string(c) }
+// ApplyToGet applies WithCluster to the options of Get.
+func (c ClusterOption) ApplyToGet(o *GetOptions) { o.cluster = string(c) }
+
+// ApplyToList applies WithCluster to the options of List.
+func (c ClusterOption) ApplyToList(o *ListOptions) { o.cluster = string(c) }
+
+// ApplyToWatch applies WithCluster to the options of Watch.
+func (c ClusterOption) ApplyToWatch(o *WatchOptions) { o.cluster = string(c) }
+
+// ApplyToInformer applies WithCluster to the options of NewInformer.
+func (c ClusterOption) ApplyToInformer(o *InformerOptions) { o.cluster = string(c) }
+
+// ApplyToWorkQueue applies WithCluster to the options of NewWorkQueue.
 func (c ClusterOption) ApplyToWorkQueue(o *WorkQueueOptions) { o.cluster = string(c) }
-func (c ClusterOption) ApplyToStatus(o *StatusOptions)       { o.cluster = string(c) }
-func (c ClusterOption) ApplyToEnsure(o *EnsureOptions)       { o.cluster = string(c) }
+
+// ApplyToStatus applies WithCluster to the options of Status.
+func (c ClusterOption) ApplyToStatus(o *StatusOptions) { o.cluster = string(c) }
+
+// ApplyToEnsure applies WithCluster to the options of EnsureWith.
+func (c ClusterOption) ApplyToEnsure(o *EnsureOptions) { o.cluster = string(c) }
 
 // SelectionOption is what InNamespace, WithLabelSelector, WithFieldSelector and WithIndex
 // return: which objects a List, Watch, Informer or WorkQueue covers. A Get names its object.
@@ -56,9 +69,16 @@ func WithIndex(name, value string) SelectionOption {
 	return SelectionOption{func(s *selection) { s.index = &informerdv1.IndexLookup{Name: name, Value: value} }}
 }
 
-func (s SelectionOption) ApplyToList(o *ListOptions)           { s.set(&o.selection) }
-func (s SelectionOption) ApplyToWatch(o *WatchOptions)         { s.set(&o.selection) }
-func (s SelectionOption) ApplyToInformer(o *InformerOptions)   { s.set(&o.selection) }
+// ApplyToList applies the option to the options of List.
+func (s SelectionOption) ApplyToList(o *ListOptions) { s.set(&o.selection) }
+
+// ApplyToWatch applies the option to the options of Watch.
+func (s SelectionOption) ApplyToWatch(o *WatchOptions) { s.set(&o.selection) }
+
+// ApplyToInformer applies the option to the options of NewInformer.
+func (s SelectionOption) ApplyToInformer(o *InformerOptions) { s.set(&o.selection) }
+
+// ApplyToWorkQueue applies the option to the options of NewWorkQueue.
 func (s SelectionOption) ApplyToWorkQueue(o *WorkQueueOptions) { s.set(&o.selection) }
 
 // FieldsOption is what WithFields returns: Get, List, Watch and an Informer take it (a
@@ -70,9 +90,16 @@ type FieldsOption []string
 // NewInformer take it.
 func WithFields(paths ...string) FieldsOption { return FieldsOption(paths) }
 
-func (f FieldsOption) ApplyToGet(o *GetOptions)           { o.fields = append(o.fields, f...) }
-func (f FieldsOption) ApplyToList(o *ListOptions)         { o.fields = append(o.fields, f...) }
-func (f FieldsOption) ApplyToWatch(o *WatchOptions)       { o.fields = append(o.fields, f...) }
+// ApplyToGet applies WithFields to the options of Get.
+func (f FieldsOption) ApplyToGet(o *GetOptions) { o.fields = append(o.fields, f...) }
+
+// ApplyToList applies WithFields to the options of List.
+func (f FieldsOption) ApplyToList(o *ListOptions) { o.fields = append(o.fields, f...) }
+
+// ApplyToWatch applies WithFields to the options of Watch.
+func (f FieldsOption) ApplyToWatch(o *WatchOptions) { o.fields = append(o.fields, f...) }
+
+// ApplyToInformer applies WithFields to the options of NewInformer.
 func (f FieldsOption) ApplyToInformer(o *InformerOptions) { o.fields = append(o.fields, f...) }
 
 // ResourceVersionOption is what MinResourceVersion returns: Get and List take it.
@@ -87,7 +114,10 @@ type ResourceVersionOption string
 // Get and List take it (a watch starts from a resume token: Since).
 func MinResourceVersion(rv string) ResourceVersionOption { return ResourceVersionOption(rv) }
 
-func (rv ResourceVersionOption) ApplyToGet(o *GetOptions)   { o.minResourceVersion = string(rv) }
+// ApplyToGet applies MinResourceVersion to the options of Get.
+func (rv ResourceVersionOption) ApplyToGet(o *GetOptions) { o.minResourceVersion = string(rv) }
+
+// ApplyToList applies MinResourceVersion to the options of List.
 func (rv ResourceVersionOption) ApplyToList(o *ListOptions) { o.minResourceVersion = string(rv) }
 
 // WaitForSyncOption is what WaitForSync returns: Get, List, Watch and a WorkQueue take it (an
@@ -99,9 +129,16 @@ type WaitForSyncOption struct{}
 // Informer always waits, so NewInformer does not take it.
 func WaitForSync() WaitForSyncOption { return WaitForSyncOption{} }
 
-func (WaitForSyncOption) ApplyToGet(o *GetOptions)             { o.waitForSync = true }
-func (WaitForSyncOption) ApplyToList(o *ListOptions)           { o.waitForSync = true }
-func (WaitForSyncOption) ApplyToWatch(o *WatchOptions)         { o.waitForSync = true }
+// ApplyToGet applies WaitForSync to the options of Get.
+func (WaitForSyncOption) ApplyToGet(o *GetOptions) { o.waitForSync = true }
+
+// ApplyToList applies WaitForSync to the options of List.
+func (WaitForSyncOption) ApplyToList(o *ListOptions) { o.waitForSync = true }
+
+// ApplyToWatch applies WaitForSync to the options of Watch.
+func (WaitForSyncOption) ApplyToWatch(o *WatchOptions) { o.waitForSync = true }
+
+// ApplyToWorkQueue applies WaitForSync to the options of NewWorkQueue.
 func (WaitForSyncOption) ApplyToWorkQueue(o *WorkQueueOptions) { o.waitForSync = true }
 
 // ChunkSizeOption is what WithChunkSize returns: only List takes it.
@@ -110,6 +147,7 @@ type ChunkSizeOption uint32
 // WithChunkSize sets how many objects a List receives per message. Only List takes it.
 func WithChunkSize(n uint32) ChunkSizeOption { return ChunkSizeOption(n) }
 
+// ApplyToList applies WithChunkSize to the options of List.
 func (n ChunkSizeOption) ApplyToList(o *ListOptions) { o.chunkSize = uint32(n) }
 
 // LimitOption is what WithLimit returns: only List takes it.
@@ -120,6 +158,7 @@ type LimitOption int64
 // every match. Only List takes it.
 func WithLimit(n int64) LimitOption { return LimitOption(n) }
 
+// ApplyToList applies WithLimit to the options of List.
 func (n LimitOption) ApplyToList(o *ListOptions) { o.limit = int64(n) }
 
 // SinceOption is what Since returns: Watch and a WorkQueue take it (an Informer chooses its
@@ -130,7 +169,13 @@ type SinceOption ResumeToken
 // replayed. Watch and NewWorkQueue take it; an Informer resumes from its own token.
 func Since(t ResumeToken) SinceOption { return SinceOption(t) }
 
-func (s SinceOption) ApplyToWatch(o *WatchOptions) { t := ResumeToken(s); o.since = &t }
+// ApplyToWatch applies Since to the options of Watch.
+func (s SinceOption) ApplyToWatch(o *WatchOptions) {
+	t := ResumeToken(s)
+	o.since = &t
+}
+
+// ApplyToWorkQueue applies Since to the options of NewWorkQueue.
 func (s SinceOption) ApplyToWorkQueue(o *WorkQueueOptions) {
 	t := ResumeToken(s)
 	o.since = &t
@@ -144,6 +189,7 @@ type InitialStateOption struct{}
 // every key first unless started Since a token.
 func SendInitialState() InitialStateOption { return InitialStateOption{} }
 
+// ApplyToWatch applies SendInitialState to the options of Watch.
 func (InitialStateOption) ApplyToWatch(o *WatchOptions) { o.initialState = true }
 
 // PredicateOption is what WithPredicates and WithPredicateCEL return: Watch, an Informer and
@@ -163,8 +209,13 @@ func WithPredicateCEL(expr string) PredicateOption {
 	return PredicateOption{func(o *updateFilter) { o.predicateCEL = expr }}
 }
 
-func (p PredicateOption) ApplyToWatch(o *WatchOptions)         { p.set(&o.updateFilter) }
-func (p PredicateOption) ApplyToInformer(o *InformerOptions)   { p.set(&o.updateFilter) }
+// ApplyToWatch applies the predicate to the options of Watch.
+func (p PredicateOption) ApplyToWatch(o *WatchOptions) { p.set(&o.updateFilter) }
+
+// ApplyToInformer applies the predicate to the options of NewInformer.
+func (p PredicateOption) ApplyToInformer(o *InformerOptions) { p.set(&o.updateFilter) }
+
+// ApplyToWorkQueue applies the predicate to the options of NewWorkQueue.
 func (p PredicateOption) ApplyToWorkQueue(o *WorkQueueOptions) { p.set(&o.updateFilter) }
 
 // DeliveryOption is what WithBookmarkInterval and WithPrevious return: how a watch stream
@@ -184,5 +235,8 @@ func WithPrevious() DeliveryOption {
 	return DeliveryOption{func(o *delivery) { o.sendPrevious = true }}
 }
 
-func (d DeliveryOption) ApplyToWatch(o *WatchOptions)       { d.set(&o.delivery) }
+// ApplyToWatch applies the option to the options of Watch.
+func (d DeliveryOption) ApplyToWatch(o *WatchOptions) { d.set(&o.delivery) }
+
+// ApplyToInformer applies the option to the options of NewInformer.
 func (d DeliveryOption) ApplyToInformer(o *InformerOptions) { d.set(&o.delivery) }
