@@ -103,7 +103,7 @@ $(BIN)/promtool $(BIN)/metricnames &: tools/cmd/metricnames/go.mod tools/cmd/met
 	cd tools/cmd/metricnames && go build -trimpath -ldflags='-s -w' -o $(abspath $(BIN))/ github.com/prometheus/prometheus/cmd/promtool .
 	@touch $(BIN)/promtool $(BIN)/metricnames
 
-# helm, which make test lints and renders deploy/helm/informerd with (tests/helm.rs): built from
+# helm, which make test lints and renders deploy/helm/informerd with (tests/helm/): built from
 # tools/cmd/helm's module, whose go.mod pins the release (its `tool` line names the command),
 # stamped as Helm's own Makefile stamps a release: its version, and the Kubernetes version of its
 # client-go as the one `helm template` and `helm lint` assume without a cluster (unstamped, 1.20,

@@ -1,4 +1,4 @@
-// helm, which make test renders and lints deploy/helm/informerd with (tests/helm.rs), built
+// helm, which make test renders and lints deploy/helm/informerd with (tests/helm/), built
 // from source at a pinned release. A module of its own so that Helm's dependencies move neither
 // tools/go.mod (pinned to the control plane's Kubernetes release) nor the other tools' modules.
 module informerd.io/tools/cmd/helm
