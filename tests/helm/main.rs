@@ -4,13 +4,15 @@
 //! README shows; the configuration it renders is one `informerd check-config` accepts; its
 //! RBAC is exactly what `informerd rbac` prints for that configuration (for every built-in kind
 //! the chart knows, namespace lists, selectors, onDemand and authorization); and bad values
-//! fail `helm template` with a message naming the value.
+//! fail `helm template` with a message naming the value. parity.rs holds each mode's pod to
+//! deploy/'s, rbac.rs the RBAC to `informerd rbac`.
 //!
 //! helm is the one the Makefile builds from tools/cmd/helm's pinned module (`make
 //! .cache/bin/helm`, run here when it is missing or stale; `$INFORMERD_HELM` names another),
 //! with its cache and configuration in the repository's `.cache/helm-home`.
 
 mod chart;
+mod parity;
 mod rbac;
 
 use chart::{
