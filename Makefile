@@ -103,6 +103,21 @@ $(BIN)/promtool $(BIN)/metricnames &: tools/cmd/metricnames/go.mod tools/cmd/met
 	cd tools/cmd/metricnames && go build -trimpath -ldflags='-s -w' -o $(abspath $(BIN))/ github.com/prometheus/prometheus/cmd/promtool .
 	@touch $(BIN)/promtool $(BIN)/metricnames
 
+# helm, which make test lints and renders deploy/helm/informerd with (tests/helm/): built from
+# tools/cmd/helm's module, whose go.mod pins the release (its `tool` line names the command),
+# stamped as Helm's own Makefile stamps a release: its version, and the Kubernetes version of its
+# client-go as the one `helm template` and `helm lint` assume without a cluster (unstamped, 1.20,
+# older than the native sidecars the chart renders).
+HELM_VERSION    := $(shell awk '$$1 == "helm.sh/helm/v3" { print $$2; exit }' tools/cmd/helm/go.mod)
+HELM_K8S_MINOR  := $(word 2,$(subst ., ,$(shell awk '$$1 == "k8s.io/client-go" { print $$2; exit }' tools/cmd/helm/go.mod)))
+HELM_LDFLAGS     = -s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+  -X helm.sh/helm/v3/internal/version.gitTreeState=clean \
+  $(foreach pkg,pkg/lint/rules pkg/chartutil,-X helm.sh/helm/v3/$(pkg).k8sVersionMajor=1 \
+    -X helm.sh/helm/v3/$(pkg).k8sVersionMinor=$(HELM_K8S_MINOR))
+$(BIN)/helm: tools/cmd/helm/go.mod tools/cmd/helm/go.sum
+	@mkdir -p $(BIN)
+	cd tools/cmd/helm && go build -trimpath -ldflags='$(HELM_LDFLAGS)' -o $(abspath $(BIN))/ helm.sh/helm/v3/cmd/helm
+
 .PHONY: control-plane tools
 control-plane: $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd $(BIN)/cluster
 tools: control-plane $(BIN)/seed
@@ -267,7 +282,7 @@ $(PROMPARSE):
 	  prometheus_client==$(PROMETHEUS_CLIENT_VERSION)
 
 .PHONY: test
-test: tools $(BIN)/grpcurl $(BIN)/kubectl $(BIN)/staticcheck $(BIN)/promtool $(BIN)/metricnames image $(PROMPARSE) node-bins node-images
+test: tools $(BIN)/grpcurl $(BIN)/kubectl $(BIN)/helm $(BIN)/staticcheck $(BIN)/promtool $(BIN)/metricnames image $(PROMPARSE) node-bins node-images
 	@set -eo pipefail; trap '$(BIN)/cluster down --dir $(TEST_CLUSTER_DIR)' EXIT; \
 	$(BIN)/cluster up --dir $(TEST_CLUSTER_DIR) --bin $(BIN); \
 	(cd tools && go vet ./... && $(abspath $(BIN))/staticcheck ./... && INFORMERD_KUBECONFIG=$(abspath $(TEST_CLUSTER_DIR))/kubeconfig go test ./...); \
