@@ -444,7 +444,10 @@ fn a_bad_certificate_at_start_up_names_the_flag() {
         .expect("run informerd inject-webhook");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("holds no PEM certificate"), "{stderr}");
-    assert!(stderr.contains("--cert-file"), "{stderr}");
+    let expected = format!(
+        "informerd inject-webhook: --cert-file {}: holds no PEM certificate",
+        secret.path("tls.crt").display()
+    );
+    assert!(stderr.contains(&expected), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }

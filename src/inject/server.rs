@@ -50,8 +50,31 @@ pub enum ServeError {
         source: std::io::Error,
     },
     /// The certificate or key does not load.
-    #[error("{0} (the flags --cert-file and --key-file name them)")]
+    #[error("{}", flags(.0))]
     Tls(tls::TlsError),
+}
+
+/// A TLS error named by the webhook's flags rather than `server.tls`'s fields.
+fn flags(e: &tls::TlsError) -> String {
+    let flag = |field: &str| match field {
+        "certFile" => "--cert-file",
+        "keyFile" => "--key-file",
+        _ => "--cert-file/--key-file",
+    };
+    match e {
+        tls::TlsError::File {
+            field,
+            path,
+            message,
+        } => format!("{} {}: {message}", flag(field), path.display()),
+        tls::TlsError::Mismatch { cert, key } => format!(
+            "--key-file {} is not the private key of the certificate in --cert-file {}: give \
+             the key and the certificate of one pair",
+            key.display(),
+            cert.display()
+        ),
+        tls::TlsError::Library(_) => e.to_string(),
+    }
 }
 
 /// Serves the webhook on `addr` with the certificate and key in `cert_file` and `key_file`

@@ -209,4 +209,11 @@ fn reviews_answer_with_a_patch_nothing_or_a_refusal() {
     let garbage = review(b"{}", &sidecar());
     let garbage: Value = serde_json::from_slice(&garbage).expect("json");
     assert_eq!(garbage["response"]["allowed"], false);
+    let message = garbage["response"]["status"]["message"]
+        .as_str()
+        .expect("message");
+    assert!(
+        message.starts_with("the request is not an AdmissionReview of a Pod: "),
+        "{message}"
+    );
 }
