@@ -12,6 +12,7 @@ pub mod api;
 pub mod config;
 pub mod filter;
 pub mod fleet;
+pub mod inject;
 pub mod metrics;
 pub mod proto;
 pub mod rbac;

@@ -1,7 +1,7 @@
 //! The informerd binary: its command line, and which function of [`cli`] runs each command.
 //! `serve` is the sidecar (config → fleet → filter → transform → store → api); `get`, `list`,
 //! `watch` and `status` are a client of a running sidecar; `check-config`, `rbac` and `bench`
-//! read a configuration without a cluster.
+//! read a configuration without a cluster; `inject-webhook` adds the sidecar to pods.
 
 #![forbid(unsafe_code)]
 #![warn(clippy::too_many_lines)]
@@ -59,6 +59,9 @@ enum Command {
     /// Run a dump (`kubectl get pods -A -o json`) through a configuration: objects kept, and
     /// bytes per object as JSON, in the store, and allocated.
     Bench(cli::bench::BenchArgs),
+    /// Serve the mutating admission webhook that adds informerd as a native sidecar to pods
+    /// annotated `informerd.io/inject: "true"` (deploy/inject).
+    InjectWebhook(cli::InjectArgs),
 }
 
 fn main() -> ExitCode {
@@ -72,6 +75,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => cli::bench::run(args),
         Command::CheckConfig { file } => cli::check_config(&file),
         Command::Rbac(args) => cli::rbac(args),
+        Command::InjectWebhook(args) => cli::inject_webhook(args),
         Command::Serve { config, kubeconfig } => cli::serve(config, kubeconfig),
     }
 }

@@ -44,7 +44,7 @@ pub mod reason;
 mod resource;
 mod resources;
 mod send;
-mod server;
+pub(crate) mod server;
 mod service;
 mod watch;
 

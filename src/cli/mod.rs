@@ -1,6 +1,6 @@
 //! The commands of the binary: `serve` (the sidecar), the client commands, kubectl-style
 //! (`get`, `list`, `watch` and `status` over the gRPC API of a running sidecar),
-//! `check-config`, `rbac` and `bench`.
+//! `check-config`, `rbac`, `bench`, and `inject-webhook` (the sidecar injection webhook).
 //!
 //! Client errors print as `informerd: CODE: message (reason: Reason)` with the gRPC status
 //! code and the `informerd-reason` trailer, and exit with status 1; a sidecar that cannot be
@@ -18,6 +18,7 @@ mod ensure;
 mod error;
 mod get;
 mod humanize;
+mod inject;
 mod list;
 mod output;
 mod rbac;
@@ -31,6 +32,7 @@ pub use connect::Connection;
 pub use ensure::EnsureArgs;
 pub use error::CliError;
 pub use get::GetArgs;
+pub use inject::{inject_webhook, InjectArgs};
 pub use list::ListArgs;
 pub use rbac::{rbac, RbacArgs};
 pub use run::{run, Client};

@@ -81,7 +81,7 @@ pub fn serve(config: PathBuf, kubeconfig: Option<PathBuf>) -> ExitCode {
     }
 }
 
-fn init_tracing() {
+pub(super) fn init_tracing() {
     use tracing_subscriber::EnvFilter;
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -187,7 +187,7 @@ async fn announce_sync(fleet: Arc<Fleet>) {
 }
 
 /// Ctrl-C or SIGTERM (what the kubelet sends).
-async fn shutdown_signal() {
+pub(super) async fn shutdown_signal() {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .expect("a SIGTERM handler");
     tokio::select! {

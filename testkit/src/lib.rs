@@ -29,6 +29,7 @@ mod metrics;
 mod pods;
 mod proxy;
 mod sidecar;
+mod tls;
 mod tokens;
 
 pub use apiserver::PrivateControlPlane;
@@ -43,6 +44,7 @@ pub use metrics::{metrics_text, scrape_metrics, Sample, Samples};
 pub use pods::{create_pods, pod, Apply, PodManifest};
 pub use proxy::FaultProxy;
 pub use sidecar::Sidecar;
+pub use tls::{Ca, MountedSecret};
 pub use tokens::{forge_token, grant_pod_readers};
 
 use std::{

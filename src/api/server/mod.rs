@@ -8,7 +8,7 @@
 pub(super) mod handover;
 pub(super) mod health;
 pub(super) mod request_size;
-mod tls;
+pub(crate) mod tls;
 
 use std::future::Future;
 use std::net::SocketAddr;

@@ -16,7 +16,7 @@ use tokio_rustls::rustls::{self, InconsistentKeys, RootCertStore, ServerConfig};
 use crate::config::TlsConfig;
 
 /// gRPC is HTTP/2 only: offered in ALPN, as gRPC clients require.
-const ALPN_H2: &[u8] = b"h2";
+pub const ALPN_H2: &[u8] = b"h2";
 
 /// What is wrong with the files of `server.tls`.
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
@@ -68,6 +68,7 @@ struct Contents {
 #[derive(Debug)]
 pub struct Files {
     tls: TlsConfig,
+    alpn: &'static [&'static [u8]],
     seen: Contents,
 }
 
@@ -83,13 +84,23 @@ pub enum Reload {
     Kept(TlsError),
 }
 
-/// Reads the files of `tls` and builds the server configuration (start-up: an error here stops
-/// it).
+/// Reads the files of `tls` and builds the gRPC server's configuration (start-up: an error
+/// here stops it).
+#[cfg(test)]
 pub fn load(tls: &TlsConfig) -> Result<(Files, Arc<ServerConfig>), TlsError> {
+    load_for(tls, &[ALPN_H2])
+}
+
+/// Reads the files of `tls` and builds a server configuration offering `alpn`.
+pub fn load_for(
+    tls: &TlsConfig,
+    alpn: &'static [&'static [u8]],
+) -> Result<(Files, Arc<ServerConfig>), TlsError> {
     let seen = Contents::read(tls)?;
-    let config = seen.config(tls)?;
+    let config = seen.config(tls, alpn)?;
     let files = Files {
         tls: tls.clone(),
+        alpn,
         seen,
     };
     Ok((files, config))
@@ -105,7 +116,7 @@ impl Files {
         if contents == self.seen {
             return Reload::Unchanged;
         }
-        match contents.config(&self.tls) {
+        match contents.config(&self.tls, self.alpn) {
             Ok(config) => {
                 self.seen = contents;
                 Reload::Reloaded(config)
@@ -137,11 +148,11 @@ impl Contents {
     }
 
     /// The server configuration these contents make: the certificate chain and its key,
-    /// client certificates verified against the CA bundle when there is one, and ALPN h2.
+    /// client certificates verified against the CA bundle when there is one, and `alpn`.
     ///
     /// Decision: a new configuration each time, so its session cache starts empty: a session
     /// established under a client CA that was since replaced is not resumed.
-    fn config(&self, tls: &TlsConfig) -> Result<Arc<ServerConfig>, TlsError> {
+    fn config(&self, tls: &TlsConfig, alpn: &[&[u8]]) -> Result<Arc<ServerConfig>, TlsError> {
         // Decision: the ring provider explicitly (the one tonic's `tls-ring` compiles in),
         // rather than a process-wide default that another dependency's features could change.
         let provider = Arc::new(ring::default_provider());
@@ -157,7 +168,7 @@ impl Contents {
         };
         let mut config =
             builder.with_cert_resolver(Arc::new(rustls::sign::SingleCertAndKey::from(identity)));
-        config.alpn_protocols = vec![ALPN_H2.to_vec()];
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
         Ok(Arc::new(config))
     }
 

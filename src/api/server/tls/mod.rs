@@ -8,6 +8,9 @@
 //! - `accept`: the TLS connections of the TCP listener, each made with the configuration
 //!   current when it was accepted.
 //!
+//! The injection webhook (`crate::inject`) serves its certificate through the same code, with
+//! its own ALPN and its own name in the logs ([`Served`]).
+//!
 //! New connections get the new certificate and CAs; connections already open go on with what
 //! they were made with. At start-up a file that does not load stops informerd (the caller
 //! reports the field); afterwards it only logs a warning naming the file.
@@ -30,7 +33,22 @@ use tonic::transport::server::TcpIncoming;
 use crate::config::TlsConfig;
 pub use accept::TlsTcpStream;
 pub use files::TlsError;
-use files::{Files, Reload};
+use files::{Files, Reload, ALPN_H2};
+
+/// Which server the files are for: what it offers in ALPN, and how logs name its files.
+#[derive(Clone, Copy, Debug)]
+pub struct Served {
+    /// The protocols offered in ALPN, most preferred first.
+    pub alpn: &'static [&'static [u8]],
+    /// What names the files in logs: a configuration field or command-line flags.
+    pub name: &'static str,
+}
+
+/// The gRPC listener (`server.tls`): HTTP/2 only, as gRPC clients require.
+const GRPC: Served = Served {
+    alpn: &[ALPN_H2],
+    name: "server.tls",
+};
 
 /// How often the files are read again.
 ///
@@ -46,9 +64,18 @@ pub fn incoming(
     tls: &TlsConfig,
     tcp: TcpIncoming,
 ) -> Result<impl Stream<Item = std::io::Result<TlsTcpStream>>, TlsError> {
-    let (files, config) = files::load(tls)?;
+    incoming_for(GRPC, tls, tcp)
+}
+
+/// [`incoming`] for the server `served`.
+pub fn incoming_for(
+    served: Served,
+    tls: &TlsConfig,
+    tcp: TcpIncoming,
+) -> Result<impl Stream<Item = std::io::Result<TlsTcpStream>>, TlsError> {
+    let (files, config) = files::load_for(tls, served.alpn)?;
     let (current, configs) = watch::channel(config);
-    tokio::spawn(keep_current(files, current, RELOAD_INTERVAL));
+    tokio::spawn(keep_current(files, current, RELOAD_INTERVAL, served.name));
     Ok(accept::accept(tcp, configs))
 }
 
@@ -59,6 +86,7 @@ async fn keep_current(
     mut files: Files,
     current: watch::Sender<Arc<ServerConfig>>,
     interval: Duration,
+    name: &'static str,
 ) {
     let mut tick = tokio::time::interval(interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -77,7 +105,7 @@ async fn keep_current(
         })
         .await;
         let Ok((polled_files, reload)) = polled else {
-            tracing::error!("server.tls: reading the files again failed; no more reloads");
+            tracing::error!("{name}: reading the files again failed; no more reloads");
             return;
         };
         files = polled_files;
@@ -86,11 +114,11 @@ async fn keep_current(
             Reload::Reloaded(config) => {
                 reported = None;
                 current.send_replace(config);
-                tracing::info!("server.tls: the files changed; new connections use the new certificate and client CAs");
+                tracing::info!("{name}: the files changed; new connections use the new certificate and client CAs");
             }
             Reload::Kept(e) if reported.as_ref() == Some(&e) => {}
             Reload::Kept(e) => {
-                tracing::warn!(error = %e, "server.tls: a changed file does not load; new connections keep the previous certificate and client CAs");
+                tracing::warn!(error = %e, "{name}: a changed file does not load; new connections keep the previous certificate and client CAs");
                 reported = Some(e);
             }
         }

@@ -172,7 +172,12 @@ async fn the_reload_task_publishes_new_configurations_and_ends_with_its_listener
     dir.write_pair(&pair());
     let (files, config) = load(&tls).expect("load");
     let (current, mut configs) = watch::channel(config.clone());
-    let task = tokio::spawn(keep_current(files, current, Duration::from_millis(20)));
+    let task = tokio::spawn(keep_current(
+        files,
+        current,
+        Duration::from_millis(20),
+        "server.tls",
+    ));
 
     dir.write("tls.crt", "garbage");
     dir.write_pair(&pair());
