@@ -2,7 +2,7 @@
 //! and how its stream ended. Each benchmark checks the deliveries its own way (`check_watcher`
 //! in each).
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
@@ -91,7 +91,7 @@ pub struct Followed {
     pub stream: Streaming<WatchEvent>,
 }
 
-pub fn seq_of(labels: &HashMap<String, String>) -> Option<u64> {
+pub fn seq_of(labels: &BTreeMap<String, String>) -> Option<u64> {
     labels.get(SEQ_LABEL).and_then(|v| v.parse().ok())
 }
 

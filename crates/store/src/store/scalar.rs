@@ -199,22 +199,60 @@ pub(crate) fn parse_timestamp(s: &str) -> Option<Timestamp> {
 }
 
 pub(crate) fn format_timestamp(t: Timestamp) -> String {
+    let mut out = Vec::with_capacity(30);
+    write_timestamp(t, &mut out);
+    String::from_utf8(out).expect("a timestamp is ASCII")
+}
+
+/// [`format_timestamp`] appended to `out`.
+///
+/// Decision: digits written by hand, not with `write!`: rendering a List's objects spent a
+/// tenth of its time in the formatting machinery for their timestamps (issue 34). Years
+/// outside 0-9999 and fractions wider than their digit count take `write!`, as before.
+pub(crate) fn write_timestamp(t: Timestamp, out: &mut Vec<u8>) {
     let days = t.secs.div_euclid(86_400);
     let rem = t.secs.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);
-    let mut s = String::with_capacity(30);
-    let _ = write!(
-        s,
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    );
-    if let Some((n, v)) = t.frac {
-        let _ = write!(s, ".{v:0width$}", width = n as usize);
+    if !(0..=9999).contains(&y) {
+        let s = format!(
+            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+            rem / 3600,
+            rem % 3600 / 60,
+            rem % 60
+        );
+        out.extend_from_slice(s.as_bytes());
+    } else {
+        push_digits(out, y as u64, 4);
+        out.push(b'-');
+        push_digits(out, m as u64, 2);
+        out.push(b'-');
+        push_digits(out, d as u64, 2);
+        out.push(b'T');
+        push_digits(out, (rem / 3600) as u64, 2);
+        out.push(b':');
+        push_digits(out, (rem % 3600 / 60) as u64, 2);
+        out.push(b':');
+        push_digits(out, (rem % 60) as u64, 2);
     }
-    s.push('Z');
-    s
+    if let Some((n, v)) = t.frac {
+        out.push(b'.');
+        if u64::from(v) < 10u64.saturating_pow(u32::from(n)) {
+            push_digits(out, u64::from(v), usize::from(n));
+        } else {
+            out.extend_from_slice(format!("{v:0width$}", width = n as usize).as_bytes());
+        }
+    }
+    out.push(b'Z');
+}
+
+/// `v` in decimal, zero-padded to `width` digits (`v` has at most `width` digits).
+fn push_digits(out: &mut Vec<u8>, mut v: u64, width: usize) {
+    let start = out.len();
+    out.resize(start + width, b'0');
+    for slot in out[start..].iter_mut().rev() {
+        *slot = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
 }
 
 /// `a.b.c.d` or `a.b.c.d/len` in canonical decimal form.
@@ -352,6 +390,47 @@ mod tests {
             "2026-6-15T04:14:53Z",
         ] {
             assert_eq!(parse_timestamp(s), None, "{s}");
+        }
+    }
+
+    /// The hand-written digits give what `write!` gives, outside the fast path's range too.
+    #[test]
+    fn timestamps_are_written_as_write_formats_them() {
+        let reference = |t: Timestamp| {
+            let days = t.secs.div_euclid(86_400);
+            let rem = t.secs.rem_euclid(86_400);
+            let (y, m, d) = civil_from_days(days);
+            let mut s = format!(
+                "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+                rem / 3600,
+                rem % 3600 / 60,
+                rem % 60
+            );
+            if let Some((n, v)) = t.frac {
+                s += &format!(".{v:0width$}", width = n as usize);
+            }
+            s + "Z"
+        };
+        let secs = [
+            -62_135_596_800 - 86_400,
+            -1,
+            0,
+            59,
+            951_782_400,
+            1_781_496_893,
+        ];
+        let secs = secs.into_iter().chain([253_402_300_799, 253_402_300_800]);
+        for secs in secs {
+            for frac in [
+                None,
+                Some((1, 5)),
+                Some((6, 123)),
+                Some((9, 999_999_999)),
+                Some((2, 123)),
+            ] {
+                let t = Timestamp { secs, frac };
+                assert_eq!(format_timestamp(t), reference(t), "{secs} {frac:?}");
+            }
         }
     }
 

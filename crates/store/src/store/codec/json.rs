@@ -14,17 +14,18 @@
 //! `transform::decode` (keep first, then drop).
 
 use super::decode::Decoder;
+use super::escape::write_escaped;
 use super::path::skip_const_payload;
 use super::varint::{get_id, get_varint, unzigzag};
 use super::{
-    utf8, Identity, HOLE, OBJ_HOLE, SMALL_MAX, T_ARR, T_ARR_CONST, T_ARR_EMPTY, T_ARR_OBJ1,
-    T_ATOM_STR, T_GEN_NAME, T_IPV4, T_IPV4_CIDR, T_KEY_NAME, T_KEY_NS, T_KEY_RV, T_OBJ, T_SMALL,
-    T_STR, T_TS, T_TS_FRAC, T_UINT_STR, T_UUID,
+    Identity, HOLE, OBJ_HOLE, SMALL_MAX, T_ARR, T_ARR_CONST, T_ARR_EMPTY, T_ARR_OBJ1, T_ATOM_STR,
+    T_GEN_NAME, T_IPV4, T_IPV4_CIDR, T_KEY_NAME, T_KEY_NS, T_KEY_RV, T_OBJ, T_SMALL, T_STR, T_TS,
+    T_TS_FRAC, T_UINT_STR, T_UUID,
 };
-use crate::store::atoms::{AtomId, Atoms, KIND_STR_LZ4};
+use crate::store::atoms::{AtomId, Atoms, KIND_STR, KIND_STR_LZ4};
 use crate::store::packed;
 use crate::store::scalar::{
-    format_ipv4, format_timestamp, format_uuid, unpack_suffix, Timestamp, PACKED_SUFFIX_LEN,
+    format_ipv4, format_uuid, unpack_suffix, write_timestamp, Timestamp, PACKED_SUFFIX_LEN,
 };
 
 /// What to write of a value, as a tree of field names (a transform's compiled paths).
@@ -157,7 +158,9 @@ impl<'a> JsonWriter<'a, '_, '_> {
                     self.d.p += 1;
                     (digits, get_varint(s, &mut self.d.p) as u32)
                 });
-                self.plain(&format_timestamp(Timestamp { secs, frac }));
+                self.out.push(b'"');
+                write_timestamp(Timestamp { secs, frac }, self.out);
+                self.out.push(b'"');
             }
             T_IPV4 => {
                 self.d.p += 4;
@@ -321,13 +324,17 @@ impl<'a> JsonWriter<'a, '_, '_> {
             T_STR => {
                 let len = get_varint(buf, q) as usize;
                 *q += len;
-                self.string(utf8(&buf[*q - len..*q]));
+                write_escaped(self.out, &buf[*q - len..*q]);
             }
             T_ATOM_STR => {
                 let id = get_id(buf, q);
                 match atoms.kind(id) {
                     KIND_STR_LZ4 => self.string(&packed::unpack(atoms.payload(id))),
-                    _ => self.string(atoms.str(id)),
+                    // Interned as UTF-8: written from its bytes, not checked again.
+                    kind => {
+                        debug_assert_eq!(kind, KIND_STR);
+                        write_escaped(self.out, atoms.payload(id))
+                    }
                 }
             }
             T_UUID => {
@@ -394,7 +401,7 @@ impl<'a> JsonWriter<'a, '_, '_> {
 
     /// Writes a string as serde_json does (quoted, escaped).
     fn string(&mut self, s: &str) {
-        serde_json::to_writer(&mut *self.out, s).expect("writing to a Vec cannot fail");
+        write_escaped(self.out, s.as_bytes());
     }
 
     /// Writes a string that needs no escape (a formatted timestamp, address or UUID).

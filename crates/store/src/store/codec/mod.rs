@@ -38,6 +38,7 @@
 
 mod decode;
 mod encode;
+mod escape;
 mod header;
 mod json;
 mod path;
