@@ -100,6 +100,10 @@ func (c *Client) Close() error { return c.conn.Close() }
 // Raw returns the generated gRPC client, for what this package does not wrap.
 func (c *Client) Raw() informerdv1.CacheClient { return c.cache }
 
+// Conn returns the connection itself, for the sidecar's other services on it: its gRPC health
+// service (grpc_health_v1.NewHealthClient(c.Conn())), reflection.
+func (c *Client) Conn() *grpc.ClientConn { return c.conn }
+
 // ResumeToken is a point in a resource's cache: Watch with Since(token) replays exactly the
 // changes after it. Revisions are only comparable within one epoch (one run of the sidecar).
 type ResumeToken struct {
