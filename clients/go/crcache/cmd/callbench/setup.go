@@ -19,7 +19,7 @@ import (
 	"time"
 )
 
-// seedPods creates pods realistic pods in the namespace PREFIX-0 with the project's seeder.
+// seedPods creates that many of the seeder's realistic pods in the namespace PREFIX-0.
 func seedPods(ctx context.Context, seed, kubeconfig, prefix string, pods int) error {
 	cmd := exec.CommandContext(ctx, seed, "pods", "--kubeconfig", kubeconfig, "--pods", strconv.Itoa(pods),
 		"--namespaces", "1", "--prefix", prefix)
