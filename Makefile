@@ -35,6 +35,8 @@ help:
 	@echo "make bench-adapters  controller heap: controller-runtime's own cache against the informerd"
 	@echo "                   adapter, 1 and 3 controllers, and kube-rs stores over the same pods"
 	@echo "                   (BENCH_PODS=10000,50000; benches/results/adapters.*)"
+	@echo "make bench-calls   what a Get and a List of 5 pods cost a Go controller, end to end, against an"
+	@echo "                   empty call, in the running cluster (CALLS_PODS=5000; benches/results/calls.*)"
 	@echo "make crcache-suite controller-runtime's own pkg/cache test suite against crcache, on a control"
 	@echo "                   plane of its own (clients/go/crcache/conformance; log in .cache/crcache-suite)"
 	@echo "make chaos         the chaos suite's long form (CHAOS_ROUNDS=5 CHAOS_CHURN_SECONDS=20 ...;"
@@ -403,6 +405,17 @@ bench-adapters: control-plane $(BIN)/seed
 	.cache/heapbench run --bin $(abspath $(BIN)) --informerd $(abspath $(CARGO_TARGET))/release/informerd \
 	  --pods $${BENCH_PODS:-10000,50000} --out benches/results/adapters \
 	  --kube-rs "INFORMERD_BIN=$(abspath $(CARGO_TARGET))/release/informerd cargo bench -p informerd-client --bench controller_store"
+
+# --- the per-call cost of a Go controller's reads (clients/go/crcache/cmd/callbench documents it):
+# Get and List of 5 pods through the Go client and crcache against an empty call, over the
+# cluster of `make cluster` (a namespace of its own, deleted at the end), as `make bench` --------
+.PHONY: bench-calls
+bench-calls: cluster $(BIN)/seed
+	cargo build --release --bin informerd
+	cd clients/go/crcache && go build -o $(abspath .cache)/callbench ./cmd/callbench
+	.cache/callbench --kubeconfig $(abspath $(CLUSTER_DIR))/kubeconfig --seed $(abspath $(BIN))/seed \
+	  --informerd $(abspath $(CARGO_TARGET))/release/informerd --pods $${CALLS_PODS:-5000} \
+	  --seconds $${CALLS_SECONDS:-5} --out benches/results/calls
 
 # --- controller-runtime's own pkg/cache suite (v0.24.1) against crcache: the vendored specs
 # (clients/go/crcache/conformance, UPSTREAM.md) on a control plane of their own, started like

@@ -3,6 +3,7 @@ module informerd.io/clients/go
 go 1.26.0
 
 require (
+	github.com/go-json-experiment/json v1.27.2
 	google.golang.org/grpc v1.79.3
 	google.golang.org/protobuf v1.36.12
 	k8s.io/api v0.36.3

@@ -13,7 +13,6 @@ package informerd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -99,6 +98,10 @@ func (c *Client) Close() error { return c.conn.Close() }
 
 // Raw returns the generated gRPC client, for what this package does not wrap.
 func (c *Client) Raw() informerdv1.CacheClient { return c.cache }
+
+// Conn returns the connection itself, for the sidecar's other services on it: its gRPC health
+// service (grpc_health_v1.NewHealthClient(c.Conn())), reflection.
+func (c *Client) Conn() *grpc.ClientConn { return c.conn }
 
 // ResumeToken is a point in a resource's cache: Watch with Since(token) replays exactly the
 // changes after it. Revisions are only comparable within one epoch (one run of the sidecar).
@@ -275,25 +278,4 @@ func (c *Client) WaitForSynced(ctx context.Context, interval time.Duration) erro
 		case <-time.After(interval):
 		}
 	}
-}
-
-// ObjectReceiver is implemented by a type that takes the sidecar's objects as they come (the
-// JSON with the identity fields beside it) instead of having the JSON decoded into it: an
-// Informer, GetAs or ListAs of such a T calls ReceiveObject.
-type ObjectReceiver interface {
-	ReceiveObject(obj *informerdv1.Object) error
-}
-
-func decode[T any](obj *informerdv1.Object) (*T, error) {
-	if obj == nil {
-		return nil, fmt.Errorf("informerd: the response carries no object")
-	}
-	v := new(T)
-	if r, ok := any(v).(ObjectReceiver); ok {
-		return v, r.ReceiveObject(obj)
-	}
-	if err := json.Unmarshal(obj.GetJson(), v); err != nil {
-		return nil, fmt.Errorf("informerd: decode %s/%s into %T: %w", obj.GetNamespace(), obj.GetName(), v, err)
-	}
-	return v, nil
 }

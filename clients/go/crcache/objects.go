@@ -5,7 +5,6 @@ package crcache
 // decoded into each.
 
 import (
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
@@ -16,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	informerd "informerd.io/clients/go"
 )
 
 type shapeKind int
@@ -124,7 +125,7 @@ func decodeInto(data []byte, out client.Object) error {
 		return fmt.Errorf("crcache: cannot decode into %T: need a non-nil pointer", out)
 	}
 	v.Elem().Set(reflect.Zero(v.Elem().Type()))
-	if err := json.Unmarshal(data, out); err != nil {
+	if err := informerd.Unmarshal(data, out); err != nil {
 		return fmt.Errorf("crcache: decode %T: %w", out, err)
 	}
 	return nil

@@ -56,7 +56,7 @@ func (s scope) matches(data []byte) (bool, error) {
 		return true, nil
 	}
 	var obj map[string]any
-	if err := json.Unmarshal(data, &obj); err != nil {
+	if err := informerd.Unmarshal(data, &obj); err != nil {
 		return false, fmt.Errorf("crcache: decode object: %w", err)
 	}
 	if s.labels != nil && !s.labels.Empty() {
