@@ -215,11 +215,12 @@ node: cluster node-bins node-images
 node-down:
 	@if [ -x $(BIN)/node ]; then $(BIN)/node down --dir $(CLUSTER_DIR)/nodes; fi
 
-# The manifests under deploy/ as pods on two real nodes (tools/cmd/node/realnode_test.go), on a
-# control plane of its own, stopped at the end; `make test` runs it after the other suites.
+# The manifests under deploy/ as pods on two real nodes (tools/cmd/node's tests), on a control
+# plane of its own, stopped at the end; `make test` runs it after the other suites. helm installs
+# deploy/helm/informerd there; the injection webhook is the image's informerd (make image).
 NODE_TEST_CLUSTER_DIR := .cache/node-test-cluster
 .PHONY: test-node
-test-node: control-plane node-bins node-images $(BIN)/kubectl
+test-node: control-plane node-bins node-images $(BIN)/kubectl $(BIN)/helm
 	@set -eo pipefail; \
 	trap '$(BIN)/node down --dir $(NODE_TEST_CLUSTER_DIR)/nodes; $(BIN)/cluster down --dir $(NODE_TEST_CLUSTER_DIR)' EXIT; \
 	$(BIN)/cluster up --dir $(NODE_TEST_CLUSTER_DIR) --bin $(BIN); \

@@ -1,5 +1,9 @@
 package main
 
+// The certificates the nodes and the tests need, signed by the control plane's own CA, so that
+// nothing new has to be trusted: the kubelets' client certificates and, in the tests, the
+// serving certificate of a webhook the apiserver calls.
+
 import (
 	"crypto/rand"
 	"crypto/rsa"
@@ -13,8 +17,8 @@ import (
 	"time"
 )
 
-// pki signs the nodes' client certificates with the control plane's CA (`cluster up` wrote it
-// under CLUSTER-DIR/pki).
+// pki signs certificates with the control plane's CA (`cluster up` wrote it under
+// CLUSTER-DIR/pki).
 type pki struct{ clusterDir, dir string }
 
 func (p pki) caCert() string { return filepath.Join(p.clusterDir, "pki", "ca.crt") }
@@ -23,37 +27,12 @@ func (p pki) caKey() string  { return filepath.Join(p.clusterDir, "pki", "ca.key
 // kubeconfig writes a client certificate for user (in groups) and a kubeconfig for server
 // using it, named file.kubeconfig, and returns its path.
 func (p pki) kubeconfig(file, user string, groups []string, server string) (string, error) {
-	caCert, caKey, err := p.ca()
+	certPath, keyPath, err := p.issue(file, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: user, Organization: groups},
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
 	if err != nil {
-		return "", err
-	}
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		return "", err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		return "", err
-	}
-	now := time.Now().Add(-time.Hour)
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: user, Organization: groups},
-		NotBefore:    now,
-		NotAfter:     now.Add(365 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		return "", err
-	}
-	certPath := filepath.Join(p.dir, file+".crt")
-	keyPath := filepath.Join(p.dir, file+".key")
-	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
 		return "", err
 	}
 	path := filepath.Join(p.dir, file+".kubeconfig")
@@ -76,6 +55,37 @@ contexts:
     user: %s
 current-context: informerd-local
 `, server, p.caCert(), user, certPath, keyPath, user)), 0o600)
+}
+
+// issue signs tmpl (its serial and validity set here) for a new key with the control plane's
+// CA and writes the certificate and key as file.crt and file.key in the pki's directory.
+func (p pki) issue(file string, tmpl *x509.Certificate) (certPath, keyPath string, err error) {
+	caCert, caKey, err := p.ca()
+	if err != nil {
+		return "", "", err
+	}
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return "", "", err
+	}
+	if tmpl.SerialNumber, err = rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62)); err != nil {
+		return "", "", err
+	}
+	tmpl.NotBefore = time.Now().Add(-time.Hour)
+	tmpl.NotAfter = tmpl.NotBefore.Add(365 * 24 * time.Hour)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		return "", "", err
+	}
+	certPath = filepath.Join(p.dir, file+".crt")
+	keyPath = filepath.Join(p.dir, file+".key")
+	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
+		return "", "", err
+	}
+	return certPath, keyPath, nil
 }
 
 func (p pki) ca() (*x509.Certificate, *rsa.PrivateKey, error) {

@@ -58,11 +58,21 @@ func needNodes(t *testing.T) *realNode {
 	return r
 }
 
-// run runs a command with the control plane's kubeconfig and returns its stdout.
+// run runs a command (a binary of .cache/bin, or one by its absolute path) with the control
+// plane's kubeconfig and returns its stdout.
 func (r *realNode) run(stdin []byte, name string, args ...string) (string, error) {
-	cmd := exec.Command(filepath.Join(r.bin, name), args...)
+	return r.runEnv(nil, stdin, name, args...)
+}
+
+// runEnv is run with more environment variables.
+func (r *realNode) runEnv(env []string, stdin []byte, name string, args ...string) (string, error) {
+	path := name
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(r.bin, name)
+	}
+	cmd := exec.Command(path, args...)
 	cmd.Dir = r.root
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+r.kubeconfig)
+	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+r.kubeconfig), env...)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
@@ -152,62 +162,15 @@ var viewEquals = regexp.MustCompile(`the Informer's view equals informerd's list
 func TestDeployExampleRunsAsPodsOnARealNode(t *testing.T) {
 	r := needNodes(t)
 	ctx := context.Background()
-	// Pods for informerd to cache: bound to a node that does not exist, so that no kubelet
-	// runs them and nothing deletes them (the control plane has no pod garbage collector).
-	const perNamespace = 20
-	want := 0
-	for _, ns := range []string{"informerd-example-0", "informerd-example-1"} {
-		if _, err := r.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i < perNamespace; i++ {
-			p := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cached-%d", i)},
-				Spec:       corev1.PodSpec{NodeName: "elsewhere", Containers: []corev1.Container{{Name: "c", Image: "none"}}},
-			}
-			if _, err := r.cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			want++
-		}
-	}
+	want := r.cachedPods("informerd-example", 2, 20)
 	start := time.Now()
 	r.apply("deploy/example")
-	t.Cleanup(func() {
-		_, _ = r.run(nil, "kubectl", "delete", "namespace", "informerd-example", "informerd-example-0", "informerd-example-1", "--wait=false")
-	})
-
-	var pod *corev1.Pod
-	r.eventually("informerd started and ready by the kubelet's probes", func() (bool, string) {
-		pod = r.onePod("informerd-example", "app.kubernetes.io/name=controller")
-		s := status(pod, "informerd")
-		if s == nil {
-			return false, fmt.Sprintf("no informerd status yet: %s", pod.Status.Phase)
-		}
-		return s.Started != nil && *s.Started && s.Ready, fmt.Sprintf("informerd %+v", s.State)
-	})
-	t.Logf("pod %s on %s: informerd started and ready %s after the apply", pod.Name, pod.Spec.NodeName, time.Since(start).Round(time.Second))
-	if pod.Spec.NodeName == "" || !strings.HasPrefix(pod.Status.PodIP, "10.244.") {
-		t.Fatalf("pod %s: node %q, IP %q: not on a real node's pod network", pod.Name, pod.Spec.NodeName, pod.Status.PodIP)
-	}
+	t.Cleanup(func() { _, _ = r.run(nil, "kubectl", "delete", "namespace", "informerd-example", "--wait=false") })
+	pod := r.sidecarReady("informerd-example", "app.kubernetes.io/name=controller", start)
 
 	// The controller reads through the socket: the demo prints its Informer's view against
-	// informerd's list (it exits after each run and the Deployment restarts it; a run's output
-	// is in the current container's log or the previous one's).
-	var got int
-	r.eventually("the controller's report", func() (bool, string) {
-		for _, prev := range []string{"--previous=false", "--previous=true"} {
-			out, err := r.run(nil, "kubectl", "logs", "-n", "informerd-example", pod.Name, "-c", "controller", prev)
-			if err != nil {
-				continue
-			}
-			if m := viewEquals.FindStringSubmatch(out); m != nil {
-				got, _ = strconv.Atoi(m[1])
-				return true, ""
-			}
-		}
-		return false, "no report in the controller's logs"
-	})
+	// informerd's list.
+	got := r.controllerReport(pod)
 	if got != want {
 		t.Fatalf("the controller read %d pods through informerd; the apiserver has %d in informerd-example-0 and -1", got, want)
 	}
@@ -400,51 +363,6 @@ func (r *realNode) servesThroughTheSocket(pod *corev1.Pod, want int) (epoch stri
 	return epoch
 }
 
-// The agent's image, as the Makefile names it (NODE_AGENT_IMAGE), imported into the nodes.
-const agentImage, agentTag = "informerd-node-agent", "0.1.0"
-
-// An agent's line: 1 node, 2 pods listed, 3 of them on another node, 4 the Informer's view,
-// 5 its epoch, 6 its relists; or 7 the reason and 8 the code of an error.
-var agentLine = regexp.MustCompile(`agent node=(\S+) (?:pods=(\d+) foreign=(\d+) informer=(\d+) epoch=(\d+) relists=(\d+)|error=(\S*) code=(\S+))`)
-
-// agentReport is the last line an agent pod printed.
-func (r *realNode) agentReport(ns, pod string) []string {
-	out, err := r.run(nil, "kubectl", "logs", "-n", ns, pod, "--tail=1")
-	if err != nil {
-		return nil
-	}
-	return agentLine.FindStringSubmatch(out)
-}
-
-// agentSeesItsNode waits for a report of the agent in which its List and its Informer's view
-// both hold exactly the pods the apiserver has on its node, none of another node, and which
-// also satisfies more; it returns that report.
-func (r *realNode) agentSeesItsNode(a *corev1.Pod, more func([]string) bool) []string {
-	r.t.Helper()
-	var got []string
-	r.eventually("agent on "+a.Spec.NodeName+" holds its node's pods", func() (bool, string) {
-		m := r.agentReport(a.Namespace, a.Name)
-		if m == nil {
-			return false, "no report yet"
-		}
-		if m[1] != a.Spec.NodeName || m[8] != "" {
-			return false, m[0]
-		}
-		onNode, err := r.cs.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{FieldSelector: "spec.nodeName=" + a.Spec.NodeName})
-		if err != nil {
-			return false, err.Error()
-		}
-		n, _ := strconv.Atoi(m[2])
-		k, _ := strconv.Atoi(m[4])
-		if n != len(onNode.Items) || k != n || n == 0 || m[3] != "0" || !more(m) {
-			return false, fmt.Sprintf("%s; the apiserver has %d pods on the node", m[0], len(onNode.Items))
-		}
-		got = m
-		return true, ""
-	})
-	return got
-}
-
 // TestDeployNodeServesEachNodeItsOwnPods: deploy/node on two nodes, as written, and its
 // example agent with only the image set by an overlay. One informerd per node serves the pods
 // of that node alone; the agent on each node reads them through the node's socket with its
@@ -460,41 +378,9 @@ func TestDeployNodeServesEachNodeItsOwnPods(t *testing.T) {
 		t.Fatalf("%d nodes: the test needs two", len(nodes.Items))
 	}
 	r.apply("deploy/node")
-	overlay := t.TempDir()
-	base, err := filepath.Rel(overlay, filepath.Join(r.root, "deploy/node/example-agent"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-- %s
-images:
-- name: agent
-  newName: %s
-  newTag: %s
-`, base, agentImage, agentTag)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r.apply(overlay)
-	t.Cleanup(func() {
-		_, _ = r.run(nil, "kubectl", "delete", "namespace", "informerd-node", "informerd-agent", "--wait=false")
-	})
-
-	// One informerd per node, ready.
-	r.eventually("an informerd ready on every node", func() (bool, string) {
-		l, err := r.cs.CoreV1().Pods("informerd-node").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=informerd"})
-		if err != nil {
-			return false, err.Error()
-		}
-		on := map[string]bool{}
-		for _, p := range l.Items {
-			if s := status(&p, "informerd"); s != nil && s.Ready {
-				on[p.Spec.NodeName] = true
-			}
-		}
-		return len(on) == len(nodes.Items) && len(l.Items) == len(nodes.Items), fmt.Sprintf("%d pods, ready on %v", len(l.Items), on)
-	})
+	r.applyExampleAgent()
+	t.Cleanup(func() { _, _ = r.run(nil, "kubectl", "delete", "namespace", "informerd-node", "--wait=false") })
+	r.readyOnEveryNode("informerd-node", "app.kubernetes.io/name=informerd", len(nodes.Items))
 
 	// More pods on each node for informerd to hold: the pause image, which every node has.
 	if _, err := r.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "informerd-node-pods"}}, metav1.CreateOptions{}); err != nil {
@@ -514,14 +400,7 @@ images:
 	}
 
 	// Each node's agent: exactly the pods the apiserver has on that node, none of another.
-	agents, err := r.cs.CoreV1().Pods("informerd-agent").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=agent"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.eventually("an agent on every node", func() (bool, string) {
-		agents, err = r.cs.CoreV1().Pods("informerd-agent").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=agent"})
-		return err == nil && len(agents.Items) == len(nodes.Items), fmt.Sprintf("%v", err)
-	})
+	agents := r.agentOnEveryNode(len(nodes.Items))
 	for _, a := range agents.Items {
 		r.agentSeesItsNode(&a, func([]string) bool { return true })
 		t.Logf("%s: %s", a.Name, r.agentReport(a.Namespace, a.Name)[0])

@@ -27,7 +27,7 @@ import (
 )
 
 func main() {
-	socket := flag.String("socket", "", "the sidecar's Unix socket")
+	socket := flag.String("socket", "", "the sidecar's Unix socket (default: $INFORMERD_SOCKET, as a controller beside an injected or Helm-installed sidecar finds it)")
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the control plane (for the full objects)")
 	seed := flag.String("seed", "", "the seeder binary, to churn pods while the Informer runs")
 	prefix := flag.String("prefix", "demo", "the seeded namespaces' prefix")
@@ -42,7 +42,8 @@ func main() {
 
 func run(socket, kubeconfig, seed, prefix string, namespaces int, churn time.Duration) error {
 	ctx := context.Background()
-	c, err := informerd.Dial("unix://" + socket)
+	// An empty socket is Dial's "", which reads $INFORMERD_SOCKET.
+	c, err := informerd.Dial(socket)
 	if err != nil {
 		return err
 	}
