@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use informerd_testkit::{
-    documents, free_port, metrics_text, repo_root, wait_synced, ControlPlane, Fixture, Kubectl,
-    Resource, SidecarConfig,
+    documents, free_port, made_tool, metrics_text, repo_root, wait_synced, ControlPlane, Fixture,
+    Kubectl, Resource, SidecarConfig,
 };
 use serde_json::Value as Json;
 use serde_yaml::Value as Yaml;
@@ -169,20 +169,7 @@ fn metric_names(queries: &[Query]) -> Result<Vec<Vec<String>>, String> {
 fn metricnames() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT
-        .get_or_init(|| {
-            if let Some(path) = std::env::var_os("INFORMERD_METRICNAMES") {
-                return PathBuf::from(path);
-            }
-            let target = ".cache/bin/metricnames";
-            let made = Command::new("make")
-                .args(["-s", "-C"])
-                .arg(repo_root())
-                .arg(target)
-                .status()
-                .expect("run make");
-            assert!(made.success(), "make {target} failed");
-            repo_root().join(target)
-        })
+        .get_or_init(|| made_tool("INFORMERD_METRICNAMES", ".cache/bin/metricnames"))
         .clone()
 }
 

@@ -128,6 +128,23 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// A tool the Makefile builds (`target`, relative to the repository, e.g. `.cache/bin/helm`):
+/// `$env` when set, else `make target` (which rebuilds it when missing or older than its
+/// sources) and its path. Panics when make fails: every caller is a test.
+pub fn made_tool(env: &str, target: &str) -> PathBuf {
+    if let Some(path) = std::env::var_os(env) {
+        return PathBuf::from(path);
+    }
+    let made = std::process::Command::new("make")
+        .args(["-s", "-C"])
+        .arg(repo_root())
+        .arg(target)
+        .status()
+        .expect("run make");
+    assert!(made.success(), "make {target} failed");
+    repo_root().join(target)
+}
+
 impl ControlPlane {
     /// Starts the control plane if it is not running, once per process, and returns it.
     /// Panics with the reason when it cannot be started: every caller is a test or benchmark.

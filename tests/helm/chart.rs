@@ -8,7 +8,7 @@ use std::{
     process::Command,
 };
 
-use informerd_testkit::{documents, repo_root, unique_prefix, Kubectl};
+use informerd_testkit::{documents, made_tool, repo_root, unique_prefix, Kubectl};
 use serde_yaml::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_informerd");
@@ -18,20 +18,7 @@ pub const CHART: &str = "deploy/helm/informerd";
 pub fn helm_bin() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT
-        .get_or_init(|| {
-            if let Some(path) = std::env::var_os("INFORMERD_HELM") {
-                return PathBuf::from(path);
-            }
-            let target = ".cache/bin/helm";
-            let made = Command::new("make")
-                .args(["-s", "-C"])
-                .arg(repo_root())
-                .arg(target)
-                .status()
-                .expect("run make");
-            assert!(made.success(), "make {target} failed");
-            repo_root().join(target)
-        })
+        .get_or_init(|| made_tool("INFORMERD_HELM", ".cache/bin/helm"))
         .clone()
 }
 
