@@ -53,7 +53,7 @@ type call struct {
 // newBench connects (one connection for every call, crcache's included) and picks the pods
 // and selectors the calls read.
 func newBench(ctx context.Context, kubeconfig string, sc *sidecar, ns string) (*bench, error) {
-	ic, err := informerd.Dial("unix://" + sc.socket)
+	ic, err := informerd.Dial("unix://" + sc.Socket)
 	if err != nil {
 		return nil, err
 	}

@@ -110,7 +110,7 @@ func run(ctx context.Context, f flags) error {
 	if err != nil {
 		return err
 	}
-	defer sc.stop()
+	defer sc.Stop()
 	b, err := newBench(ctx, f.kubeconfig, sc, ns)
 	if err != nil {
 		return err

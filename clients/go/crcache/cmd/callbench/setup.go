@@ -3,20 +3,19 @@ package main
 // What the calls are made against: the seeder's pods in one namespace of the benchmark's own, and
 // one informerd caching them with the controller profile.
 //
-// Decision: not cmd/heapbench's sidecar code, which runs another configuration (heapbench's
-// controller's mask, every namespace) and reads memory; this one reads the sidecar's CPU time.
+// The process is internal/benchsidecar's, as cmd/heapbench's is; the configuration is this
+// benchmark's own (serving's controller profile, one namespace), and it reads the CPU time.
 
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"informerd.io/clients/go/crcache/internal/benchsidecar"
 )
 
 // seedPods creates that many of the seeder's realistic pods in the namespace PREFIX-0.
@@ -69,71 +68,25 @@ resources:
 `, socket, metrics, namespace)
 }
 
+// sidecar is the run's informerd (internal/benchsidecar) and what callbench reads of it.
 type sidecar struct {
-	cmd     *exec.Cmd
-	cancel  context.CancelFunc
-	exited  chan struct{}
-	socket  string
-	logPath string
+	*benchsidecar.Sidecar
 }
 
 // startSidecar runs informerd in dir and waits until /readyz says it has synced.
 func startSidecar(ctx context.Context, bin, kubeconfig, dir, namespace string, timeout time.Duration) (*sidecar, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	s, err := benchsidecar.Start(ctx, bin, kubeconfig, dir, func(socket, metrics string) string {
+		return sidecarConfig(socket, metrics, namespace)
+	}, timeout)
 	if err != nil {
 		return nil, err
 	}
-	metrics := l.Addr().String()
-	l.Close()
-	s := &sidecar{socket: filepath.Join(dir, "informerd.sock"), logPath: filepath.Join(dir, "informerd.log"),
-		exited: make(chan struct{})}
-	_ = os.Remove(s.socket)
-	config := filepath.Join(dir, "informerd.yaml")
-	if err := os.WriteFile(config, []byte(sidecarConfig(s.socket, metrics, namespace)), 0o644); err != nil {
-		return nil, err
-	}
-	logFile, err := os.Create(s.logPath)
-	if err != nil {
-		return nil, err
-	}
-	defer logFile.Close()
-	cmdCtx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	s.cmd = exec.CommandContext(cmdCtx, bin, "serve", "--config", config, "--kubeconfig", kubeconfig)
-	s.cmd.Cancel = func() error { return s.cmd.Process.Signal(os.Interrupt) }
-	s.cmd.WaitDelay = 10 * time.Second
-	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
-	if err := s.cmd.Start(); err != nil {
-		cancel()
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	go func() { _ = s.cmd.Wait(); close(s.exited) }()
-	deadline := time.Now().Add(timeout)
-	for {
-		if resp, err := http.Get("http://" + metrics + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return s, nil
-			}
-		}
-		select {
-		case <-s.exited:
-			return nil, fmt.Errorf("informerd exited before it synced; its log: %s", s.logPath)
-		case <-ctx.Done():
-			s.stop()
-			return nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			s.stop()
-			return nil, fmt.Errorf("informerd not ready after %s; its log: %s", timeout, s.logPath)
-		}
-	}
+	return &sidecar{s}, nil
 }
 
 // cpuTicks is the sidecar's CPU time so far (utime + stime of /proc/PID/stat), in clock ticks.
 func (s *sidecar) cpuTicks() (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.Cmd.Process.Pid))
 	if err != nil {
 		return 0, err
 	}
@@ -141,18 +94,12 @@ func (s *sidecar) cpuTicks() (uint64, error) {
 	rest := string(b[strings.LastIndexByte(string(b), ')')+2:])
 	fields := strings.Fields(rest)
 	if len(fields) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields after the name", s.cmd.Process.Pid, len(fields))
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields after the name", s.Cmd.Process.Pid, len(fields))
 	}
 	utime, err1 := strconv.ParseUint(fields[11], 10, 64)
 	stime, err2 := strconv.ParseUint(fields[12], 10, 64)
 	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: utime %q, stime %q", s.cmd.Process.Pid, fields[11], fields[12])
+		return 0, fmt.Errorf("/proc/%d/stat: utime %q, stime %q", s.Cmd.Process.Pid, fields[11], fields[12])
 	}
 	return utime + stime, nil
-}
-
-// stop asks informerd to stop (SIGINT) and waits; exec kills it after 10 s.
-func (s *sidecar) stop() {
-	s.cancel()
-	<-s.exited
 }

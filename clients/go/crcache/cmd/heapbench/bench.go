@@ -66,7 +66,7 @@ func (b *bench) measure(ctx context.Context, want int, controllers []int, caches
 	if err != nil {
 		return nil, err
 	}
-	defer s.stop()
+	defer s.Stop()
 	idle, err := s.sample()
 	if err != nil {
 		return nil, err

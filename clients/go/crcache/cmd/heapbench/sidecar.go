@@ -6,14 +6,12 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"informerd.io/clients/go/crcache/internal/benchsidecar"
 )
 
 // sidecarSample is informerd's memory: jemalloc's allocated bytes and the resident set its
@@ -25,13 +23,9 @@ type sidecarSample struct {
 	PeakRSS   uint64 `json:"peak_rss_bytes"`
 }
 
+// sidecar is the run's informerd (internal/benchsidecar) and what heapbench reads of it.
 type sidecar struct {
-	cmd     *exec.Cmd
-	cancel  context.CancelFunc // stops it: SIGINT, SIGKILL after 10 s (exec's Cancel, WaitDelay)
-	exited  chan struct{}
-	Socket  string
-	metrics string // host:port
-	logPath string
+	*benchsidecar.Sidecar
 }
 
 // sidecarConfig caches what labelctl's controller reads, with a field mask of what it reads:
@@ -77,61 +71,18 @@ resources:
 
 // startSidecar runs informerd in dir and waits until /readyz says every resource has synced.
 func startSidecar(ctx context.Context, bin, kubeconfig, dir string, namespaces []string, timeout time.Duration) (*sidecar, error) {
-	port, err := freePort()
+	s, err := benchsidecar.Start(ctx, bin, kubeconfig, dir, func(socket, metrics string) string {
+		return sidecarConfig(socket, metrics, namespaces)
+	}, timeout)
 	if err != nil {
 		return nil, err
 	}
-	s := &sidecar{Socket: filepath.Join(dir, "informerd.sock"), metrics: fmt.Sprintf("127.0.0.1:%d", port),
-		logPath: filepath.Join(dir, "informerd.log"), exited: make(chan struct{})}
-	config := filepath.Join(dir, "informerd.yaml")
-	_ = os.Remove(s.Socket)
-	if err := os.WriteFile(config, []byte(sidecarConfig(s.Socket, s.metrics, namespaces)), 0o644); err != nil {
-		return nil, err
-	}
-	logFile, err := os.Create(s.logPath)
-	if err != nil {
-		return nil, err
-	}
-	defer logFile.Close()
-	cmdCtx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	s.cmd = exec.CommandContext(cmdCtx, bin, "serve", "--config", config, "--kubeconfig", kubeconfig)
-	s.cmd.Cancel = func() error { return s.cmd.Process.Signal(os.Interrupt) }
-	s.cmd.WaitDelay = 10 * time.Second
-	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
-	s.cmd.Env = append(os.Environ(), "RUST_LOG=info")
-	if err := s.cmd.Start(); err != nil {
-		cancel()
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	go func() { _ = s.cmd.Wait(); close(s.exited) }()
-	deadline := time.Now().Add(timeout)
-	for {
-		resp, err := http.Get("http://" + s.metrics + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return s, nil
-			}
-		}
-		select {
-		case <-s.exited:
-			return nil, fmt.Errorf("informerd exited before it synced; log: %s", s.logPath)
-		case <-ctx.Done():
-			s.stop()
-			return nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			s.stop()
-			return nil, fmt.Errorf("informerd not ready after %s; log: %s", timeout, s.logPath)
-		}
-	}
+	return &sidecar{s}, nil
 }
 
 // sample reads the sidecar's memory figures from /metrics and its peak from /proc.
 func (s *sidecar) sample() (sidecarSample, error) {
-	resp, err := http.Get("http://" + s.metrics + "/metrics")
+	resp, err := http.Get("http://" + s.Metrics + "/metrics")
 	if err != nil {
 		return sidecarSample{}, err
 	}
@@ -159,26 +110,10 @@ func (s *sidecar) sample() (sidecarSample, error) {
 	if len(want) > 0 {
 		return out, fmt.Errorf("/metrics lacks %v", want)
 	}
-	status, err := procStatus(s.cmd.Process.Pid)
+	status, err := procStatus(s.Cmd.Process.Pid)
 	if err != nil {
 		return out, err
 	}
 	out.PeakRSS = status["VmHWM"]
 	return out, nil
-}
-
-// stop asks informerd to stop (SIGINT) and waits; exec kills it after 10 s.
-func (s *sidecar) stop() {
-	s.cancel()
-	<-s.exited
-}
-
-// freePort is a loopback TCP port nothing listened on a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
