@@ -7,6 +7,8 @@
 //! - owner mapping: a real ReplicaSet gets its key once per burst of changes to its pods;
 //! - resume with a token gives the keys changed since; a restarted sidecar (another epoch)
 //!   gives a resync, not a gap;
+//! - with `send_objects`, each key carries what a Get returns (masked by `fields`), a deletion
+//!   and an owner's key carry none;
 //! - bad subscriptions are INVALID_ARGUMENT naming the field.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -388,6 +390,8 @@ async fn owner_mapping_sends_the_replicasets_key_once_per_burst_of_its_pods() ->
 
     let mut sub = fx.subscription();
     sub.debounce_millis = 2_000;
+    // An owner's key is another resource's: it carries no object even when asked.
+    sub.send_objects = true;
     sub.owner = Some(OwnerMapping {
         kind: "ReplicaSet".into(),
         api_version: "apps/v1".into(),
@@ -407,6 +411,7 @@ async fn owner_mapping_sends_the_replicasets_key_once_per_burst_of_its_pods() ->
         while let Some(event) = next(&mut events, Duration::from_secs(8)).await {
             if event.r#type() == KeyEventType::Key {
                 let key = event.key.clone().unwrap();
+                assert_eq!(event.object, None, "an owner's key carries no object");
                 keys.push((key.kind, key.namespace, key.name, event.deleted));
                 assert!(acker.ack_event(&event));
             }
@@ -488,6 +493,97 @@ async fn wait_token(events: &mut Streaming<KeyEvent>) -> ResumeToken {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_carry_the_object_a_get_returns_when_asked() -> anyhow::Result<()> {
+    let mut fx = Fixture::new("keys-objects", drop_managed_fields()).await?;
+    fx.create_pods(5).await?;
+    fx.wait_caught_up().await?;
+    let fields = vec!["metadata.labels".to_string()];
+    let get = |api: CacheClient<Channel>, ns: String, name: String, fields: Vec<String>| async move {
+        let request = GetRequest {
+            resource: "pods".into(),
+            namespace: ns,
+            name,
+            fields,
+            ..Default::default()
+        };
+        anyhow::Ok(api.clone().get(request).await?.into_inner().object.unwrap())
+    };
+
+    // Without send_objects, keys alone.
+    let (mut events, acker) = watch_keys(&mut fx.api.clone(), fx.subscription()).await?;
+    let plain = loop {
+        let event = next(&mut events, Duration::from_secs(60)).await.unwrap();
+        if event.r#type() == KeyEventType::Key {
+            acker.ack_event(&event);
+            break event;
+        }
+    };
+    assert_eq!(plain.object, None, "no object unless asked");
+    drop(events);
+
+    let mut sub = fx.subscription();
+    sub.send_objects = true;
+    sub.fields = fields.clone();
+    let (mut events, acker) = watch_keys(&mut fx.api.clone(), sub).await?;
+    // The resync: each key with the object a Get with the same fields returns.
+    let mut resynced = 0;
+    loop {
+        let event = next(&mut events, Duration::from_secs(60)).await.unwrap();
+        match event.r#type() {
+            KeyEventType::ResyncEnd => break,
+            KeyEventType::Key => {
+                let key = event.key.clone().unwrap();
+                let object = event.object.clone().expect("a key with its object");
+                let want = get(fx.api.clone(), key.namespace, key.name, fields.clone()).await?;
+                assert_eq!(object, want, "the key's object is what a Get returns");
+                let json: Value = serde_json::from_slice(&object.json)?;
+                assert_eq!(json["metadata"]["labels"]["app"], "keys");
+                assert!(json.get("spec").is_none(), "masked by fields: {json}");
+                acker.ack_event(&event);
+                resynced += 1;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(resynced, 5);
+
+    // A change: the key comes with the changed object, at the apiserver's resourceVersion.
+    fx.touch(&["p1".to_string()], 7).await?;
+    let (labels, rv) = fx.apiserver_state().await?.remove("p1").unwrap();
+    let event = loop {
+        let event = next(&mut events, Duration::from_secs(60)).await.unwrap();
+        if event.r#type() == KeyEventType::Key {
+            acker.ack_event(&event);
+            break event;
+        }
+    };
+    assert_eq!(event.key.as_ref().unwrap().name, "p1");
+    let object = event.object.expect("the changed object");
+    assert_eq!(object.resource_version, rv);
+    let json: Value = serde_json::from_slice(&object.json)?;
+    assert_eq!(json["metadata"]["labels"], labels);
+
+    // A deletion: the key, marked deleted, with no object (the apiserver may first set the
+    // deletionTimestamp: that update's key comes with its object).
+    fx.pods()
+        .delete("p2", &kube::api::DeleteParams::default().grace_period(0))
+        .await?;
+    let event = loop {
+        let event = next(&mut events, Duration::from_secs(60)).await.unwrap();
+        if event.r#type() != KeyEventType::Key {
+            continue;
+        }
+        assert_eq!(event.key.as_ref().unwrap().name, "p2");
+        if event.deleted {
+            break event;
+        }
+        acker.ack_event(&event);
+    };
+    assert_eq!(event.object, None, "a deletion carries no object");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_subscriptions_name_the_field() -> anyhow::Result<()> {
     let fx = Fixture::new(
         "keys-invalid",
@@ -526,6 +622,21 @@ async fn bad_subscriptions_name_the_field() -> anyhow::Result<()> {
                 ..fx.subscription()
             },
             "subscribe.owner.kind",
+        ),
+        (
+            KeysSubscription {
+                fields: vec!["metadata.labels".into()],
+                ..fx.subscription()
+            },
+            "subscribe.fields: masks the objects that send_objects asks for",
+        ),
+        (
+            KeysSubscription {
+                send_objects: true,
+                fields: vec!["metadata.labels".into(), "spec..x".into()],
+                ..fx.subscription()
+            },
+            "subscribe.fields[1]",
         ),
     ];
     for (sub, field) in cases {

@@ -2198,6 +2198,19 @@ type KeysSubscription struct {
 	Owner *OwnerMapping `protobuf:"bytes,11,opt,name=owner,proto3" json:"owner,omitempty"`
 	// Wait, up to the call's deadline, until the cache has synced before the first key.
 	WaitForSync bool `protobuf:"varint,12,opt,name=wait_for_sync,json=waitForSync,proto3" json:"wait_for_sync,omitempty"`
+	// Each KEY event of an object of this resource carries the object (`KeyEvent.object`): what
+	// a Get of the key would return as the key is sent, so that a controller needs no Get to
+	// read it. Owners' keys and deletions carry none.
+	//
+	// Decision: the state as the key is sent, not as of `revision`: the cache keeps no history,
+	// and a reconcile wants the latest state anyway (a Get made on receipt would return the
+	// same). A reconnect storm of WatchKeys clients costs a stream of events instead of a Get
+	// per key (issue 35: 150 clients of 10,000 keys were current after 540-670 s with a Get
+	// each).
+	SendObjects bool `protobuf:"varint,13,opt,name=send_objects,json=sendObjects,proto3" json:"send_objects,omitempty"`
+	// With send_objects: only these fields of each object, as GetRequest.fields (identity fields
+	// always). Empty: everything. Without send_objects: must be empty.
+	Fields []string `protobuf:"bytes,14,rep,name=fields,proto3" json:"fields,omitempty"`
 	// The cluster (the configuration's `clusters[].name`); empty or `default`: the cluster the
 	// sidecar runs in. Revisions and resume tokens are per cluster and resource.
 	Cluster       string `protobuf:"bytes,20,opt,name=cluster,proto3" json:"cluster,omitempty"`
@@ -2317,6 +2330,20 @@ func (x *KeysSubscription) GetWaitForSync() bool {
 		return x.WaitForSync
 	}
 	return false
+}
+
+func (x *KeysSubscription) GetSendObjects() bool {
+	if x != nil {
+		return x.SendObjects
+	}
+	return false
+}
+
+func (x *KeysSubscription) GetFields() []string {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
 }
 
 func (x *KeysSubscription) GetCluster() string {
@@ -2568,9 +2595,14 @@ type KeyEvent struct {
 	Token *ResumeToken `protobuf:"bytes,5,opt,name=token,proto3" json:"token,omitempty"`
 	// What the sidecar keeps for this stream: keys pending (not yet sent), keys in flight (sent,
 	// not acknowledged), and the bytes of its entries (an estimate).
-	Pending       uint64 `protobuf:"varint,6,opt,name=pending,proto3" json:"pending,omitempty"`
-	InFlight      uint64 `protobuf:"varint,7,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
-	QueueBytes    uint64 `protobuf:"varint,8,opt,name=queue_bytes,json=queueBytes,proto3" json:"queue_bytes,omitempty"`
+	Pending    uint64 `protobuf:"varint,6,opt,name=pending,proto3" json:"pending,omitempty"`
+	InFlight   uint64 `protobuf:"varint,7,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	QueueBytes uint64 `protobuf:"varint,8,opt,name=queue_bytes,json=queueBytes,proto3" json:"queue_bytes,omitempty"`
+	// KEY with the subscription's send_objects: the object as the key is sent (masked by the
+	// subscription's fields), at its own resourceVersion and revision, which may be later than
+	// `revision` (acknowledge with `revision` still). Absent when deleted, for an owner's key, or
+	// when the object has left the cache since (its deletion follows as a key of its own).
+	Object        *Object `protobuf:"bytes,9,opt,name=object,proto3" json:"object,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2659,6 +2691,13 @@ func (x *KeyEvent) GetQueueBytes() uint64 {
 		return x.QueueBytes
 	}
 	return 0
+}
+
+func (x *KeyEvent) GetObject() *Object {
+	if x != nil {
+		return x.Object
+	}
+	return nil
 }
 
 var File_informerd_v1_cache_proto protoreflect.FileDescriptor
@@ -2825,7 +2864,7 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x10WatchKeysRequest\x12>\n" +
 	"\tsubscribe\x18\x01 \x01(\v2\x1e.informerd.v1.KeysSubscriptionH\x00R\tsubscribe\x12)\n" +
 	"\x03ack\x18\x02 \x01(\v2\x15.informerd.v1.KeyAcksH\x00R\x03ackB\t\n" +
-	"\arequest\"\x9d\x04\n" +
+	"\arequest\"\xd8\x04\n" +
 	"\x10KeysSubscription\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
@@ -2841,7 +2880,9 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x10max_delay_millis\x18\n" +
 	" \x01(\rR\x0emaxDelayMillis\x120\n" +
 	"\x05owner\x18\v \x01(\v2\x1a.informerd.v1.OwnerMappingR\x05owner\x12\"\n" +
-	"\rwait_for_sync\x18\f \x01(\bR\vwaitForSync\x12\x18\n" +
+	"\rwait_for_sync\x18\f \x01(\bR\vwaitForSync\x12!\n" +
+	"\fsend_objects\x18\r \x01(\bR\vsendObjects\x12\x16\n" +
+	"\x06fields\x18\x0e \x03(\tR\x06fields\x12\x18\n" +
 	"\acluster\x18\x14 \x01(\tR\acluster\"p\n" +
 	"\fOwnerMapping\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1f\n" +
@@ -2856,7 +2897,7 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\v2\x11.informerd.v1.KeyR\x03key\x12\x1a\n" +
 	"\brevision\x18\x02 \x01(\x04R\brevision\"3\n" +
 	"\aKeyAcks\x12(\n" +
-	"\x04acks\x18\x01 \x03(\v2\x14.informerd.v1.KeyAckR\x04acks\"\x9e\x02\n" +
+	"\x04acks\x18\x01 \x03(\v2\x14.informerd.v1.KeyAckR\x04acks\"\xcc\x02\n" +
 	"\bKeyEvent\x12.\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1a.informerd.v1.KeyEventTypeR\x04type\x12#\n" +
 	"\x03key\x18\x02 \x01(\v2\x11.informerd.v1.KeyR\x03key\x12\x1a\n" +
@@ -2866,7 +2907,8 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\apending\x18\x06 \x01(\x04R\apending\x12\x1b\n" +
 	"\tin_flight\x18\a \x01(\x04R\binFlight\x12\x1f\n" +
 	"\vqueue_bytes\x18\b \x01(\x04R\n" +
-	"queueBytes*k\n" +
+	"queueBytes\x12,\n" +
+	"\x06object\x18\t \x01(\v2\x14.informerd.v1.ObjectR\x06object*k\n" +
 	"\tPredicate\x12\x19\n" +
 	"\x15PREDICATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12GENERATION_CHANGED\x10\x01\x12\x12\n" +
@@ -2995,23 +3037,24 @@ var file_informerd_v1_cache_proto_depIdxs = []int32{
 	3,  // 25: informerd.v1.KeyEvent.type:type_name -> informerd.v1.KeyEventType
 	26, // 26: informerd.v1.KeyEvent.key:type_name -> informerd.v1.Key
 	11, // 27: informerd.v1.KeyEvent.token:type_name -> informerd.v1.ResumeToken
-	7,  // 28: informerd.v1.Cache.Get:input_type -> informerd.v1.GetRequest
-	9,  // 29: informerd.v1.Cache.List:input_type -> informerd.v1.ListRequest
-	12, // 30: informerd.v1.Cache.Watch:input_type -> informerd.v1.WatchRequest
-	14, // 31: informerd.v1.Cache.Status:input_type -> informerd.v1.StatusRequest
-	23, // 32: informerd.v1.Cache.WatchKeys:input_type -> informerd.v1.WatchKeysRequest
-	20, // 33: informerd.v1.Cache.Ensure:input_type -> informerd.v1.EnsureRequest
-	8,  // 34: informerd.v1.Cache.Get:output_type -> informerd.v1.GetResponse
-	10, // 35: informerd.v1.Cache.List:output_type -> informerd.v1.ListResponse
-	13, // 36: informerd.v1.Cache.Watch:output_type -> informerd.v1.WatchEvent
-	19, // 37: informerd.v1.Cache.Status:output_type -> informerd.v1.StatusResponse
-	29, // 38: informerd.v1.Cache.WatchKeys:output_type -> informerd.v1.KeyEvent
-	21, // 39: informerd.v1.Cache.Ensure:output_type -> informerd.v1.EnsureResponse
-	34, // [34:40] is the sub-list for method output_type
-	28, // [28:34] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	5,  // 28: informerd.v1.KeyEvent.object:type_name -> informerd.v1.Object
+	7,  // 29: informerd.v1.Cache.Get:input_type -> informerd.v1.GetRequest
+	9,  // 30: informerd.v1.Cache.List:input_type -> informerd.v1.ListRequest
+	12, // 31: informerd.v1.Cache.Watch:input_type -> informerd.v1.WatchRequest
+	14, // 32: informerd.v1.Cache.Status:input_type -> informerd.v1.StatusRequest
+	23, // 33: informerd.v1.Cache.WatchKeys:input_type -> informerd.v1.WatchKeysRequest
+	20, // 34: informerd.v1.Cache.Ensure:input_type -> informerd.v1.EnsureRequest
+	8,  // 35: informerd.v1.Cache.Get:output_type -> informerd.v1.GetResponse
+	10, // 36: informerd.v1.Cache.List:output_type -> informerd.v1.ListResponse
+	13, // 37: informerd.v1.Cache.Watch:output_type -> informerd.v1.WatchEvent
+	19, // 38: informerd.v1.Cache.Status:output_type -> informerd.v1.StatusResponse
+	29, // 39: informerd.v1.Cache.WatchKeys:output_type -> informerd.v1.KeyEvent
+	21, // 40: informerd.v1.Cache.Ensure:output_type -> informerd.v1.EnsureResponse
+	35, // [35:41] is the sub-list for method output_type
+	29, // [29:35] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_informerd_v1_cache_proto_init() }

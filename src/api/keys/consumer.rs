@@ -174,9 +174,14 @@ impl Consumer {
     fn event(&mut self, kind: KeyEventType, delivery: Option<Delivery>) -> proto::KeyEvent {
         let token = self.queue.mark_revision(self.position);
         self.last_token = token;
-        let (key, revision, deleted) = match delivery {
-            Some(d) => (Some(self.key_of(&d.id)), d.revision, d.deleted),
-            None => (None, 0, false),
+        let (key, revision, deleted, object) = match delivery {
+            Some(d) => (
+                Some(self.key_of(&d.id)),
+                d.revision,
+                d.deleted,
+                self.object_of(&d),
+            ),
+            None => (None, 0, false, None),
         };
         proto::KeyEvent {
             r#type: kind as i32,
@@ -190,7 +195,20 @@ impl Consumer {
             pending: self.queue.pending() as u64,
             in_flight: self.queue.in_flight() as u64,
             queue_bytes: self.queue.bytes() as u64,
+            object,
         }
+    }
+
+    /// With `send_objects`: the object of a delivered key as the store holds it now, rendered
+    /// as a Get renders it. None for a deletion, an owner's key (another resource), or an
+    /// object gone from the store since (its deletion is marked when the hub brings it).
+    fn object_of(&self, delivery: &Delivery) -> Option<proto::Object> {
+        let mask = self.spec.objects.as_ref()?;
+        if delivery.deleted || delivery.id.owner {
+            return None;
+        }
+        let stored = self.resource.store().get(&delivery.id.key)?;
+        Some(mask.render_stored(&stored))
     }
 
     fn key_of(&self, id: &KeyId) -> proto::Key {

@@ -8,6 +8,7 @@ use tonic::Status;
 
 use super::owner::{keeps_owner_references, Owners};
 use super::queue::Debounce;
+use crate::api::mask::Mask;
 use crate::api::reason::{invalid, Reason};
 use crate::api::watch::WatchSpec;
 use crate::api::Resource;
@@ -16,8 +17,10 @@ use crate::transform::Transform;
 
 /// A validated subscription.
 pub struct KeysSpec {
-    /// The filters and predicates (no field mask, no start: keys carry no objects).
+    /// The filters and predicates (no field mask, no start: those are a Watch's).
     pub watch: WatchSpec,
+    /// `send_objects`: the mask each key's object is rendered with; `None`: keys alone.
+    pub objects: Option<Mask>,
     /// Where to resume: a token of this epoch; `None`: a resync.
     pub since: Option<u64>,
     pub timing: Debounce,
@@ -67,6 +70,7 @@ impl KeysSpec {
             .map(|t| t.revision);
         Ok(KeysSpec {
             watch,
+            objects: objects(sub)?,
             since,
             timing: timing(sub.debounce_millis, sub.max_delay_millis)?,
             owners: sub
@@ -77,6 +81,26 @@ impl KeysSpec {
             kind: kind.to_string(),
         })
     }
+}
+
+/// The mask of `send_objects`; fields without it are refused rather than ignored, since the
+/// client plainly expected objects.
+fn objects(sub: &proto::KeysSubscription) -> Result<Option<Mask>, Status> {
+    if !sub.send_objects {
+        if sub.fields.is_empty() {
+            return Ok(None);
+        }
+        return Err(invalid(
+            "subscribe.fields",
+            "masks the objects that send_objects asks for: set send_objects, or leave fields \
+             empty",
+        ));
+    }
+    let mask = Mask::parse(&sub.fields).map_err(|status| {
+        // `Mask::parse` names the field as a Get's (`fields[i]: ...`).
+        Reason::Invalid.status(format!("subscribe.{}", status.message()))
+    })?;
+    Ok(Some(mask))
 }
 
 fn timing(debounce_millis: u32, max_delay_millis: u32) -> Result<Debounce, Status> {

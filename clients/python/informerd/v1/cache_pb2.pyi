@@ -407,7 +407,7 @@ class WatchKeysRequest(_message.Message):
     def __init__(self, subscribe: _Optional[_Union[KeysSubscription, _Mapping]] = ..., ack: _Optional[_Union[KeyAcks, _Mapping]] = ...) -> None: ...
 
 class KeysSubscription(_message.Message):
-    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "predicates", "predicate_cel", "since", "debounce_millis", "max_delay_millis", "owner", "wait_for_sync", "cluster")
+    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "predicates", "predicate_cel", "since", "debounce_millis", "max_delay_millis", "owner", "wait_for_sync", "send_objects", "fields", "cluster")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -420,6 +420,8 @@ class KeysSubscription(_message.Message):
     MAX_DELAY_MILLIS_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
     WAIT_FOR_SYNC_FIELD_NUMBER: _ClassVar[int]
+    SEND_OBJECTS_FIELD_NUMBER: _ClassVar[int]
+    FIELDS_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
     resource: str
     namespace: str
@@ -433,8 +435,10 @@ class KeysSubscription(_message.Message):
     max_delay_millis: int
     owner: OwnerMapping
     wait_for_sync: bool
+    send_objects: bool
+    fields: _containers.RepeatedScalarFieldContainer[str]
     cluster: str
-    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., predicates: _Optional[_Iterable[_Union[Predicate, str]]] = ..., predicate_cel: _Optional[str] = ..., since: _Optional[_Union[ResumeToken, _Mapping]] = ..., debounce_millis: _Optional[int] = ..., max_delay_millis: _Optional[int] = ..., owner: _Optional[_Union[OwnerMapping, _Mapping]] = ..., wait_for_sync: bool = ..., cluster: _Optional[str] = ...) -> None: ...
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., predicates: _Optional[_Iterable[_Union[Predicate, str]]] = ..., predicate_cel: _Optional[str] = ..., since: _Optional[_Union[ResumeToken, _Mapping]] = ..., debounce_millis: _Optional[int] = ..., max_delay_millis: _Optional[int] = ..., owner: _Optional[_Union[OwnerMapping, _Mapping]] = ..., wait_for_sync: bool = ..., send_objects: bool = ..., fields: _Optional[_Iterable[str]] = ..., cluster: _Optional[str] = ...) -> None: ...
 
 class OwnerMapping(_message.Message):
     __slots__ = ("kind", "api_version", "mode")
@@ -471,7 +475,7 @@ class KeyAcks(_message.Message):
     def __init__(self, acks: _Optional[_Iterable[_Union[KeyAck, _Mapping]]] = ...) -> None: ...
 
 class KeyEvent(_message.Message):
-    __slots__ = ("type", "key", "revision", "deleted", "token", "pending", "in_flight", "queue_bytes")
+    __slots__ = ("type", "key", "revision", "deleted", "token", "pending", "in_flight", "queue_bytes", "object")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
@@ -480,6 +484,7 @@ class KeyEvent(_message.Message):
     PENDING_FIELD_NUMBER: _ClassVar[int]
     IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
     QUEUE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
     type: KeyEventType
     key: Key
     revision: int
@@ -488,4 +493,5 @@ class KeyEvent(_message.Message):
     pending: int
     in_flight: int
     queue_bytes: int
-    def __init__(self, type: _Optional[_Union[KeyEventType, str]] = ..., key: _Optional[_Union[Key, _Mapping]] = ..., revision: _Optional[int] = ..., deleted: bool = ..., token: _Optional[_Union[ResumeToken, _Mapping]] = ..., pending: _Optional[int] = ..., in_flight: _Optional[int] = ..., queue_bytes: _Optional[int] = ...) -> None: ...
+    object: Object
+    def __init__(self, type: _Optional[_Union[KeyEventType, str]] = ..., key: _Optional[_Union[Key, _Mapping]] = ..., revision: _Optional[int] = ..., deleted: bool = ..., token: _Optional[_Union[ResumeToken, _Mapping]] = ..., pending: _Optional[int] = ..., in_flight: _Optional[int] = ..., queue_bytes: _Optional[int] = ..., object: _Optional[_Union[Object, _Mapping]] = ...) -> None: ...
