@@ -390,12 +390,16 @@ bench-restart: tools $(BIN)/seed
 # end (the seeding of STORM_OBJECTS pods is most of the run's time). --------------------------------
 BENCH_STORM_CLUSTER_DIR := .cache/bench-storm-cluster
 STORM_OBJECTS ?= 10000
+# Decision: pods written straight into etcd (STORM_SEED=etcd, for 100,000) have owners that are
+# not written, so that control plane runs without the garbage collector, as bench-large's.
+STORM_SEED ?= apply
 .PHONY: bench-storm
 bench-storm: tools $(BIN)/seed
 	@set -eo pipefail; trap '$(BIN)/cluster down --dir $(BENCH_STORM_CLUSTER_DIR)' EXIT; \
-	$(BIN)/cluster up --dir $(BENCH_STORM_CLUSTER_DIR) --bin $(BIN); \
-	STORM_OBJECTS=$(STORM_OBJECTS) INFORMERD_CLUSTER_DIR=$(abspath $(BENCH_STORM_CLUSTER_DIR)) \
-	  cargo bench --bench storm
+	$(BIN)/cluster up --dir $(BENCH_STORM_CLUSTER_DIR) --bin $(BIN) \
+	  $(if $(filter etcd,$(STORM_SEED)),--controllers $(BENCH_LARGE_CONTROLLERS)); \
+	STORM_OBJECTS=$(STORM_OBJECTS) STORM_SEED=$(STORM_SEED) \
+	  INFORMERD_CLUSTER_DIR=$(abspath $(BENCH_STORM_CLUSTER_DIR)) cargo bench --bench storm
 
 # --- controller heap, own cache against the informerd adapter (clients/go/crcache/cmd/heapbench
 # documents it; BENCH_PODS=10000,50000 by default); a private control plane, stopped at the end --

@@ -20,7 +20,13 @@
 //! optional: `STORM_OBJECTS` (pods, default 10000), `STORM_NAMESPACES` (default 4),
 //! `STORM_CLIENTS` (default 300), `STORM_WRITES` (default 300), `STORM_KINDS` (default
 //! `initial,cold,warm,cut`), `STORM_PREFIX` (default `storm`; pods are seeded into
-//! `PREFIX-0..` when fewer are there), `BENCH_INFORMERD` (another informerd binary).
+//! `PREFIX-0..` when fewer are there), `STORM_SEED` (`apply`, the default: `seed pods` through
+//! the apiserver, about 5 minutes per 10,000 pods here; `etcd`: written straight into etcd, a
+//! few thousand a second, what `STORM_SEED=etcd make bench-storm` uses for 100,000, on a
+//! control plane without the garbage collector, since such pods' owners are not written),
+//! `STORM_KEY_READS` (`objects`, the default: a WatchKeys client reads each key from the object
+//! it carries, `send_objects`; `get`: by a Get of each key), `BENCH_INFORMERD` (another
+//! informerd binary), `STORM_OUT` (base name of the result files, default `storm`).
 //!
 //! Measured, per storm (printed, and written to `benches/results/storm.md` and `.json`; never
 //! asserted), from the instant the clients may reconnect (for a restart: the sidecar's spawn)
@@ -87,6 +93,10 @@ struct Row {
 
 #[derive(Serialize)]
 struct Report {
+    /// The command that produced it.
+    command: String,
+    /// How the WatchKeys clients read each key.
+    key_reads: &'static str,
     objects: usize,
     namespaces: usize,
     clients: usize,
@@ -103,6 +113,12 @@ struct Settings {
     writes: usize,
     kinds: Vec<String>,
     prefix: String,
+    /// `STORM_SEED=etcd`: missing pods are written straight into etcd.
+    seed_etcd: bool,
+    /// `STORM_KEY_READS=get`: WatchKeys clients Get each key.
+    key_reads_get: bool,
+    /// `STORM_OUT`: base name of the result files in `benches/results/`.
+    out: String,
 }
 
 fn settings() -> anyhow::Result<Settings> {
@@ -121,7 +137,19 @@ fn settings() -> anyhow::Result<Settings> {
         writes: env_or("STORM_WRITES", 300)?,
         kinds,
         prefix: env_or("STORM_PREFIX", "storm".to_owned())?,
+        seed_etcd: one_of("STORM_SEED", ["apply", "etcd"])? == "etcd",
+        key_reads_get: one_of("STORM_KEY_READS", ["objects", "get"])? == "get",
+        out: env_or("STORM_OUT", "storm".to_owned())?,
     })
+}
+
+/// The value of `name`, one of `values` (the first when unset).
+fn one_of<const N: usize>(name: &str, values: [&'static str; N]) -> anyhow::Result<&'static str> {
+    let given: String = env_or(name, values[0].to_owned())?;
+    values
+        .into_iter()
+        .find(|v| *v == given)
+        .ok_or_else(|| anyhow::anyhow!("{name}: {given:?} is not one of {values:?}"))
 }
 
 /// What a storm works on: the apiserver, the sidecar, the clients.
@@ -150,7 +178,11 @@ async fn bench() -> anyhow::Result<()> {
             "seeding {} pods into {}-0..{} ({present} present)",
             s.objects, s.prefix, s.namespaces
         );
-        eprintln!("{}", cp.seed(&s.prefix, s.objects, s.namespaces)?);
+        if s.seed_etcd {
+            eprintln!("{}", seed_etcd(cp, &s)?);
+        } else {
+            eprintln!("{}", cp.seed(&s.prefix, s.objects, s.namespaces)?);
+        }
     }
     let snapshot =
         std::env::temp_dir().join(format!("informerd-bench-storm-{}", std::process::id()));
@@ -178,6 +210,7 @@ async fn bench() -> anyhow::Result<()> {
                 kind,
                 socket: socket.clone(),
                 namespace: String::new(),
+                get_each: s.key_reads_get,
             };
             (kind, client::spawn(spec, signals.clone()))
         })
@@ -208,7 +241,27 @@ async fn bench() -> anyhow::Result<()> {
         );
         rows.push(row);
     }
+    let seed = if s.seed_etcd { " STORM_SEED=etcd" } else { "" };
+    let reads = if s.key_reads_get {
+        " STORM_KEY_READS=get"
+    } else {
+        ""
+    };
+    let out = if s.out == "storm" {
+        String::new()
+    } else {
+        format!(" STORM_OUT={}", s.out)
+    };
     let report = Report {
+        command: format!(
+            "STORM_OBJECTS={}{seed}{reads}{out} make bench-storm",
+            s.objects
+        ),
+        key_reads: if s.key_reads_get {
+            "with a Get of each key"
+        } else {
+            "reading each key from the object it carries (send_objects)"
+        },
         objects: held,
         namespaces: s.namespaces,
         clients: s.clients,
@@ -219,8 +272,8 @@ async fn bench() -> anyhow::Result<()> {
     };
     let text = markdown(&report);
     print!("{text}");
-    std::fs::write(results::dir()?.join("storm.md"), &text)?;
-    results::write_json("storm.json", &report)?;
+    std::fs::write(results::dir()?.join(format!("{}.md", s.out)), &text)?;
+    results::write_json(&format!("{}.json", s.out), &report)?;
     let _ = std::fs::remove_dir_all(&rig.snapshot);
     Ok(())
 }
@@ -498,13 +551,13 @@ fn markdown(r: &Report) -> String {
         ),
         String::new(),
         format!(
-            "`make bench-storm` (STORM_OBJECTS={}) on a private control plane; \
+            "`{}` on a private control plane; \
              `benches/storm.rs` says what is measured. Half the clients Watch (initial state, \
-             then resume by token), half use WatchKeys with a Get of each key; {} writes \
+             then resume by token), half use WatchKeys {}; {} writes \
              (relabels, a tenth as many pods created and deleted) are made while the clients \
              are away. Times run from the instant the clients may reconnect (for a restart, \
              the sidecar's spawn) until each client's view equals the apiserver's pods.",
-            r.objects, r.writes_per_storm
+            r.command, r.key_reads, r.writes_per_storm
         ),
         String::new(),
         "| storm | sidecar peak RSS (MiB) | sidecar CPU (s) | current p50 (s) | p99 (s) | last (s) | last Watch / WatchKeys (s) | clients that started over | apiserver LIST | apiserver WATCH opened | objects the sidecar listed |".into(),
@@ -541,4 +594,19 @@ fn markdown(r: &Report) -> String {
             .into(),
     );
     lines.join("\n") + "\n"
+}
+
+/// `seed pods --etcd`: the pods written straight into the apiserver's etcd; the seeder's
+/// summary line.
+fn seed_etcd(cp: &ControlPlane, s: &Settings) -> anyhow::Result<String> {
+    let out = std::process::Command::new(cp.bin("seed"))
+        .args(["pods", "--kubeconfig"])
+        .arg(cp.kubeconfig())
+        .args(["--prefix", &s.prefix, "--pods", &s.objects.to_string()])
+        .args(["--namespaces", &s.namespaces.to_string(), "--etcd"])
+        .arg(cp.etcd_url()?)
+        .stderr(std::process::Stdio::inherit())
+        .output()?;
+    anyhow::ensure!(out.status.success(), "seed pods --etcd: {}", out.status);
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }

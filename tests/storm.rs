@@ -194,6 +194,8 @@ async fn fifty_clients_reconnecting_at_once_all_end_equal_to_the_apiserver() -> 
                 kind,
                 socket: socket.clone(),
                 namespace: ns.clone(),
+                // Half the WatchKeys clients read each key's object from the key, half by a Get.
+                get_each: i % 4 == 3,
             };
             (kind, client::spawn(spec, signals.clone()))
         })

@@ -1,8 +1,9 @@
 //! A storm client: what one controller beside the sidecar does across a reconnect storm. It
 //! holds its own view of the pods (key `namespace/name` → resourceVersion), kept by a Watch
-//! (initial state, then changes) or by WatchKeys (a Get for each key, as a controller's
-//! reconcile reads it), and reconnects as a client does: with its resume token, falling back
-//! to a new initial state when the sidecar says `Expired` or `EpochChanged`.
+//! (initial state, then changes) or by WatchKeys (each key read as a controller's reconcile
+//! reads it: from the object the key carries, `send_objects`, or by a Get of each key), and
+//! reconnects as a client does: with its resume token, falling back to a new initial state
+//! when the sidecar says `Expired` or `EpochChanged`.
 //!
 //! Shared by `tests/storm.rs` (50 clients, checked against the apiserver) and
 //! `benches/storm.rs` (300 clients, timed), so both storms are made of the same clients.
@@ -35,7 +36,8 @@ pub type View = HashMap<String, String>;
 pub enum Kind {
     /// Watch with the initial state, resumed with the token of its last event.
     Watch,
-    /// WatchKeys, a Get of each key sent, resumed with the last token of its events.
+    /// WatchKeys, resumed with the last token of its events; each key read from the object it
+    /// carries, or by a Get when [`Spec::get_each`] is set.
     Keys,
 }
 
@@ -47,6 +49,8 @@ pub struct Spec {
     pub socket: String,
     /// The namespace watched; empty for every namespace the sidecar caches.
     pub namespace: String,
+    /// WatchKeys: read each key by a Get instead of from the object the key carries.
+    pub get_each: bool,
 }
 
 /// What a client has done and holds, read by the conductor.
@@ -297,6 +301,12 @@ async fn keys_session(
         resource: "pods".into(),
         namespace: spec.namespace.clone(),
         since: *token,
+        send_objects: !spec.get_each,
+        // Only the identity fields travel, as for the Get below.
+        fields: match spec.get_each {
+            true => Vec::new(),
+            false => IDENTITY.iter().map(|f| f.to_string()).collect(),
+        },
         ..Default::default()
     };
     let (mut events, acker) = watch_keys(api, subscription).await?;
@@ -328,8 +338,12 @@ async fn keys_session(
                 let name = key(&k.namespace, &k.name);
                 let rv = if event.deleted {
                     None
-                } else {
+                } else if spec.get_each {
                     get(api, &k.namespace, &k.name).await?
+                } else {
+                    // None: the object left the cache after the key was marked; its
+                    // deletion follows as a key.
+                    event.object.as_ref().map(|o| o.resource_version.clone())
                 };
                 {
                     let mut p = progress.lock().unwrap();
@@ -355,6 +369,9 @@ async fn keys_session(
     Ok(())
 }
 
+/// The fields a client reads of an object: the identity fields (always sent) alone.
+const IDENTITY: [&str; 1] = ["metadata.name"];
+
 /// The resourceVersion the sidecar holds for a pod (None: not found), read as a controller's
 /// reconcile reads it; only the identity fields travel.
 async fn get(
@@ -366,7 +383,7 @@ async fn get(
         resource: "pods".into(),
         namespace: namespace.into(),
         name: name.into(),
-        fields: vec!["metadata.name".into()],
+        fields: IDENTITY.iter().map(|f| f.to_string()).collect(),
         ..Default::default()
     };
     match api.get(request).await {
