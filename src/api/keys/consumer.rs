@@ -64,17 +64,26 @@ impl Consumer {
 
     /// Every key of the view, once more.
     async fn resync(&mut self) {
+        // The snapshot is held only while its keys are taken; the queue keeps the keys.
+        let permit = self.resource.snapshot_permit().await;
         let (revision, candidates) = self.spec.watch.query.candidates(&self.resource);
         let mut keys = Vec::with_capacity(candidates.len());
         for stored in candidates {
             tokio::task::consume_budget().await;
             let query = &self.spec.watch.query;
             if let Some(object) = query.decode_if_matches(&self.resource, &stored) {
+                if self.spec.owners.is_none() {
+                    // The stored key's strings, shared rather than copied.
+                    let key = stored.key().clone();
+                    keys.push((KeyId { owner: false, key }, stored.revision()));
+                    continue;
+                }
                 for id in self.ids(&object) {
                     keys.push((id, stored.revision()));
                 }
             }
         }
+        drop(permit);
         self.position = self.position.max(revision);
         self.resource.key_counts().resynced();
         self.control.push_back(KeyEventType::ResyncStart);

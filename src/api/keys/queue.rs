@@ -2,9 +2,12 @@
 //! sent) or in flight (sent, not acknowledged), whatever the number of changes, with the
 //! debounce that decides when a pending key is ready, and the low-water mark that makes the
 //! resume token. Pure: time comes in as arguments, so tests drive it without a clock.
+//!
+//! A resync's keys become entries [`RESYNC_WINDOW`] at a time, as earlier ones are sent: the
+//! rest wait as a plain list of keys.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -26,6 +29,14 @@ pub struct Delivery {
     pub revision: u64,
     pub deleted: bool,
 }
+
+/// How many keys of a resync are entries (pending, not sent yet) at once.
+///
+/// Decision: 1024. An entry costs about 300 bytes (its map slot, its place in the ready heap,
+/// its key's strings) against about 60 for a key waiting in the list. With every key an entry,
+/// 150 streams resyncing 100,000 keys each held 4.5 GB (issue 35, `make bench-storm`). A
+/// window of 1024 keeps the stream's buffer (64 events) fed many times over.
+pub const RESYNC_WINDOW: usize = 1024;
 
 /// When a pending key is ready: quiet for `debounce`, or `max_delay` after its first change.
 #[derive(Clone, Copy, Debug)]
@@ -66,8 +77,13 @@ pub struct Queue {
     ready: BinaryHeap<Reverse<(Instant, KeyId)>>,
     /// How many entries have each `since`: the smallest is the low-water mark.
     unacked: BTreeMap<u64, usize>,
-    /// Keys of the resync under way not sent yet; `None`: no resync under way.
+    /// Entries of the resync under way not sent yet; `None`: no resync under way.
     resync_left: Option<usize>,
+    /// Keys of the resync under way not yet entries (see [`RESYNC_WINDOW`]), with their
+    /// revisions.
+    resync_rest: VecDeque<(KeyId, u64)>,
+    /// When the resync under way began: its keys count as changed then.
+    resync_at: Option<Instant>,
     in_flight: usize,
     /// Bytes of the keys' strings, for [`Queue::bytes`].
     key_bytes: usize,
@@ -81,6 +97,8 @@ impl Queue {
             ready: BinaryHeap::new(),
             unacked: BTreeMap::new(),
             resync_left: None,
+            resync_rest: VecDeque::new(),
+            resync_at: None,
             in_flight: 0,
             key_bytes: 0,
         }
@@ -89,7 +107,7 @@ impl Queue {
     /// A change of `id` at `revision`.
     pub fn mark(&mut self, id: &KeyId, revision: u64, deleted: bool, now: Instant) {
         if !self.entries.contains_key(id) {
-            self.key_bytes += id.key.name.len() + id.key.namespace.as_ref().map_or(0, |n| n.len());
+            self.key_bytes += key_bytes(id);
             add(&mut self.unacked, revision);
             self.entries.insert(
                 id.clone(),
@@ -110,7 +128,8 @@ impl Queue {
             entry.deleted = deleted;
         }
         match &mut entry.pending {
-            Some(pending) => pending.last = now,
+            // A resync's key made an entry late counts as changed when the resync began.
+            Some(pending) => pending.last = pending.last.max(now),
             None => {
                 entry.pending = Some(Pending {
                     first: now,
@@ -129,11 +148,33 @@ impl Queue {
     }
 
     /// Starts a resync with the keys of the view (and their last revisions): each is sent once
-    /// more, and the mark stays at 0 until they are all acknowledged.
+    /// more, and the mark stays at 0 until they are all acknowledged. They become entries a
+    /// window at a time ([`RESYNC_WINDOW`]).
     pub fn resync(&mut self, keys: impl IntoIterator<Item = (KeyId, u64)>, now: Instant) {
-        let mut left = self.resync_left.unwrap_or(0);
+        // The keys of an earlier resync not yet entries: this one's view replaces them.
+        for (id, _) in std::mem::take(&mut self.resync_rest) {
+            self.key_bytes -= key_bytes(&id);
+        }
         for (id, revision) in keys {
-            self.mark(&id, revision, false, now);
+            self.key_bytes += key_bytes(&id);
+            self.resync_rest.push_back((id, revision));
+        }
+        self.resync_at.get_or_insert(now);
+        self.resync_left.get_or_insert(0);
+        self.fill_resync_window();
+    }
+
+    /// Makes entries of the resync's waiting keys until [`RESYNC_WINDOW`] are unsent.
+    fn fill_resync_window(&mut self) {
+        let (Some(mut left), Some(at)) = (self.resync_left, self.resync_at) else {
+            return;
+        };
+        while left < RESYNC_WINDOW {
+            let Some((id, revision)) = self.resync_rest.pop_front() else {
+                break;
+            };
+            self.key_bytes -= key_bytes(&id);
+            self.mark(&id, revision, false, at);
             let entry = self.entries.get_mut(&id).expect("marked");
             if !entry.resync {
                 entry.resync = true;
@@ -151,8 +192,9 @@ impl Queue {
 
     /// Whether a resync has just been sent whole (true once per resync).
     pub fn resync_done(&mut self) -> bool {
-        if self.resync_left == Some(0) {
+        if self.resync_left == Some(0) && self.resync_rest.is_empty() {
             self.resync_left = None;
+            self.resync_at = None;
             return true;
         }
         false
@@ -195,17 +237,19 @@ impl Queue {
         entry.pending = None;
         entry.in_flight = Some(entry.revision);
         self.in_flight += 1;
+        let delivery = Delivery {
+            revision: entry.revision,
+            deleted: entry.deleted,
+            id,
+        };
         if entry.resync {
             entry.resync = false;
             if let Some(left) = &mut self.resync_left {
                 *left -= 1;
             }
+            self.fill_resync_window();
         }
-        Some(Delivery {
-            revision: entry.revision,
-            deleted: entry.deleted,
-            id,
-        })
+        Some(delivery)
     }
 
     /// An acknowledgement: true when `id` was in flight with `revision` (otherwise it is stale
@@ -232,8 +276,7 @@ impl Queue {
             }
             None => {
                 self.entries.remove(id);
-                self.key_bytes -=
-                    id.key.name.len() + id.key.namespace.as_ref().map_or(0, |n| n.len());
+                self.key_bytes -= key_bytes(id);
             }
         }
         true
@@ -242,6 +285,9 @@ impl Queue {
     /// The revision up to which every change was sent and acknowledged, given that every
     /// change up to `position` was marked; `None` while a resync is not acknowledged.
     pub fn mark_revision(&self, position: u64) -> Option<u64> {
+        if !self.resync_rest.is_empty() {
+            return None;
+        }
         match self.unacked.keys().next() {
             None => Some(position),
             Some(0) => None,
@@ -249,9 +295,9 @@ impl Queue {
         }
     }
 
-    /// Keys pending (not in flight).
+    /// Keys pending (not in flight), a resync's waiting keys included.
     pub fn pending(&self) -> usize {
-        self.entries.len() - self.in_flight
+        self.entries.len() - self.in_flight + self.resync_rest.len()
     }
 
     pub fn in_flight(&self) -> usize {
@@ -264,6 +310,7 @@ impl Queue {
         self.entries.capacity() * entry
             + self.ready.capacity() * std::mem::size_of::<Reverse<(Instant, KeyId)>>()
             + self.unacked.len() * 3 * std::mem::size_of::<u64>()
+            + self.resync_rest.capacity() * std::mem::size_of::<(KeyId, u64)>()
             + self.key_bytes
     }
 }
@@ -272,6 +319,11 @@ impl Debounce {
     fn ready_at(&self, pending: &Pending) -> Instant {
         (pending.last + self.debounce).min(pending.first + self.max_delay)
     }
+}
+
+/// The bytes of a key's strings.
+fn key_bytes(id: &KeyId) -> usize {
+    id.key.name.len() + id.key.namespace.as_ref().map_or(0, |n| n.len())
 }
 
 fn add(counts: &mut BTreeMap<u64, usize>, since: u64) {

@@ -98,6 +98,11 @@ impl Watcher {
 
     /// Every matching object as ADDED, then SYNCED: from there on, events are resume points.
     async fn send_initial_state(&mut self) -> Result<(), End> {
+        // Held until SYNCED is sent: the snapshot is what costs memory (`resource.rs`).
+        let _permit = tokio::select! {
+            permit = self.resource.snapshot_permit() => permit,
+            _ = self.tx.closed() => return Err(None),
+        };
         let (revision, candidates) = self.spec.query.candidates(&self.resource);
         for stored in candidates {
             // Decoding many objects: let the runtime's other tasks run.

@@ -137,3 +137,67 @@ fn what_the_queue_holds_is_bounded_by_keys_not_changes() {
         q.bytes()
     );
 }
+
+#[test]
+fn a_large_resync_is_entries_a_window_at_a_time_and_sends_every_key_once() {
+    let t0 = Instant::now();
+    let later = t0 + MS * 5_000;
+    let keys = 3 * RESYNC_WINDOW + 7;
+    let mut q = queue(300, 3_000);
+    q.resync((0..keys).map(|i| (id(&format!("p{i}")), 3)), t0);
+    assert_eq!(q.entries.len(), RESYNC_WINDOW, "only a window is entries");
+    assert!(
+        q.bytes() < 200 * keys,
+        "{} bytes for {keys} keys",
+        q.bytes()
+    );
+    assert_eq!(q.pending(), keys, "the waiting keys count as pending");
+    // A live change to a key still waiting: it merges with its resync entry once made.
+    q.mark(&id(&format!("p{}", keys - 1)), 9, false, t0 + MS * 100);
+    let mut sent = Vec::new();
+    while let Some(d) = q.take_ready(later) {
+        // The window, the key just sent (until its ack), the live change's own entry.
+        assert!(q.entries.len() <= RESYNC_WINDOW + 2, "{}", q.entries.len());
+        assert_eq!(
+            q.mark_revision(9),
+            None,
+            "no token until the resync is acknowledged"
+        );
+        sent.push((d.id.key.name.to_string(), d.revision));
+        if sent.len() < keys {
+            assert!(!q.resync_done());
+        }
+        assert!(q.ack(&d.id, d.revision));
+    }
+    assert!(q.resync_done());
+    let names: std::collections::BTreeSet<_> = sent.iter().map(|(n, _)| n.clone()).collect();
+    assert_eq!((sent.len(), names.len()), (keys, keys), "every key once");
+    assert!(
+        sent.contains(&(format!("p{}", keys - 1), 9)),
+        "the later change's revision"
+    );
+    assert_eq!(q.mark_revision(9), Some(9));
+    assert_eq!((q.pending(), q.in_flight(), q.key_bytes), (0, 0, 0));
+}
+
+#[test]
+fn a_new_resync_replaces_the_keys_an_earlier_one_has_not_sent() {
+    let t0 = Instant::now();
+    let mut q = queue(0, 0);
+    q.resync(
+        (0..2 * RESYNC_WINDOW).map(|i| (id(&format!("old{i}")), 1)),
+        t0,
+    );
+    q.resync([(id("new"), 2)], t0);
+    let sent = drain(&mut q, t0);
+    assert_eq!(
+        sent.len(),
+        RESYNC_WINDOW + 1,
+        "the first window, then the new view"
+    );
+    assert!(sent.contains(&("new".to_string(), 2)));
+    assert!(!sent
+        .iter()
+        .any(|(n, _)| n == &format!("old{}", 2 * RESYNC_WINDOW - 1)));
+    assert!(q.resync_done());
+}
