@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use futures::Stream;
 use prost::Message;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tonic::Status;
 
 use super::query::Query;
@@ -20,6 +20,12 @@ use crate::store::StoredObject;
 /// List chunks hold about this many bytes of object JSON (gRPC's default message limit is
 /// 4 MiB).
 pub const CHUNK_BYTES: usize = 1 << 20;
+
+/// A List whose snapshot holds more objects than this waits for a snapshot permit.
+///
+/// Decision: 1,000 objects, a few hundred KiB of copies: below that a snapshot costs less than
+/// the wait would, and the Lists a controller makes by selector stay below it.
+pub const LARGE_SNAPSHOT: usize = 1_000;
 
 /// The response stream of one List.
 pub type ListStream = Pin<Box<dyn Stream<Item = Result<proto::ListResponse, Status>> + Send>>;
@@ -43,7 +49,15 @@ pub async fn stream(
 ) -> ListStream {
     let synced = resource.is_synced();
     let epoch = resource.store().epoch();
-    let (revision, candidates) = query.candidates(&resource);
+    let (mut revision, mut candidates) = query.candidates(&resource);
+    // A large snapshot waits for a permit (`SNAPSHOTS`, `resource.rs`), then is taken again;
+    // a small one (a List by a selector the label index answers) never waits behind them.
+    let mut permit = None;
+    if candidates.len() > LARGE_SNAPSHOT {
+        drop(candidates);
+        permit = Some(resource.snapshot_permit().await);
+        (revision, candidates) = query.candidates(&resource);
+    }
     let last = proto::ListResponse {
         objects: Vec::new(),
         last: true,
@@ -58,6 +72,7 @@ pub async fn stream(
         remaining: if limit == 0 { usize::MAX } else { limit },
         chunk: Vec::new(),
         bytes: 0,
+        _permit: permit,
     };
     let mut candidates = candidates.into_iter();
     if !lister.fill(&mut candidates).await {
@@ -81,6 +96,8 @@ struct Lister {
     chunk: Vec<proto::Object>,
     /// Encoded bytes of `chunk`.
     bytes: usize,
+    /// Held while a large snapshot is listed.
+    _permit: Option<OwnedSemaphorePermit>,
 }
 
 impl Lister {
