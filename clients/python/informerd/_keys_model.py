@@ -4,8 +4,9 @@ acknowledgement's arguments. No I/O: shared by informerd.keys and informerd.aio.
 from __future__ import annotations
 
 import enum
+import json
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ._model import ResumeToken
 from .v1 import cache_pb2 as pb
@@ -42,6 +43,10 @@ class KeyEvent:
     pending: int
     in_flight: int
     queue_bytes: int
+    # KEY, with watch_keys(send_objects=True): the object as the key was sent (what a Get would
+    # have returned then, masked by `fields`), decoded; None for a deletion, an owner's key, or
+    # an object gone since.
+    object: dict[str, Any] | None = None
 
 
 def key_event_from_pb(ev: pb.KeyEvent) -> KeyEvent | None:
@@ -59,6 +64,7 @@ def key_event_from_pb(ev: pb.KeyEvent) -> KeyEvent | None:
         pending=ev.pending,
         in_flight=ev.in_flight,
         queue_bytes=ev.queue_bytes,
+        object=json.loads(ev.object.json) if ev.HasField("object") else None,
     )
 
 

@@ -142,6 +142,8 @@ def keys_subscription(
     owner_api_version: str,
     owner_and_self: bool,
     wait_for_sync: bool,
+    send_objects: bool = False,
+    fields: Iterable[str] = (),
 ) -> pb.KeysSubscription:
     """The first message of a WatchKeys stream; `debounce` and `max_delay` are in seconds."""
     sub = pb.KeysSubscription(
@@ -156,6 +158,8 @@ def keys_subscription(
         debounce_millis=round(debounce * 1000),
         max_delay_millis=round(max_delay * 1000),
         wait_for_sync=wait_for_sync,
+        send_objects=send_objects,
+        fields=list(fields),
     )
     if since is not None:
         sub.since.CopyFrom(_token(since))

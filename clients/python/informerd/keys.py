@@ -108,6 +108,8 @@ def watch_keys(
     owner_api_version: str = "",
     owner_and_self: bool = False,
     wait_for_sync: bool = False,
+    send_objects: bool = False,
+    fields: Iterable[str] = (),
     timeout: float | None = None,
 ) -> KeyWatch:
     """Subscribes to the keys of a resource. `debounce` and `max_delay` are in seconds (a key
@@ -115,7 +117,9 @@ def watch_keys(
     debounces). `owner_kind` sends the key of each object's controller owner of that kind
     instead of (with `owner_and_self`, as well as) its own. Without `since`, or with a token the
     sidecar cannot resume from, the stream starts with a resync of every key. `cluster`: the
-    sidecar's remote cluster (`clusters[].name`); empty: the cluster it runs in."""
+    sidecar's remote cluster (`clusters[].name`); empty: the cluster it runs in.
+    `send_objects`: each key of an object comes with the object (`KeyEvent.object`, only
+    `fields` of it if given), so reading it needs no Get."""
     sub = keys_subscription(
         resource,
         namespace=namespace,
@@ -132,5 +136,7 @@ def watch_keys(
         owner_api_version=owner_api_version,
         owner_and_self=owner_and_self,
         wait_for_sync=wait_for_sync,
+        send_objects=send_objects,
+        fields=fields,
     )
     return KeyWatch(client, sub, timeout)

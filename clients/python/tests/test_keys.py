@@ -1,6 +1,7 @@
 """WatchKeys from Python: a resync of every key at start, one key per burst of changes
 (debounce), a deleted key delivered (its Get says NOT_FOUND), resume from a token with only the
-keys changed since, and a refused subscription naming the field."""
+keys changed since, keys carrying their objects when asked, and a refused subscription naming
+the field."""
 
 from __future__ import annotations
 
@@ -121,3 +122,32 @@ def test_keys_refused_subscription_names_the_field(namespaces, sidecar, api):
         next(iter(keys))
     assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert err.value.message.startswith("subscribe.max_delay_millis")
+
+
+def test_keys_carry_their_object_when_asked(core, namespaces, sidecar, api):
+    ns = namespaces.create()
+    for i in range(3):
+        core.create_namespaced_pod(ns, pod(f"p{i}"))
+    c = sidecar([ns]).client()
+    with api.watch_keys(c, "pods", namespace=ns, send_objects=True, fields=["metadata.labels"]) as keys:
+        out = reader(keys)
+        seen = {}
+        while (ev := take(out, 60)) is not None and ev.type is not KeyEventType.RESYNC_END:
+            if ev.type is KeyEventType.KEY:
+                seen[ev.key.name] = ev.object
+                keys.ack(ev)
+        assert sorted(seen) == ["p0", "p1", "p2"]
+        for name, obj in seen.items():
+            assert obj is not None, f"{name}: a key with its object"
+            assert obj["metadata"]["name"] == name
+            assert "spec" not in obj, "masked by fields"
+        core.patch_namespaced_pod("p1", ns, {"metadata": {"labels": {"n": "7"}}})
+        while (ev := take(out, 60)) is not None and ev.type is not KeyEventType.KEY:
+            pass
+        assert ev is not None and ev.key.name == "p1"
+        assert ev.object["metadata"]["labels"]["n"] == "7", "the changed object"
+    with api.watch_keys(c, "pods", namespace=ns) as plain:
+        out = reader(plain)
+        while (ev := take(out, 60)) is not None and ev.type is not KeyEventType.KEY:
+            pass
+        assert ev is not None and ev.object is None, "keys alone unless asked"

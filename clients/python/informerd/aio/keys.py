@@ -122,6 +122,8 @@ def watch_keys(
     owner_api_version: str = "",
     owner_and_self: bool = False,
     wait_for_sync: bool = False,
+    send_objects: bool = False,
+    fields: Iterable[str] = (),
     timeout: float | None = None,
 ) -> KeyWatch:
     """Subscribes to the keys of a resource (the arguments of informerd.watch_keys). Not a
@@ -142,5 +144,7 @@ def watch_keys(
         owner_api_version=owner_api_version,
         owner_and_self=owner_and_self,
         wait_for_sync=wait_for_sync,
+        send_objects=send_objects,
+        fields=fields,
     )
     return KeyWatch(client, sub, timeout)
