@@ -1,11 +1,12 @@
 //! The filters of List and Watch requests (namespace, label selector, field selector, index
-//! lookup) and their field mask, validated once per request and then matched on stored objects.
+//! lookup, shard) and their field mask, validated once per request and then matched on stored objects.
 
 use serde_json::Value;
 use tonic::Status;
 
 use super::mask::Mask;
 use super::reason::invalid;
+use super::shard::Shard;
 use super::Resource;
 use crate::filter::{FieldOp, FieldSelector, LabelSelector, Requirement, StringsExpr};
 use crate::proto;
@@ -18,6 +19,7 @@ pub struct QueryRequest<'a> {
     pub field_selector: &'a str,
     pub index: Option<&'a proto::IndexLookup>,
     pub fields: &'a [String],
+    pub shard_selector: &'a str,
 }
 
 /// List and Watch requests carry the same filter fields, under the same names.
@@ -31,6 +33,7 @@ macro_rules! query_request_from {
                     field_selector: &r.field_selector,
                     index: r.index.as_ref(),
                     fields: &r.fields,
+                    shard_selector: &r.shard_selector,
                 }
             }
         }
@@ -54,6 +57,8 @@ pub struct Query {
     /// The label index's lookup is the whole request (one namespace, one label equality, no
     /// field selector): every candidate matches, and none is checked again.
     index_answers: bool,
+    /// `shard_selector`: only the objects of this shard.
+    shard: Option<Shard>,
     mask: Mask,
 }
 
@@ -98,27 +103,7 @@ impl Query {
             }
         }
         if let Some(lookup) = req.index {
-            let Some(i) = resource
-                .indexes()
-                .iter()
-                .position(|ix| ix.name == lookup.name)
-            else {
-                let known: Vec<&str> = resource.indexes().iter().map(|i| i.name.as_str()).collect();
-                return Err(invalid(
-                    "index.name",
-                    format!(
-                        "{} has no index {:?}; its indexes are: {}",
-                        resource.name(),
-                        lookup.name,
-                        if known.is_empty() {
-                            "none (add `indexes:` to the configuration)".to_string()
-                        } else {
-                            known.join(", ")
-                        }
-                    ),
-                ));
-            };
-            index = Some((i, lookup.value.clone()));
+            index = Some((index_named(resource, lookup)?, lookup.value.clone()));
         }
         let index_implied = index.is_none();
         if index_implied {
@@ -127,10 +112,15 @@ impl Query {
         // Decision: the label index keys objects by namespace and one label, as of the
         // revision the candidates are read at, so a request that asks no more than that needs
         // no check per candidate (issue 34: a List of 5 pods should cost 5 objects' rendering).
+        let shard = match req.shard_selector {
+            "" => None,
+            expression => Some(Shard::parse(expression).map_err(|e| invalid("shard_selector", e))?),
+        };
         let index_answers = index_implied
             && index.is_some()
             && labels.requirements().len() == 1
-            && fields.requirements().is_empty();
+            && fields.requirements().is_empty()
+            && shard.is_none();
         Ok(Query {
             namespace,
             labels,
@@ -138,6 +128,7 @@ impl Query {
             index,
             index_implied,
             index_answers,
+            shard,
             mask: Mask::parse(req.fields)?,
         })
     }
@@ -167,7 +158,24 @@ impl Query {
                 return false;
             }
         }
+        if self.shard.as_ref().is_some_and(|s| !s.contains(object)) {
+            return false;
+        }
         self.labels.matches_object(object) && self.fields.matches(object)
+    }
+
+    /// Whether a stored object is in the request's shard (if any), its field read alone.
+    fn in_shard(&self, stored: &StoredObject) -> bool {
+        let Some(shard) = &self.shard else {
+            return true;
+        };
+        if shard.by_namespace() {
+            return shard.contains_value(stored.key().namespace().unwrap_or_default());
+        }
+        match stored.decode_at(&["metadata", "uid"]) {
+            Some(Value::String(uid)) => shard.contains_value(&uid),
+            _ => shard.contains_value(""),
+        }
     }
 
     /// The candidate decoded, if it matches: its labels are read first without decoding the
@@ -211,7 +219,7 @@ impl Query {
                 return false;
             }
         }
-        if !self.labels_match(stored) {
+        if !self.labels_match(stored) || !self.in_shard(stored) {
             return false;
         }
         self.fields.requirements().is_empty() || self.fields.matches(&stored.to_json_value())
@@ -228,6 +236,31 @@ impl Query {
             None => store.list(self.namespace.as_deref()),
         }
     }
+}
+
+/// The position of the index an explicit `index` lookup names.
+fn index_named(resource: &Resource, lookup: &proto::IndexLookup) -> Result<usize, Status> {
+    let Some(i) = resource
+        .indexes()
+        .iter()
+        .position(|ix| ix.name == lookup.name)
+    else {
+        let known: Vec<&str> = resource.indexes().iter().map(|i| i.name.as_str()).collect();
+        return Err(invalid(
+            "index.name",
+            format!(
+                "{} has no index {:?}; its indexes are: {}",
+                resource.name(),
+                lookup.name,
+                if known.is_empty() {
+                    "none (add `indexes:` to the configuration)".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ),
+        ));
+    };
+    Ok(i)
 }
 
 /// The label index's lookup for a label selector, when the resource has a label index and the

@@ -36,6 +36,10 @@ pub struct Filters {
     /// `metadata.labels["app"]`. Identity fields always come back.
     #[arg(long, value_name = "PATHS", value_delimiter = ',')]
     pub fields: Vec<String>,
+    /// Only one shard of the objects, as the apiserver's shardSelector:
+    /// `shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')`.
+    #[arg(long, value_name = "EXPRESSION")]
+    pub shard_selector: Option<String>,
 }
 
 impl Filters {

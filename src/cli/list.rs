@@ -42,6 +42,7 @@ impl Call for ListArgs {
             field_selector: filters.field_selector.clone().unwrap_or_default(),
             index: filters.index(),
             fields: filters.fields.clone(),
+            shard_selector: filters.shard_selector.clone().unwrap_or_default(),
             wait_for_sync: self.waiting.wait_for_sync,
             chunk_size: 0,
             ..Default::default()

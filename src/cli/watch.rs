@@ -123,6 +123,7 @@ fn request(args: &WatchArgs) -> WatchRequest {
         field_selector: filters.field_selector.clone().unwrap_or_default(),
         index: filters.index(),
         fields: filters.fields.clone(),
+        shard_selector: filters.shard_selector.clone().unwrap_or_default(),
         start,
         predicates: args.predicate.iter().map(|p| p.proto() as i32).collect(),
         predicate_cel: args.predicate_cel.clone().unwrap_or_default(),

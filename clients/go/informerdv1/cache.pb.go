@@ -728,6 +728,11 @@ type ListRequest struct {
 	// token is offered: a List is one snapshot streamed in chunks, not a paged read; to read
 	// every match, list without a limit. Negative values are refused.
 	Limit int64 `protobuf:"varint,10,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Only the objects of this shard of the cache: the apiserver's `shardSelector` expression
+	// (KEP-5866), `shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')`,
+	// several joined by `||`, over the 64-bit FNV-1a hash of object.metadata.uid or
+	// object.metadata.namespace; K replicas of a controller each read 1/K. Empty: every object.
+	ShardSelector string `protobuf:"bytes,11,opt,name=shard_selector,json=shardSelector,proto3" json:"shard_selector,omitempty"`
 	// The cluster (the configuration's `clusters[].name`); empty or `default`: the cluster the
 	// sidecar runs in. Revisions and resume tokens are per cluster and resource.
 	Cluster       string `protobuf:"bytes,20,opt,name=cluster,proto3" json:"cluster,omitempty"`
@@ -833,6 +838,13 @@ func (x *ListRequest) GetLimit() int64 {
 		return x.Limit
 	}
 	return 0
+}
+
+func (x *ListRequest) GetShardSelector() string {
+	if x != nil {
+		return x.ShardSelector
+	}
+	return ""
 }
 
 func (x *ListRequest) GetCluster() string {
@@ -1001,6 +1013,11 @@ type WatchRequest struct {
 	// the old side of an update, so that a client keeps no copy of what it watches. (A DELETED
 	// of an object that left the filters is already its last state within them.)
 	SendPrevious bool `protobuf:"varint,13,opt,name=send_previous,json=sendPrevious,proto3" json:"send_previous,omitempty"`
+	// Only the events of the objects of this shard of the cache: the apiserver's `shardSelector` expression
+	// (KEP-5866), `shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')`,
+	// several joined by `||`, over the 64-bit FNV-1a hash of object.metadata.uid or
+	// object.metadata.namespace; K replicas of a controller each read 1/K. Empty: every object.
+	ShardSelector string `protobuf:"bytes,14,opt,name=shard_selector,json=shardSelector,proto3" json:"shard_selector,omitempty"`
 	// The cluster (the configuration's `clusters[].name`); empty or `default`: the cluster the
 	// sidecar runs in. Revisions and resume tokens are per cluster and resource.
 	Cluster       string `protobuf:"bytes,20,opt,name=cluster,proto3" json:"cluster,omitempty"`
@@ -1138,6 +1155,13 @@ func (x *WatchRequest) GetSendPrevious() bool {
 		return x.SendPrevious
 	}
 	return false
+}
+
+func (x *WatchRequest) GetShardSelector() string {
+	if x != nil {
+		return x.ShardSelector
+	}
+	return ""
 }
 
 func (x *WatchRequest) GetCluster() string {
@@ -2731,7 +2755,7 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\vGetResponse\x12,\n" +
 	"\x06object\x18\x01 \x01(\v2\x14.informerd.v1.ObjectR\x06object\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1a\n" +
-	"\brevision\x18\x03 \x01(\x04R\brevision\"\x83\x03\n" +
+	"\brevision\x18\x03 \x01(\x04R\brevision\"\xaa\x03\n" +
 	"\vListRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
@@ -2744,7 +2768,8 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"chunk_size\x18\b \x01(\rR\tchunkSize\x120\n" +
 	"\x14min_resource_version\x18\t \x01(\tR\x12minResourceVersion\x12\x14\n" +
 	"\x05limit\x18\n" +
-	" \x01(\x03R\x05limit\x12\x18\n" +
+	" \x01(\x03R\x05limit\x12%\n" +
+	"\x0eshard_selector\x18\v \x01(\tR\rshardSelector\x12\x18\n" +
 	"\acluster\x18\x14 \x01(\tR\acluster\"\x9c\x01\n" +
 	"\fListResponse\x12.\n" +
 	"\aobjects\x18\x01 \x03(\v2\x14.informerd.v1.ObjectR\aobjects\x12\x12\n" +
@@ -2754,7 +2779,7 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x06synced\x18\x05 \x01(\bR\x06synced\"?\n" +
 	"\vResumeToken\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x1a\n" +
-	"\brevision\x18\x02 \x01(\x04R\brevision\"\xc8\x04\n" +
+	"\brevision\x18\x02 \x01(\x04R\brevision\"\xef\x04\n" +
 	"\fWatchRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
@@ -2771,7 +2796,8 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	" \x01(\tR\fpredicateCel\x12:\n" +
 	"\x19bookmark_interval_seconds\x18\v \x01(\rR\x17bookmarkIntervalSeconds\x12\"\n" +
 	"\rwait_for_sync\x18\f \x01(\bR\vwaitForSync\x12#\n" +
-	"\rsend_previous\x18\r \x01(\bR\fsendPrevious\x12\x18\n" +
+	"\rsend_previous\x18\r \x01(\bR\fsendPrevious\x12%\n" +
+	"\x0eshard_selector\x18\x0e \x01(\tR\rshardSelector\x12\x18\n" +
 	"\acluster\x18\x14 \x01(\tR\aclusterB\a\n" +
 	"\x05start\"\xcb\x01\n" +
 	"\n" +

@@ -184,6 +184,10 @@ func start(l layout, bin string, opts options, attempt int) error {
 		"--max-requests-inflight", "2000",
 		"--max-mutating-requests-inflight", "1000",
 		"--profiling=false",
+		// Decision: shardSelector on lists and watches (KEP-5866, alpha in 1.36) is on, so
+		// that the shards informerd serves are checked against the apiserver's own
+		// (tests/shard.rs) and resources can cache one shard (issue 32).
+		"--feature-gates", "ShardedListAndWatch=true",
 		"--v", "1"}, envtestArgs(opts)...)
 	apiserverArgs = append(apiserverArgs, opts.apiserverArgs...)
 	apiserver, err := spawnEnv(l, bin, "kube-apiserver", []string{"GOGC=400", "GOMEMLIMIT=8GiB"}, apiserverArgs...)

@@ -150,7 +150,7 @@ class GetResponse(_message.Message):
     def __init__(self, object: _Optional[_Union[Object, _Mapping]] = ..., epoch: _Optional[int] = ..., revision: _Optional[int] = ...) -> None: ...
 
 class ListRequest(_message.Message):
-    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "fields", "wait_for_sync", "chunk_size", "min_resource_version", "limit", "cluster")
+    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "fields", "wait_for_sync", "chunk_size", "min_resource_version", "limit", "shard_selector", "cluster")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -161,6 +161,7 @@ class ListRequest(_message.Message):
     CHUNK_SIZE_FIELD_NUMBER: _ClassVar[int]
     MIN_RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    SHARD_SELECTOR_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
     resource: str
     namespace: str
@@ -172,8 +173,9 @@ class ListRequest(_message.Message):
     chunk_size: int
     min_resource_version: str
     limit: int
+    shard_selector: str
     cluster: str
-    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ..., wait_for_sync: bool = ..., chunk_size: _Optional[int] = ..., min_resource_version: _Optional[str] = ..., limit: _Optional[int] = ..., cluster: _Optional[str] = ...) -> None: ...
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ..., wait_for_sync: bool = ..., chunk_size: _Optional[int] = ..., min_resource_version: _Optional[str] = ..., limit: _Optional[int] = ..., shard_selector: _Optional[str] = ..., cluster: _Optional[str] = ...) -> None: ...
 
 class ListResponse(_message.Message):
     __slots__ = ("objects", "last", "epoch", "revision", "synced")
@@ -198,7 +200,7 @@ class ResumeToken(_message.Message):
     def __init__(self, epoch: _Optional[int] = ..., revision: _Optional[int] = ...) -> None: ...
 
 class WatchRequest(_message.Message):
-    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "fields", "since", "send_initial_state", "predicates", "predicate_cel", "bookmark_interval_seconds", "wait_for_sync", "send_previous", "cluster")
+    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "fields", "since", "send_initial_state", "predicates", "predicate_cel", "bookmark_interval_seconds", "wait_for_sync", "send_previous", "shard_selector", "cluster")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -212,6 +214,7 @@ class WatchRequest(_message.Message):
     BOOKMARK_INTERVAL_SECONDS_FIELD_NUMBER: _ClassVar[int]
     WAIT_FOR_SYNC_FIELD_NUMBER: _ClassVar[int]
     SEND_PREVIOUS_FIELD_NUMBER: _ClassVar[int]
+    SHARD_SELECTOR_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
     resource: str
     namespace: str
@@ -226,8 +229,9 @@ class WatchRequest(_message.Message):
     bookmark_interval_seconds: int
     wait_for_sync: bool
     send_previous: bool
+    shard_selector: str
     cluster: str
-    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ..., since: _Optional[_Union[ResumeToken, _Mapping]] = ..., send_initial_state: bool = ..., predicates: _Optional[_Iterable[_Union[Predicate, str]]] = ..., predicate_cel: _Optional[str] = ..., bookmark_interval_seconds: _Optional[int] = ..., wait_for_sync: bool = ..., send_previous: bool = ..., cluster: _Optional[str] = ...) -> None: ...
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ..., since: _Optional[_Union[ResumeToken, _Mapping]] = ..., send_initial_state: bool = ..., predicates: _Optional[_Iterable[_Union[Predicate, str]]] = ..., predicate_cel: _Optional[str] = ..., bookmark_interval_seconds: _Optional[int] = ..., wait_for_sync: bool = ..., send_previous: bool = ..., shard_selector: _Optional[str] = ..., cluster: _Optional[str] = ...) -> None: ...
 
 class WatchEvent(_message.Message):
     __slots__ = ("type", "epoch", "revision", "object", "previous")
