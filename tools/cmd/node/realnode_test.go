@@ -228,7 +228,13 @@ func TestDeployExampleRunsAsPodsOnARealNode(t *testing.T) {
 		// The demo controller exits after each run; waiting for its next exit is waiting for
 		// the controller to stop. Killed or exited, the sidecar must not notice.
 		if running := ctl.State.Running; running != nil {
-			r.ctr(p.Spec.NodeName, "tasks", "kill", "--signal", "SIGKILL", containerID(ctl))
+			// The controller may exit on its own between the status read and the kill:
+			// containerd then has no running task for it, which is the stop waited for below.
+			_, err := r.run(nil, "ctr", "--address", r.containerdSocket(p.Spec.NodeName), "-n", "k8s.io",
+				"tasks", "kill", "--signal", "SIGKILL", containerID(ctl))
+			if err != nil && !strings.Contains(err.Error(), "no running task found") {
+				t.Fatal(err)
+			}
 		}
 		r.eventually("the controller stopped", func() (bool, string) {
 			p, err = r.cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
@@ -328,8 +334,12 @@ func containerID(s *corev1.ContainerStatus) string {
 // directory on the host).
 func (r *realNode) ctr(node string, args ...string) string {
 	r.t.Helper()
-	sock := filepath.Join(r.clusterDir, "nodes", node, "root/run/containerd/containerd.sock")
-	return r.must(nil, "ctr", append([]string{"--address", sock, "-n", "k8s.io"}, args...)...)
+	return r.must(nil, "ctr", append([]string{"--address", r.containerdSocket(node), "-n", "k8s.io"}, args...)...)
+}
+
+// containerdSocket is the socket of a node's containerd.
+func (r *realNode) containerdSocket(node string) string {
+	return filepath.Join(r.clusterDir, "nodes", node, "root/run/containerd/containerd.sock")
 }
 
 // servesThroughTheSocket runs `informerd status` in the sidecar's container (kubectl exec,
