@@ -33,9 +33,10 @@ pub struct Delivery {
 /// How many keys of a resync are entries (pending, not sent yet) at once.
 ///
 /// Decision: 1024. An entry costs about 300 bytes (its map slot, its place in the ready heap,
-/// its key's strings) against about 60 for a key waiting in the list. With every key an entry,
-/// 150 streams resyncing 100,000 keys each held 4.5 GB (issue 35, `make bench-storm`). A
-/// window of 1024 keeps the stream's buffer (64 events) fed many times over.
+/// its key's strings) against about 100 for a key waiting in the list (its slot and its name's
+/// string). With every key an entry, 150 streams resyncing 100,000 keys would hold about
+/// 4.5 GB (an estimate from those sizes). A window of 1024 keeps the stream's buffer (64
+/// events) fed many times over.
 pub const RESYNC_WINDOW: usize = 1024;
 
 /// When a pending key is ready: quiet for `debounce`, or `max_delay` after its first change.
