@@ -25,6 +25,7 @@ type bench struct {
 	dir        string   // logs and the sidecar's socket
 	hold       time.Duration
 	timeout    time.Duration // bound on any one sync; only keeps a broken run from hanging
+	profiles   string        // when set, each controller writes its CPU profile here
 }
 
 // result is one pod count, controller count and cache.
@@ -129,6 +130,9 @@ func (b *bench) runControllers(ctx context.Context, s *sidecar, k int, c string)
 			"--hold", b.hold.String(), "--timeout", b.timeout.String()}
 		if len(b.namespaces) > 0 {
 			args = append(args, "--namespaces", strings.Join(b.namespaces, ","))
+		}
+		if b.profiles != "" {
+			args = append(args, "--cpuprofile", filepath.Join(b.profiles, fmt.Sprintf("cpu-%s-%d-%d.pprof", c, k, i)))
 		}
 		cmd := exec.Command(b.self, args...)
 		logFile, err := os.Create(filepath.Join(b.dir, fmt.Sprintf("controller-%s-%d.log", c, i)))

@@ -30,6 +30,7 @@ type runFlags struct {
 	namespaces                      int
 	hold, timeout                   time.Duration
 	keep                            bool
+	profiles                        string
 }
 
 func runMain(args []string) error {
@@ -50,6 +51,7 @@ func runMain(args []string) error {
 		"(e.g. `cargo bench -p informerd-client --bench controller_store`), run over the same pods after each pod count; empty: skipped")
 	fs.BoolVar(&f.keep, "keep-cluster", false, "leave the control plane running at the end (`cluster down --dir` stops it), "+
 		"e.g. for clients/rust's controller_store benchmark over the same pods")
+	fs.StringVar(&f.profiles, "cpuprofile-dir", "", "write each controller process's CPU profile (from its start to its sample) to DIR/cpu-CACHE-K-I.pprof")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -100,7 +102,7 @@ func run(ctx context.Context, f runFlags) error {
 		_ = down.Run()
 	}()
 	b := &bench{kubeconfig: kubeconfig, informerd: f.informerd, self: self,
-		dir: filepath.Join(clusterDir, "heapbench"), hold: f.hold, timeout: f.timeout}
+		dir: filepath.Join(clusterDir, "heapbench"), hold: f.hold, timeout: f.timeout, profiles: f.profiles}
 	if err := os.MkdirAll(b.dir, 0o755); err != nil {
 		return err
 	}
