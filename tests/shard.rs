@@ -6,7 +6,10 @@
 //!   together the whole namespace;
 //! - a Watch with a shard sends that shard's initial state, then the ADDED of a new pod only
 //!   to the shard that holds it;
-//! - a selector that is not one is `INVALID_ARGUMENT` naming `shard_selector`.
+//! - a selector that is not one is `INVALID_ARGUMENT` naming `shard_selector`;
+//! - a resource configured with a `shardSelector` caches exactly the apiserver's shard, from its
+//!   list and from its watch, receives nothing of the other shard (the apiserver applies it),
+//!   and two sidecars with the two halves cache the whole namespace between them.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -16,7 +19,10 @@ use informerd::proto::{
     cache_client::CacheClient, watch_request::Start, EventType, ListRequest, WatchEvent,
     WatchRequest,
 };
-use informerd_testkit::{create_pods, pod, wait_synced, Fixture, Resource, SidecarConfig};
+use informerd_testkit::{
+    connect, create_pods, free_port, pod, scrape_metrics, wait_synced, Fixture, Resource, Sidecar,
+    SidecarConfig,
+};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use kube::core::ObjectList;
@@ -63,11 +69,22 @@ async fn informerd_list(
     ns: &str,
     selector: &str,
 ) -> Result<BTreeSet<String>, tonic::Status> {
+    informerd_list_at(api, ns, selector, "").await
+}
+
+/// [`informerd_list`] once the sidecar has seen `min_resource_version` ("": at once).
+async fn informerd_list_at(
+    api: &mut CacheClient<Channel>,
+    ns: &str,
+    selector: &str,
+    min_resource_version: &str,
+) -> Result<BTreeSet<String>, tonic::Status> {
     let chunks: Vec<_> = api
         .list(ListRequest {
             resource: "pods".into(),
             namespace: ns.into(),
             shard_selector: selector.into(),
+            min_resource_version: min_resource_version.into(),
             ..Default::default()
         })
         .await?
@@ -248,5 +265,98 @@ async fn a_selector_that_is_not_one_names_shard_selector() -> anyhow::Result<()>
         };
         assert!(status.to_string().contains("shard_selector: "), "{status}");
     }
+    Ok(())
+}
+
+/// A sidecar caching one half of the namespace's pods, with its metrics port.
+fn half_sidecar(fx: &Fixture, selector: &str) -> anyhow::Result<(Sidecar, u16)> {
+    let port = free_port();
+    let config = SidecarConfig::new()
+        .resource(
+            Resource::pods()
+                .namespaces([fx.ns()])
+                .shard_selector(selector),
+        )
+        .server(|s| s.metrics_port(port));
+    Ok((Sidecar::start(BIN.as_ref(), fx.cluster(), &config)?, port))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_caches_exactly_its_shard_and_two_halves_cache_the_whole() -> anyhow::Result<()>
+{
+    let fx = Fixture::new("shard-cache").await?;
+    create_pods(fx.kube(), fx.ns(), PODS, &[("app", "shard")], false).await?;
+    let ns = fx.ns().to_owned();
+    let mut sidecars = Vec::new();
+    for selector in halves() {
+        let (sidecar, port) = half_sidecar(&fx, &selector)?;
+        let mut api = connect(&sidecar).await?;
+        // Synced: it holds what its list returned, which came after every pod was created.
+        wait_synced(&mut api).await?;
+        sidecars.push((selector, sidecar, port, api));
+    }
+
+    // New pods, created until each half has gained one, so that each sidecar's watch (not
+    // only its list) is seen to keep its shard; the last one of each half is waited for.
+    let mut last_in = [None, None];
+    let pods = Api::<Pod>::namespaced(fx.kube().clone(), &ns);
+    let mut late = 0;
+    while last_in.iter().any(Option::is_none) {
+        anyhow::ensure!(
+            late < 64,
+            "64 new pods all fell in one half of the uid hash space"
+        );
+        let name = format!("late-{late}");
+        late += 1;
+        let created = pods
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(pod(&name).json())?,
+            )
+            .await?;
+        for (i, (selector, ..)) in sidecars.iter().enumerate() {
+            if apiserver_shard(&fx, selector).await?.contains(&name) {
+                last_in[i] = created.metadata.resource_version.clone();
+            }
+        }
+    }
+
+    let mut union = BTreeSet::new();
+    for ((selector, _sidecar, port, api), rv) in sidecars.iter_mut().zip(&last_in) {
+        let rv = rv.as_deref().expect("each half gained a pod");
+        let got = informerd_list_at(api, &ns, "", rv).await?;
+        let want = apiserver_shard(&fx, selector).await?;
+        assert!(
+            !want.is_empty() && want.len() < PODS + late,
+            "{selector}: the apiserver's shard has {} of {} pods",
+            want.len(),
+            PODS + late
+        );
+        assert_eq!(
+            got, want,
+            "{selector}: the sidecar caches the apiserver's shard"
+        );
+        assert!(union.is_disjoint(&got), "the halves share no pod");
+        union.extend(got);
+        // The apiserver applied the selector: nothing of the other half reached the sidecar
+        // (which would drop it, counting it here).
+        let metrics = scrape_metrics(*port).await?;
+        let dropped = metrics.sum(
+            "informerd_scope_objects_filtered_out_total",
+            &[("resource", "pods")],
+        );
+        assert_eq!(
+            dropped, 0.0,
+            "{selector}: objects of the other shard received"
+        );
+    }
+    let all: BTreeSet<String> = pods
+        .list(&Default::default())
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|p| p.metadata.name)
+        .collect();
+    assert_eq!(union, all, "the two halves cache the whole namespace");
     Ok(())
 }

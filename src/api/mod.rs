@@ -46,7 +46,6 @@ mod resources;
 mod send;
 pub(crate) mod server;
 mod service;
-mod shard;
 mod watch;
 
 use std::future::Future;

@@ -6,8 +6,8 @@ use tonic::Status;
 
 use super::mask::Mask;
 use super::reason::invalid;
-use super::shard::Shard;
 use super::Resource;
+use crate::filter::Shard;
 use crate::filter::{FieldOp, FieldSelector, LabelSelector, Requirement, StringsExpr};
 use crate::proto;
 use crate::store::StoredObject;

@@ -116,6 +116,9 @@ pub struct ResourceConfig {
     pub label_selector: Option<String>,
     /// The server-side field selector (validated, as written).
     pub field_selector: Option<String>,
+    /// The shard of the apiserver's objects cached (the apiserver's `shardSelector`, KEP-5866;
+    /// validated, as written): asked of the apiserver and checked on every object received.
+    pub shard_selector: Option<String>,
     /// The CEL filter an object must pass to be stored.
     pub filter: Option<Filter>,
     /// What is kept of each object (the identity transform if none is configured).

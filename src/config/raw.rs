@@ -123,6 +123,8 @@ pub struct RawResource {
     #[serde(default)]
     pub field_selector: Option<String>,
     #[serde(default)]
+    pub shard_selector: Option<String>,
+    #[serde(default)]
     pub filter: Option<String>,
     #[serde(default)]
     pub transform: Option<RawTransform>,

@@ -252,6 +252,10 @@ fn semantic_errors_carry_line_column_and_path() {
             "informerd.yaml:6:18: resources[0].fieldSelector: invalid field selector: 'spec.nodeName' has no operator (=, ==, !=) at column 1",
         ),
         (
+            with_resource("  shardSelector: \"shardRange(object.metadata.uid, '0x1', '0x2')\"\n"),
+            "informerd.yaml:6:18: resources[0].shardSelector: hexStart must be a 0x-prefixed 16-digit hex value, got \"0x1\" (did you mean \"0x0000000000000001\"?)",
+        ),
+        (
             with_resource("  transform:\n    drop: [metadata.managedFields, 'spec..x']\n"),
             "informerd.yaml:7:36: resources[0].transform.drop[1]: invalid path 'spec..x': unexpected '.'",
         ),

@@ -8,6 +8,8 @@
 //! - [`StringsExpr`]: the keys of a secondary index, from a field path or a CEL expression.
 //! - [`LabelSelector`] and [`FieldSelector`]: the selectors of the Kubernetes API, parsed with
 //!   Kubernetes' syntax and validation, matched on cached objects.
+//! - [`Shard`]: the apiserver's `shardSelector` (KEP-5866), for a resource that caches one
+//!   shard and for a List or Watch that asks for one.
 //!
 //! This module decides which objects are kept and matches selectors; it never changes an object
 //! (that is [`transform`](crate::transform)'s business). CEL lives in `expr`, label selectors
@@ -16,12 +18,14 @@
 mod expr;
 mod fields;
 mod labels;
+mod shard;
 
 use thiserror::Error;
 
 pub use expr::{unguarded_reads, ChangePredicate, Filter, StringsExpr};
 pub use fields::{FieldOp, FieldRequirement, FieldSelector};
 pub use labels::{LabelSelector, Labels, Requirement};
+pub use shard::Shard;
 
 use crate::vocab::path::PathError;
 

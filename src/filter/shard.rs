@@ -1,7 +1,8 @@
-//! A shard of the cache for a List or Watch (`shard_selector`, issue 32): the same expression
-//! as the apiserver's `shardSelector` (KEP-5866, alpha in 1.36), so that a sharded controller
-//! asks informerd for its shard as it would ask the apiserver, and K replicas of it each read
-//! 1/K of the objects.
+//! A shard of the objects (issue 32), by the same expression as the apiserver's `shardSelector`
+//! (KEP-5866, alpha in 1.36), used twice: a resource that caches one shard of the apiserver's
+//! objects (`resources[i].shardSelector`, so K replicas of informerd each hold 1/K), and a List
+//! or Watch that asks for a shard of the cache (`shard_selector`, so a sharded controller asks
+//! informerd for its shard as it would ask the apiserver).
 //!
 //! The expression is `shardRange(FIELD, 'START', 'END')`, or several joined by `||`, FIELD being
 //! `object.metadata.uid` or `object.metadata.namespace` (the same in every range). An object is
@@ -21,7 +22,7 @@ enum Field {
     Namespace,
 }
 
-/// A parsed `shard_selector`.
+/// A parsed shard selector.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shard {
     field: Field,
@@ -59,11 +60,16 @@ impl Shard {
     /// string, as the apiserver reads a missing field).
     pub fn contains(&self, object: &Value) -> bool {
         let meta = object.get("metadata");
-        let name = match self.field {
-            Field::Uid => "uid",
-            Field::Namespace => "namespace",
+        let field = |name: &str| meta.and_then(|m| m.get(name)).and_then(Value::as_str);
+        self.contains_meta(field("namespace"), field("uid"))
+    }
+
+    /// [`Shard::contains`] of an object's namespace and uid.
+    pub fn contains_meta(&self, namespace: Option<&str>, uid: Option<&str>) -> bool {
+        let value = match self.field {
+            Field::Uid => uid,
+            Field::Namespace => namespace,
         };
-        let value = meta.and_then(|m| m.get(name)).and_then(Value::as_str);
         self.contains_value(value.unwrap_or_default())
     }
 

@@ -38,7 +38,8 @@ pub struct Applied {
     pub received: u64,
     /// Changes made to the store.
     pub changes: u64,
-    /// Objects the CEL filter did not keep (evaluation errors included), every time one arrives.
+    /// Objects the CEL filter or the shard selector did not keep (evaluation errors included),
+    /// every time one arrives.
     pub filtered_out: u64,
     /// Filter evaluations that failed (each also counted in `filtered_out`).
     pub filter_errors: u64,
@@ -58,6 +59,8 @@ pub struct ScopeIngest {
     listing: Option<Listing>,
     /// What this scope did so far.
     pub counters: Applied,
+    /// Whether the warning of an object out of the shard was logged (see `in_shard`).
+    warned_shard: bool,
 }
 
 /// What the list in progress has delivered so far.
@@ -90,6 +93,7 @@ impl ScopeIngest {
             namespace,
             listing: None,
             counters: Applied::default(),
+            warned_shard: false,
         }
     }
 
@@ -146,6 +150,10 @@ impl ScopeIngest {
     fn upsert(&mut self, obj: Projected) -> Option<ObjectKey> {
         let key = key_of(&obj)?;
         let rv = obj.meta().resource_version.clone();
+        if !self.in_shard(&obj) {
+            self.counters.filtered_out += 1;
+            return self.not_kept(key, rv.as_deref());
+        }
         let transformed = obj.transformed;
         let stored = match obj.object {
             // Decoded with the transform applied and no filter to see it first (see
@@ -213,6 +221,30 @@ impl ScopeIngest {
             );
             map.insert("kind".into(), Value::String(self.pipeline.kind.clone()));
         }
+    }
+
+    /// Whether the object is in the resource's shard (no shard: every object is).
+    ///
+    /// Decision: checked here although the list and watch ask the apiserver for the shard. An
+    /// apiserver without the ShardedListAndWatch gate ignores the parameter it does not know and
+    /// sends every object; checked here, the store holds exactly the shard either way, and the
+    /// first object out of it says, once, that the apiserver sends more than it needs to.
+    fn in_shard(&mut self, obj: &Projected) -> bool {
+        let Some(shard) = &self.pipeline.shard else {
+            return true;
+        };
+        let meta = obj.meta();
+        if shard.contains_meta(meta.namespace.as_deref(), meta.uid.as_deref()) {
+            return true;
+        }
+        if !self.warned_shard {
+            self.warned_shard = true;
+            tracing::warn!(kind = %self.pipeline.kind, namespace = ?self.namespace,
+                "the apiserver sent an object out of the configured shardSelector: it does not \
+                 apply shardSelector (turn on its ShardedListAndWatch feature gate); informerd \
+                 drops the other shards' objects itself, after receiving them");
+        }
+        false
     }
 
     /// Whether the filter keeps `value` (no filter keeps everything).

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::secret_data::SecretData;
 use crate::{
     config::{ChangeLogConfig, ResourceConfig},
-    filter::{Filter, StringsExpr},
+    filter::{Filter, Shard, StringsExpr},
     store::{Indexer, StoreOptions, Writer},
     transform::Transform,
 };
@@ -22,6 +22,9 @@ pub struct Pipeline {
     pub kind: String,
     /// The config's CEL filter: what is not kept is never stored.
     pub filter: Option<Filter>,
+    /// The config's `shardSelector`: an object out of the shard is never stored, whether or not
+    /// the apiserver applied it (see `ingest`).
+    pub shard: Option<Shard>,
     /// The config's drop/keep paths, applied before storing.
     pub transform: Transform,
     /// The store every scope of the resource writes to.
@@ -65,6 +68,11 @@ impl Pipeline {
             api_version: rc.api_version.clone(),
             kind: rc.kind.clone(),
             filter: rc.filter.clone(),
+            // Validated with the configuration: a selector that does not parse never gets here.
+            shard: rc
+                .shard_selector
+                .as_deref()
+                .and_then(|s| Shard::parse(s).ok()),
             transform: rc.transform.clone(),
             store: Arc::new(store),
             max_object_size: crate::config::DEFAULT_MAX_OBJECT_SIZE,

@@ -47,6 +47,7 @@ impl Starter {
             api_resource: ar,
             label_selector: self.rc.label_selector.clone(),
             field_selector: self.rc.field_selector.clone(),
+            shard_selector: self.rc.shard_selector.clone(),
             pipeline: self.pipeline,
             status: self.cache.status.clone(),
             initial_lists: self.initial_lists,

@@ -24,6 +24,7 @@ pub fn of_resource(rc: &ResourceConfig) -> String {
     h.part(&format!("{:?}", rc.scope));
     h.part(&format!("{:?}", rc.label_selector));
     h.part(&format!("{:?}", rc.field_selector));
+    h.part(&format!("{:?}", rc.shard_selector));
     h.part(&format!("{:?}", rc.filter.as_ref().map(|f| f.source())));
     h.part(&format!("{:?}", rc.transform));
     h.finish()

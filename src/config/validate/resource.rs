@@ -1,5 +1,5 @@
 //! One entry of `resources`, validated step by step: what it is (apiVersion, kind, name), which
-//! namespaces ([`scope`](super::scope)), what the apiserver filters (label and field
+//! namespaces ([`scope`](super::scope)), what the apiserver filters (label, field and shard
 //! selectors), what informerd filters (CEL) and strips (transform), and its
 //! [`indexes`](super::indexes).
 
@@ -7,7 +7,7 @@ use std::fmt::Display;
 
 use crate::config::model::{resource_path, ResourceConfig};
 use crate::config::raw::{RawResource, RawTransform};
-use crate::filter::{FieldSelector, Filter, LabelSelector};
+use crate::filter::{FieldSelector, Filter, LabelSelector, Shard};
 use crate::transform::Transform;
 use crate::vocab::names::{dns1123_label, dns1123_subdomain};
 
@@ -35,6 +35,7 @@ impl Validator {
             fields.selector("labelSelector", raw.label_selector, LabelSelector::parse);
         let field_selector =
             fields.selector("fieldSelector", raw.field_selector, FieldSelector::parse);
+        let shard_selector = fields.selector("shardSelector", raw.shard_selector, Shard::parse);
         let filter = fields.filter(raw.filter);
         let transform = fields.transform(raw.transform);
         let indexes = fields.indexes(raw.indexes);
@@ -50,6 +51,7 @@ impl Validator {
             scope,
             label_selector,
             field_selector,
+            shard_selector,
             filter,
             transform,
             indexes,

@@ -78,6 +78,7 @@ mod tests {
             api_version: "v1".into(),
             kind: "ConfigMap".into(),
             filter: None,
+            shard: None,
             transform: Transform::identity(),
             store: Arc::new(Writer::new(StoreOptions::default())),
             max_object_size: 0,

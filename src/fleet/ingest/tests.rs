@@ -23,6 +23,7 @@ fn pipeline(filter: Option<&str>) -> Pipeline {
         api_version: "v1".into(),
         kind: "Pod".into(),
         filter: filter.map(|f| Filter::compile(f).expect("filter")),
+        shard: None,
         transform: Transform::identity(),
         store: Arc::new(Writer::new(StoreOptions::default())),
         max_object_size: crate::config::DEFAULT_MAX_OBJECT_SIZE,
@@ -133,6 +134,54 @@ fn objects_moving_out_of_and_into_the_filter_become_deleted_and_added() {
             (ChangeKind::Added, "a/y".to_string())
         ]
     );
+}
+
+/// A resource caching one shard keeps exactly the objects in it, whether the apiserver sent
+/// only those or (without its feature gate) every object, and its halves together keep all.
+#[test]
+fn a_shard_keeps_exactly_its_objects_and_two_halves_keep_all() {
+    let halves = [
+        "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')",
+        "shardRange(object.metadata.uid, '0x8000000000000000', '0x10000000000000000')",
+    ];
+    // Names that differ from their first byte, as uids do: FNV-1a spreads the last bytes of
+    // a string little over the hash's high bits.
+    let pods: Vec<String> = (0..200u32)
+        .map(|i| format!("{:08x}-p{i}", i.wrapping_mul(2_654_435_761)))
+        .collect();
+    let mut kept = Vec::new();
+    for half in halves {
+        let shard = crate::filter::Shard::parse(half).expect("a valid shard");
+        let mut p = pipeline(None);
+        p.shard = Some(shard.clone());
+        let mut scope = ScopeIngest::new(p.clone(), Some("a".into()));
+        list(
+            &mut scope,
+            pods.iter().map(|n| pod("a", n, "1", "t")).collect(),
+        );
+        let mine: Vec<&String> = pods
+            .iter()
+            .filter(|n| shard.contains_meta(Some("a"), Some(&format!("uid-{n}"))))
+            .collect();
+        assert!(
+            !mine.is_empty() && mine.len() < pods.len(),
+            "the uids split"
+        );
+        assert_eq!(p.store.len(), mine.len(), "{half} keeps its shard only");
+        assert_eq!(
+            scope.counters.filtered_out as usize,
+            pods.len() - mine.len()
+        );
+        for n in &mine {
+            let key = crate::store::ObjectKey::new(Some("a"), n);
+            assert!(p.store.as_reader().get(&key).is_some(), "{n} kept");
+        }
+        kept.extend(mine);
+    }
+    kept.sort();
+    let mut all: Vec<&String> = pods.iter().collect();
+    all.sort();
+    assert_eq!(kept, all, "the halves together keep every object once");
 }
 
 /// The resourceVersions of the changes after `since`, with their kinds.

@@ -28,11 +28,13 @@ pub(super) type Events = BoxStream<'static, kube::Result<WatchEvent<Projected>>>
 pub(super) async fn watch(
     api: &Api<Projected>,
     params: &WatchParams,
+    shard: Option<&str>,
     version: &str,
 ) -> kube::Result<Events> {
-    let mut request = Request::new(api.resource_url())
+    let request = Request::new(api.resource_url())
         .watch(params, version)
         .map_err(kube::Error::BuildRequest)?;
+    let mut request = with_shard(request, shard)?;
     request.extensions_mut().insert("watch");
     // As kube-rs asks for watches: its decompression reads only a gzip stream's first member,
     // and an apiserver that compresses a watch writes a member per event.
@@ -48,13 +50,38 @@ pub(super) async fn watch(
 pub(super) async fn list(
     api: &Api<Projected>,
     params: &ListParams,
+    shard: Option<&str>,
 ) -> kube::Result<ObjectList<Projected>> {
-    let mut request = Request::new(api.resource_url())
+    let request = Request::new(api.resource_url())
         .list(params)
         .map_err(kube::Error::BuildRequest)?;
+    let mut request = with_shard(request, shard)?;
     request.extensions_mut().insert("list");
     let text = api.clone().into_client().request_text(request).await?;
     decode::list_body(&text).map_err(kube::Error::SerdeError)
+}
+
+/// The request with the apiserver's `shardSelector` parameter (KEP-5866) added, if any; kube-rs's
+/// `ListParams` and `WatchParams` do not have it yet.
+fn with_shard(
+    mut request: http::Request<Vec<u8>>,
+    shard: Option<&str>,
+) -> kube::Result<http::Request<Vec<u8>>> {
+    let Some(shard) = shard else {
+        return Ok(request);
+    };
+    let uri = request.uri().to_string();
+    let sep = if uri.contains('?') { '&' } else { '?' };
+    let query = form_urlencoded::Serializer::new(String::new())
+        .append_pair("shardSelector", shard)
+        .finish();
+    *request.uri_mut() =
+        format!("{uri}{sep}{query}")
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| {
+                kube::Error::BuildRequest(kube::core::request::Error::BuildRequest(e.into()))
+            })?;
+    Ok(request)
 }
 
 /// The events of a watch response's body, a line each.

@@ -42,6 +42,8 @@ pub(super) struct StreamSpec {
     pub api_resource: ApiResource,
     pub label_selector: Option<String>,
     pub field_selector: Option<String>,
+    /// The apiserver's `shardSelector` of every list and watch (the pipeline checks it too).
+    pub shard_selector: Option<String>,
     pub pipeline: Pipeline,
     pub status: StatusBoard,
     /// Bounds how many scopes run their initial list at once (shared by the whole fleet).

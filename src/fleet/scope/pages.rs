@@ -67,7 +67,12 @@ fn list_params(params: &WatchParams, continue_token: Option<String>) -> ListPara
 
 /// The next object of the list, its end (the list's resourceVersion, then the watch from it),
 /// or the next page (`None`: nothing to hand on yet).
-pub(super) async fn next(api: &Api<Projected>, params: &WatchParams, mut pages: Pages) -> Next {
+pub(super) async fn next(
+    api: &Api<Projected>,
+    params: &WatchParams,
+    shard: Option<&str>,
+    mut pages: Pages,
+) -> Next {
     if let Some(object) = pages.objects.pop_front() {
         let event = Step::Event(watcher::Event::InitApply(object));
         return (Some(Ok(event)), State::Pages(pages));
@@ -81,7 +86,13 @@ pub(super) async fn next(api: &Api<Projected>, params: &WatchParams, mut pages: 
             None => (Some(Err(watcher::Error::NoResourceVersion)), State::Empty),
         };
     }
-    match lines::list(api, &list_params(params, pages.continue_token.take())).await {
+    match lines::list(
+        api,
+        &list_params(params, pages.continue_token.take()),
+        shard,
+    )
+    .await
+    {
         Ok(page) => {
             let non_empty = |s: Option<String>| s.filter(|s| !s.is_empty());
             let pages = Pages {

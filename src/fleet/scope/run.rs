@@ -75,6 +75,7 @@ async fn run_scope(
         let source = Source {
             api: api.clone(),
             params: scope.watch_params(),
+            shard: scope.spec.shard_selector.clone(),
             lists: scope.machine.lists(),
         };
         let stream = scope_stream(source, resume.take()).boxed();

@@ -79,6 +79,8 @@ pub(super) struct Source {
     pub api: Api<Projected>,
     /// The watch's selectors, timeout and bookmarks (the lists' selectors too).
     pub params: WatchParams,
+    /// The apiserver's `shardSelector` of the lists and watches, if any.
+    pub shard: Option<String>,
     pub lists: Lists,
 }
 
@@ -108,13 +110,19 @@ pub(super) type Next = (Option<Result<Step, watcher::Error>>, State);
 
 /// One transition; `None` when it yields nothing (a bookmark mid-list, a reconnect).
 async fn step(source: &Source, state: State) -> Next {
-    let Source { api, params, lists } = source;
+    let Source {
+        api,
+        params,
+        shard,
+        lists,
+    } = source;
+    let shard = shard.as_deref();
     match state {
         State::Empty if *lists == Lists::Paginated => (
             Some(Ok(Step::Event(watcher::Event::Init))),
             State::Pages(Pages::first()),
         ),
-        State::Pages(list) => pages::next(api, params, list).await,
+        State::Pages(list) => pages::next(api, params, shard, list).await,
         State::Empty => {
             let initial = WatchParams {
                 send_initial_events: true,
@@ -125,7 +133,7 @@ async fn step(source: &Source, state: State) -> Next {
             // (any state the watch cache holds). With "0" an object written just before the
             // list could be missing from the initial events and arrive after SYNCED as a new
             // ADDED: "synced" would not mean "holds what was written before it started".
-            match lines::watch(api, &initial, "").await {
+            match lines::watch(api, &initial, shard, "").await {
                 Ok(events) => (
                     Some(Ok(Step::Event(watcher::Event::Init))),
                     State::InitialWatch(events.boxed()),
@@ -134,7 +142,7 @@ async fn step(source: &Source, state: State) -> Next {
             }
         }
         State::InitialWatch(events) => initial_events(events).await,
-        State::Resume { rv, confirm } => match lines::watch(api, params, &rv).await {
+        State::Resume { rv, confirm } => match lines::watch(api, params, shard, &rv).await {
             Ok(events) if confirm => (
                 None,
                 State::Confirming {

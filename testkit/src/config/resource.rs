@@ -22,6 +22,8 @@ pub struct Resource {
     #[serde(skip_serializing_if = "Option::is_none")]
     field_selector: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    shard_selector: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     filter: Option<String>,
     #[serde(skip_serializing_if = "Transform::is_empty")]
     transform: Transform,
@@ -53,6 +55,7 @@ impl Resource {
             namespace_selector: None,
             label_selector: None,
             field_selector: None,
+            shard_selector: None,
             filter: None,
             transform: Transform::default(),
             indexes: Vec::new(),
@@ -105,6 +108,12 @@ impl Resource {
     /// `fieldSelector`, passed to the apiserver.
     pub fn field_selector(mut self, selector: &str) -> Self {
         self.field_selector = Some(selector.to_string());
+        self
+    }
+
+    /// `shardSelector`: the apiserver's shard expression (KEP-5866), passed to it and checked.
+    pub fn shard_selector(mut self, selector: &str) -> Self {
+        self.shard_selector = Some(selector.to_string());
         self
     }
 
