@@ -25,7 +25,7 @@ use thiserror::Error;
 pub use expr::{unguarded_reads, ChangePredicate, Filter, StringsExpr};
 pub use fields::{FieldOp, FieldRequirement, FieldSelector};
 pub use labels::{LabelSelector, Labels, Requirement};
-pub use shard::Shard;
+pub use shard::{fnv1a64, Shard};
 
 use crate::vocab::path::PathError;
 

@@ -93,7 +93,7 @@ fn path(field: Field) -> &'static str {
 }
 
 /// FNV-1a, 64 bits (Go's `hash/fnv.New64a`, which the apiserver uses).
-fn fnv1a64(bytes: &[u8]) -> u64 {
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
     })

@@ -999,6 +999,7 @@ type WatchRequest struct {
 	//
 	//	*WatchRequest_Since
 	//	*WatchRequest_SendInitialState
+	//	*WatchRequest_Held
 	Start isWatchRequest_Start `protobuf_oneof:"start"`
 	// Neither: follow from the current revision.
 	Predicates []Predicate `protobuf:"varint,9,rep,packed,name=predicates,proto3,enum=informerd.v1.Predicate" json:"predicates,omitempty"`
@@ -1122,6 +1123,15 @@ func (x *WatchRequest) GetSendInitialState() bool {
 	return false
 }
 
+func (x *WatchRequest) GetHeld() *HeldObjects {
+	if x != nil {
+		if x, ok := x.Start.(*WatchRequest_Held); ok {
+			return x.Held
+		}
+	}
+	return nil
+}
+
 func (x *WatchRequest) GetPredicates() []Predicate {
 	if x != nil {
 		return x.Predicates
@@ -1185,9 +1195,69 @@ type WatchRequest_SendInitialState struct {
 	SendInitialState bool `protobuf:"varint,8,opt,name=send_initial_state,json=sendInitialState,proto3,oneof"`
 }
 
+type WatchRequest_Held struct {
+	// Delta resume: the initial state of send_initial_state less what the client already
+	// holds. Objects it holds at the same resourceVersion are not sent, the others are ADDED
+	// as in an initial state, and SYNCED lists in `gone` the held objects this watch no
+	// longer sees. For a client whose resume token is Expired or EpochChanged, or that moves
+	// to another replica: resourceVersions come from the apiserver, so every replica and
+	// every run of the sidecar agrees on them.
+	Held *HeldObjects `protobuf:"bytes,15,opt,name=held,proto3,oneof"`
+}
+
 func (*WatchRequest_Since) isWatchRequest_Start() {}
 
 func (*WatchRequest_SendInitialState) isWatchRequest_Start() {}
+
+func (*WatchRequest_Held) isWatchRequest_Start() {}
+
+// What a client holds, for a delta resume (`WatchRequest.held`).
+type HeldObjects struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 16 bytes per object: the 64-bit FNV-1a hash of its key (`namespace/name`, or `name` for a
+	// cluster-scoped object), then that of its metadata.resourceVersion, both little-endian. A
+	// key given twice is sent again, whatever its resourceVersion.
+	Entries       []byte `protobuf:"bytes,1,opt,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HeldObjects) Reset() {
+	*x = HeldObjects{}
+	mi := &file_informerd_v1_cache_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeldObjects) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeldObjects) ProtoMessage() {}
+
+func (x *HeldObjects) ProtoReflect() protoreflect.Message {
+	mi := &file_informerd_v1_cache_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeldObjects.ProtoReflect.Descriptor instead.
+func (*HeldObjects) Descriptor() ([]byte, []int) {
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *HeldObjects) GetEntries() []byte {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
 
 type WatchEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1204,14 +1274,18 @@ type WatchEvent struct {
 	// the resourceVersion of the change that moved it out; as Kubernetes' watch cache does.
 	Object *Object `protobuf:"bytes,4,opt,name=object,proto3" json:"object,omitempty"`
 	// With send_previous, of a MODIFIED event: the object before this change.
-	Previous      *Object `protobuf:"bytes,5,opt,name=previous,proto3" json:"previous,omitempty"`
+	Previous *Object `protobuf:"bytes,5,opt,name=previous,proto3" json:"previous,omitempty"`
+	// On the SYNCED of a delta resume (`held`): the key hashes of the held objects this watch
+	// no longer sees (deleted, or out of its filters), 8 bytes each, little-endian; the client
+	// removes them. Empty otherwise.
+	Gone          []byte `protobuf:"bytes,6,opt,name=gone,proto3" json:"gone,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[8]
+	mi := &file_informerd_v1_cache_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1223,7 +1297,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[8]
+	mi := &file_informerd_v1_cache_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1236,7 +1310,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{8}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *WatchEvent) GetType() EventType {
@@ -1274,6 +1348,13 @@ func (x *WatchEvent) GetPrevious() *Object {
 	return nil
 }
 
+func (x *WatchEvent) GetGone() []byte {
+	if x != nil {
+		return x.Gone
+	}
+	return nil
+}
+
 type StatusRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Empty: every resource (of every cluster, when cluster is empty too).
@@ -1287,7 +1368,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[9]
+	mi := &file_informerd_v1_cache_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1299,7 +1380,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[9]
+	mi := &file_informerd_v1_cache_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1312,7 +1393,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{9}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *StatusRequest) GetResource() string {
@@ -1350,7 +1431,7 @@ type ScopeStatus struct {
 
 func (x *ScopeStatus) Reset() {
 	*x = ScopeStatus{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[10]
+	mi := &file_informerd_v1_cache_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1362,7 +1443,7 @@ func (x *ScopeStatus) String() string {
 func (*ScopeStatus) ProtoMessage() {}
 
 func (x *ScopeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[10]
+	mi := &file_informerd_v1_cache_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1375,7 +1456,7 @@ func (x *ScopeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScopeStatus.ProtoReflect.Descriptor instead.
 func (*ScopeStatus) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{10}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ScopeStatus) GetScope() string {
@@ -1441,7 +1522,7 @@ type IndexStatus struct {
 
 func (x *IndexStatus) Reset() {
 	*x = IndexStatus{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[11]
+	mi := &file_informerd_v1_cache_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1453,7 +1534,7 @@ func (x *IndexStatus) String() string {
 func (*IndexStatus) ProtoMessage() {}
 
 func (x *IndexStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[11]
+	mi := &file_informerd_v1_cache_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1466,7 +1547,7 @@ func (x *IndexStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndexStatus.ProtoReflect.Descriptor instead.
 func (*IndexStatus) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{11}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *IndexStatus) GetName() string {
@@ -1512,7 +1593,7 @@ type ResourceStatus struct {
 
 func (x *ResourceStatus) Reset() {
 	*x = ResourceStatus{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[12]
+	mi := &file_informerd_v1_cache_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1524,7 +1605,7 @@ func (x *ResourceStatus) String() string {
 func (*ResourceStatus) ProtoMessage() {}
 
 func (x *ResourceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[12]
+	mi := &file_informerd_v1_cache_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1537,7 +1618,7 @@ func (x *ResourceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceStatus.ProtoReflect.Descriptor instead.
 func (*ResourceStatus) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{12}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ResourceStatus) GetName() string {
@@ -1677,7 +1758,7 @@ type ClusterStatus struct {
 
 func (x *ClusterStatus) Reset() {
 	*x = ClusterStatus{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[13]
+	mi := &file_informerd_v1_cache_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1689,7 +1770,7 @@ func (x *ClusterStatus) String() string {
 func (*ClusterStatus) ProtoMessage() {}
 
 func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[13]
+	mi := &file_informerd_v1_cache_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1702,7 +1783,7 @@ func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatus.ProtoReflect.Descriptor instead.
 func (*ClusterStatus) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{13}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ClusterStatus) GetName() string {
@@ -1758,7 +1839,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[14]
+	mi := &file_informerd_v1_cache_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1770,7 +1851,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[14]
+	mi := &file_informerd_v1_cache_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1783,7 +1864,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{14}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StatusResponse) GetVersion() string {
@@ -1863,7 +1944,7 @@ type EnsureRequest struct {
 
 func (x *EnsureRequest) Reset() {
 	*x = EnsureRequest{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[15]
+	mi := &file_informerd_v1_cache_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1875,7 +1956,7 @@ func (x *EnsureRequest) String() string {
 func (*EnsureRequest) ProtoMessage() {}
 
 func (x *EnsureRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[15]
+	mi := &file_informerd_v1_cache_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1888,7 +1969,7 @@ func (x *EnsureRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnsureRequest.ProtoReflect.Descriptor instead.
 func (*EnsureRequest) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{15}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *EnsureRequest) GetApiVersion() string {
@@ -1939,7 +2020,7 @@ type EnsureResponse struct {
 
 func (x *EnsureResponse) Reset() {
 	*x = EnsureResponse{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[16]
+	mi := &file_informerd_v1_cache_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1951,7 +2032,7 @@ func (x *EnsureResponse) String() string {
 func (*EnsureResponse) ProtoMessage() {}
 
 func (x *EnsureResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[16]
+	mi := &file_informerd_v1_cache_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1964,7 +2045,7 @@ func (x *EnsureResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnsureResponse.ProtoReflect.Descriptor instead.
 func (*EnsureResponse) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{16}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *EnsureResponse) GetResource() string {
@@ -2003,7 +2084,7 @@ type OnDemandStatus struct {
 
 func (x *OnDemandStatus) Reset() {
 	*x = OnDemandStatus{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[17]
+	mi := &file_informerd_v1_cache_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2015,7 +2096,7 @@ func (x *OnDemandStatus) String() string {
 func (*OnDemandStatus) ProtoMessage() {}
 
 func (x *OnDemandStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[17]
+	mi := &file_informerd_v1_cache_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2028,7 +2109,7 @@ func (x *OnDemandStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OnDemandStatus.ProtoReflect.Descriptor instead.
 func (*OnDemandStatus) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{17}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *OnDemandStatus) GetResource() string {
@@ -2129,7 +2210,7 @@ type WatchKeysRequest struct {
 
 func (x *WatchKeysRequest) Reset() {
 	*x = WatchKeysRequest{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[18]
+	mi := &file_informerd_v1_cache_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2141,7 +2222,7 @@ func (x *WatchKeysRequest) String() string {
 func (*WatchKeysRequest) ProtoMessage() {}
 
 func (x *WatchKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[18]
+	mi := &file_informerd_v1_cache_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2154,7 +2235,7 @@ func (x *WatchKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchKeysRequest.ProtoReflect.Descriptor instead.
 func (*WatchKeysRequest) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{18}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *WatchKeysRequest) GetRequest() isWatchKeysRequest_Request {
@@ -2244,7 +2325,7 @@ type KeysSubscription struct {
 
 func (x *KeysSubscription) Reset() {
 	*x = KeysSubscription{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[19]
+	mi := &file_informerd_v1_cache_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2256,7 +2337,7 @@ func (x *KeysSubscription) String() string {
 func (*KeysSubscription) ProtoMessage() {}
 
 func (x *KeysSubscription) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[19]
+	mi := &file_informerd_v1_cache_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2269,7 +2350,7 @@ func (x *KeysSubscription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeysSubscription.ProtoReflect.Descriptor instead.
 func (*KeysSubscription) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{19}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *KeysSubscription) GetResource() string {
@@ -2395,7 +2476,7 @@ type OwnerMapping struct {
 
 func (x *OwnerMapping) Reset() {
 	*x = OwnerMapping{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[20]
+	mi := &file_informerd_v1_cache_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2407,7 +2488,7 @@ func (x *OwnerMapping) String() string {
 func (*OwnerMapping) ProtoMessage() {}
 
 func (x *OwnerMapping) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[20]
+	mi := &file_informerd_v1_cache_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2420,7 +2501,7 @@ func (x *OwnerMapping) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OwnerMapping.ProtoReflect.Descriptor instead.
 func (*OwnerMapping) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{20}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *OwnerMapping) GetKind() string {
@@ -2458,7 +2539,7 @@ type Key struct {
 
 func (x *Key) Reset() {
 	*x = Key{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[21]
+	mi := &file_informerd_v1_cache_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2470,7 +2551,7 @@ func (x *Key) String() string {
 func (*Key) ProtoMessage() {}
 
 func (x *Key) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[21]
+	mi := &file_informerd_v1_cache_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2483,7 +2564,7 @@ func (x *Key) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Key.ProtoReflect.Descriptor instead.
 func (*Key) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{21}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Key) GetKind() string {
@@ -2518,7 +2599,7 @@ type KeyAck struct {
 
 func (x *KeyAck) Reset() {
 	*x = KeyAck{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[22]
+	mi := &file_informerd_v1_cache_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2530,7 +2611,7 @@ func (x *KeyAck) String() string {
 func (*KeyAck) ProtoMessage() {}
 
 func (x *KeyAck) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[22]
+	mi := &file_informerd_v1_cache_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2543,7 +2624,7 @@ func (x *KeyAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyAck.ProtoReflect.Descriptor instead.
 func (*KeyAck) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{22}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *KeyAck) GetKey() *Key {
@@ -2569,7 +2650,7 @@ type KeyAcks struct {
 
 func (x *KeyAcks) Reset() {
 	*x = KeyAcks{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[23]
+	mi := &file_informerd_v1_cache_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2581,7 +2662,7 @@ func (x *KeyAcks) String() string {
 func (*KeyAcks) ProtoMessage() {}
 
 func (x *KeyAcks) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[23]
+	mi := &file_informerd_v1_cache_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2594,7 +2675,7 @@ func (x *KeyAcks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyAcks.ProtoReflect.Descriptor instead.
 func (*KeyAcks) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{23}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *KeyAcks) GetAcks() []*KeyAck {
@@ -2633,7 +2714,7 @@ type KeyEvent struct {
 
 func (x *KeyEvent) Reset() {
 	*x = KeyEvent{}
-	mi := &file_informerd_v1_cache_proto_msgTypes[24]
+	mi := &file_informerd_v1_cache_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2645,7 +2726,7 @@ func (x *KeyEvent) String() string {
 func (*KeyEvent) ProtoMessage() {}
 
 func (x *KeyEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_informerd_v1_cache_proto_msgTypes[24]
+	mi := &file_informerd_v1_cache_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2658,7 +2739,7 @@ func (x *KeyEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyEvent.ProtoReflect.Descriptor instead.
 func (*KeyEvent) Descriptor() ([]byte, []int) {
-	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{24}
+	return file_informerd_v1_cache_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *KeyEvent) GetType() KeyEventType {
@@ -2779,7 +2860,7 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x06synced\x18\x05 \x01(\bR\x06synced\"?\n" +
 	"\vResumeToken\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x1a\n" +
-	"\brevision\x18\x02 \x01(\x04R\brevision\"\xef\x04\n" +
+	"\brevision\x18\x02 \x01(\x04R\brevision\"\xa0\x05\n" +
 	"\fWatchRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
@@ -2788,7 +2869,8 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x05index\x18\x05 \x01(\v2\x19.informerd.v1.IndexLookupR\x05index\x12\x16\n" +
 	"\x06fields\x18\x06 \x03(\tR\x06fields\x121\n" +
 	"\x05since\x18\a \x01(\v2\x19.informerd.v1.ResumeTokenH\x00R\x05since\x12.\n" +
-	"\x12send_initial_state\x18\b \x01(\bH\x00R\x10sendInitialState\x127\n" +
+	"\x12send_initial_state\x18\b \x01(\bH\x00R\x10sendInitialState\x12/\n" +
+	"\x04held\x18\x0f \x01(\v2\x19.informerd.v1.HeldObjectsH\x00R\x04held\x127\n" +
 	"\n" +
 	"predicates\x18\t \x03(\x0e2\x17.informerd.v1.PredicateR\n" +
 	"predicates\x12#\n" +
@@ -2799,14 +2881,17 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\rsend_previous\x18\r \x01(\bR\fsendPrevious\x12%\n" +
 	"\x0eshard_selector\x18\x0e \x01(\tR\rshardSelector\x12\x18\n" +
 	"\acluster\x18\x14 \x01(\tR\aclusterB\a\n" +
-	"\x05start\"\xcb\x01\n" +
+	"\x05start\"'\n" +
+	"\vHeldObjects\x12\x18\n" +
+	"\aentries\x18\x01 \x01(\fR\aentries\"\xdf\x01\n" +
 	"\n" +
 	"WatchEvent\x12+\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x17.informerd.v1.EventTypeR\x04type\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1a\n" +
 	"\brevision\x18\x03 \x01(\x04R\brevision\x12,\n" +
 	"\x06object\x18\x04 \x01(\v2\x14.informerd.v1.ObjectR\x06object\x120\n" +
-	"\bprevious\x18\x05 \x01(\v2\x14.informerd.v1.ObjectR\bprevious\"E\n" +
+	"\bprevious\x18\x05 \x01(\v2\x14.informerd.v1.ObjectR\bprevious\x12\x12\n" +
+	"\x04gone\x18\x06 \x01(\fR\x04gone\"E\n" +
 	"\rStatusRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x18\n" +
 	"\acluster\x18\x14 \x01(\tR\acluster\"\xc9\x01\n" +
@@ -2999,7 +3084,7 @@ func file_informerd_v1_cache_proto_rawDescGZIP() []byte {
 }
 
 var file_informerd_v1_cache_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_informerd_v1_cache_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_informerd_v1_cache_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_informerd_v1_cache_proto_goTypes = []any{
 	(Predicate)(0),           // 0: informerd.v1.Predicate
 	(EventType)(0),           // 1: informerd.v1.EventType
@@ -3014,73 +3099,75 @@ var file_informerd_v1_cache_proto_goTypes = []any{
 	(*ListResponse)(nil),     // 10: informerd.v1.ListResponse
 	(*ResumeToken)(nil),      // 11: informerd.v1.ResumeToken
 	(*WatchRequest)(nil),     // 12: informerd.v1.WatchRequest
-	(*WatchEvent)(nil),       // 13: informerd.v1.WatchEvent
-	(*StatusRequest)(nil),    // 14: informerd.v1.StatusRequest
-	(*ScopeStatus)(nil),      // 15: informerd.v1.ScopeStatus
-	(*IndexStatus)(nil),      // 16: informerd.v1.IndexStatus
-	(*ResourceStatus)(nil),   // 17: informerd.v1.ResourceStatus
-	(*ClusterStatus)(nil),    // 18: informerd.v1.ClusterStatus
-	(*StatusResponse)(nil),   // 19: informerd.v1.StatusResponse
-	(*EnsureRequest)(nil),    // 20: informerd.v1.EnsureRequest
-	(*EnsureResponse)(nil),   // 21: informerd.v1.EnsureResponse
-	(*OnDemandStatus)(nil),   // 22: informerd.v1.OnDemandStatus
-	(*WatchKeysRequest)(nil), // 23: informerd.v1.WatchKeysRequest
-	(*KeysSubscription)(nil), // 24: informerd.v1.KeysSubscription
-	(*OwnerMapping)(nil),     // 25: informerd.v1.OwnerMapping
-	(*Key)(nil),              // 26: informerd.v1.Key
-	(*KeyAck)(nil),           // 27: informerd.v1.KeyAck
-	(*KeyAcks)(nil),          // 28: informerd.v1.KeyAcks
-	(*KeyEvent)(nil),         // 29: informerd.v1.KeyEvent
-	nil,                      // 30: informerd.v1.Object.LabelsEntry
-	nil,                      // 31: informerd.v1.StatusResponse.OnDemandStopsEntry
+	(*HeldObjects)(nil),      // 13: informerd.v1.HeldObjects
+	(*WatchEvent)(nil),       // 14: informerd.v1.WatchEvent
+	(*StatusRequest)(nil),    // 15: informerd.v1.StatusRequest
+	(*ScopeStatus)(nil),      // 16: informerd.v1.ScopeStatus
+	(*IndexStatus)(nil),      // 17: informerd.v1.IndexStatus
+	(*ResourceStatus)(nil),   // 18: informerd.v1.ResourceStatus
+	(*ClusterStatus)(nil),    // 19: informerd.v1.ClusterStatus
+	(*StatusResponse)(nil),   // 20: informerd.v1.StatusResponse
+	(*EnsureRequest)(nil),    // 21: informerd.v1.EnsureRequest
+	(*EnsureResponse)(nil),   // 22: informerd.v1.EnsureResponse
+	(*OnDemandStatus)(nil),   // 23: informerd.v1.OnDemandStatus
+	(*WatchKeysRequest)(nil), // 24: informerd.v1.WatchKeysRequest
+	(*KeysSubscription)(nil), // 25: informerd.v1.KeysSubscription
+	(*OwnerMapping)(nil),     // 26: informerd.v1.OwnerMapping
+	(*Key)(nil),              // 27: informerd.v1.Key
+	(*KeyAck)(nil),           // 28: informerd.v1.KeyAck
+	(*KeyAcks)(nil),          // 29: informerd.v1.KeyAcks
+	(*KeyEvent)(nil),         // 30: informerd.v1.KeyEvent
+	nil,                      // 31: informerd.v1.Object.LabelsEntry
+	nil,                      // 32: informerd.v1.StatusResponse.OnDemandStopsEntry
 }
 var file_informerd_v1_cache_proto_depIdxs = []int32{
-	30, // 0: informerd.v1.Object.labels:type_name -> informerd.v1.Object.LabelsEntry
+	31, // 0: informerd.v1.Object.labels:type_name -> informerd.v1.Object.LabelsEntry
 	5,  // 1: informerd.v1.GetResponse.object:type_name -> informerd.v1.Object
 	6,  // 2: informerd.v1.ListRequest.index:type_name -> informerd.v1.IndexLookup
 	5,  // 3: informerd.v1.ListResponse.objects:type_name -> informerd.v1.Object
 	6,  // 4: informerd.v1.WatchRequest.index:type_name -> informerd.v1.IndexLookup
 	11, // 5: informerd.v1.WatchRequest.since:type_name -> informerd.v1.ResumeToken
-	0,  // 6: informerd.v1.WatchRequest.predicates:type_name -> informerd.v1.Predicate
-	1,  // 7: informerd.v1.WatchEvent.type:type_name -> informerd.v1.EventType
-	5,  // 8: informerd.v1.WatchEvent.object:type_name -> informerd.v1.Object
-	5,  // 9: informerd.v1.WatchEvent.previous:type_name -> informerd.v1.Object
-	15, // 10: informerd.v1.ResourceStatus.scopes:type_name -> informerd.v1.ScopeStatus
-	16, // 11: informerd.v1.ResourceStatus.indexes:type_name -> informerd.v1.IndexStatus
-	17, // 12: informerd.v1.StatusResponse.resources:type_name -> informerd.v1.ResourceStatus
-	22, // 13: informerd.v1.StatusResponse.on_demand:type_name -> informerd.v1.OnDemandStatus
-	31, // 14: informerd.v1.StatusResponse.on_demand_stops:type_name -> informerd.v1.StatusResponse.OnDemandStopsEntry
-	18, // 15: informerd.v1.StatusResponse.clusters:type_name -> informerd.v1.ClusterStatus
-	24, // 16: informerd.v1.WatchKeysRequest.subscribe:type_name -> informerd.v1.KeysSubscription
-	28, // 17: informerd.v1.WatchKeysRequest.ack:type_name -> informerd.v1.KeyAcks
-	6,  // 18: informerd.v1.KeysSubscription.index:type_name -> informerd.v1.IndexLookup
-	0,  // 19: informerd.v1.KeysSubscription.predicates:type_name -> informerd.v1.Predicate
-	11, // 20: informerd.v1.KeysSubscription.since:type_name -> informerd.v1.ResumeToken
-	25, // 21: informerd.v1.KeysSubscription.owner:type_name -> informerd.v1.OwnerMapping
-	2,  // 22: informerd.v1.OwnerMapping.mode:type_name -> informerd.v1.OwnerMode
-	26, // 23: informerd.v1.KeyAck.key:type_name -> informerd.v1.Key
-	27, // 24: informerd.v1.KeyAcks.acks:type_name -> informerd.v1.KeyAck
-	3,  // 25: informerd.v1.KeyEvent.type:type_name -> informerd.v1.KeyEventType
-	26, // 26: informerd.v1.KeyEvent.key:type_name -> informerd.v1.Key
-	11, // 27: informerd.v1.KeyEvent.token:type_name -> informerd.v1.ResumeToken
-	5,  // 28: informerd.v1.KeyEvent.object:type_name -> informerd.v1.Object
-	7,  // 29: informerd.v1.Cache.Get:input_type -> informerd.v1.GetRequest
-	9,  // 30: informerd.v1.Cache.List:input_type -> informerd.v1.ListRequest
-	12, // 31: informerd.v1.Cache.Watch:input_type -> informerd.v1.WatchRequest
-	14, // 32: informerd.v1.Cache.Status:input_type -> informerd.v1.StatusRequest
-	23, // 33: informerd.v1.Cache.WatchKeys:input_type -> informerd.v1.WatchKeysRequest
-	20, // 34: informerd.v1.Cache.Ensure:input_type -> informerd.v1.EnsureRequest
-	8,  // 35: informerd.v1.Cache.Get:output_type -> informerd.v1.GetResponse
-	10, // 36: informerd.v1.Cache.List:output_type -> informerd.v1.ListResponse
-	13, // 37: informerd.v1.Cache.Watch:output_type -> informerd.v1.WatchEvent
-	19, // 38: informerd.v1.Cache.Status:output_type -> informerd.v1.StatusResponse
-	29, // 39: informerd.v1.Cache.WatchKeys:output_type -> informerd.v1.KeyEvent
-	21, // 40: informerd.v1.Cache.Ensure:output_type -> informerd.v1.EnsureResponse
-	35, // [35:41] is the sub-list for method output_type
-	29, // [29:35] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	13, // 6: informerd.v1.WatchRequest.held:type_name -> informerd.v1.HeldObjects
+	0,  // 7: informerd.v1.WatchRequest.predicates:type_name -> informerd.v1.Predicate
+	1,  // 8: informerd.v1.WatchEvent.type:type_name -> informerd.v1.EventType
+	5,  // 9: informerd.v1.WatchEvent.object:type_name -> informerd.v1.Object
+	5,  // 10: informerd.v1.WatchEvent.previous:type_name -> informerd.v1.Object
+	16, // 11: informerd.v1.ResourceStatus.scopes:type_name -> informerd.v1.ScopeStatus
+	17, // 12: informerd.v1.ResourceStatus.indexes:type_name -> informerd.v1.IndexStatus
+	18, // 13: informerd.v1.StatusResponse.resources:type_name -> informerd.v1.ResourceStatus
+	23, // 14: informerd.v1.StatusResponse.on_demand:type_name -> informerd.v1.OnDemandStatus
+	32, // 15: informerd.v1.StatusResponse.on_demand_stops:type_name -> informerd.v1.StatusResponse.OnDemandStopsEntry
+	19, // 16: informerd.v1.StatusResponse.clusters:type_name -> informerd.v1.ClusterStatus
+	25, // 17: informerd.v1.WatchKeysRequest.subscribe:type_name -> informerd.v1.KeysSubscription
+	29, // 18: informerd.v1.WatchKeysRequest.ack:type_name -> informerd.v1.KeyAcks
+	6,  // 19: informerd.v1.KeysSubscription.index:type_name -> informerd.v1.IndexLookup
+	0,  // 20: informerd.v1.KeysSubscription.predicates:type_name -> informerd.v1.Predicate
+	11, // 21: informerd.v1.KeysSubscription.since:type_name -> informerd.v1.ResumeToken
+	26, // 22: informerd.v1.KeysSubscription.owner:type_name -> informerd.v1.OwnerMapping
+	2,  // 23: informerd.v1.OwnerMapping.mode:type_name -> informerd.v1.OwnerMode
+	27, // 24: informerd.v1.KeyAck.key:type_name -> informerd.v1.Key
+	28, // 25: informerd.v1.KeyAcks.acks:type_name -> informerd.v1.KeyAck
+	3,  // 26: informerd.v1.KeyEvent.type:type_name -> informerd.v1.KeyEventType
+	27, // 27: informerd.v1.KeyEvent.key:type_name -> informerd.v1.Key
+	11, // 28: informerd.v1.KeyEvent.token:type_name -> informerd.v1.ResumeToken
+	5,  // 29: informerd.v1.KeyEvent.object:type_name -> informerd.v1.Object
+	7,  // 30: informerd.v1.Cache.Get:input_type -> informerd.v1.GetRequest
+	9,  // 31: informerd.v1.Cache.List:input_type -> informerd.v1.ListRequest
+	12, // 32: informerd.v1.Cache.Watch:input_type -> informerd.v1.WatchRequest
+	15, // 33: informerd.v1.Cache.Status:input_type -> informerd.v1.StatusRequest
+	24, // 34: informerd.v1.Cache.WatchKeys:input_type -> informerd.v1.WatchKeysRequest
+	21, // 35: informerd.v1.Cache.Ensure:input_type -> informerd.v1.EnsureRequest
+	8,  // 36: informerd.v1.Cache.Get:output_type -> informerd.v1.GetResponse
+	10, // 37: informerd.v1.Cache.List:output_type -> informerd.v1.ListResponse
+	14, // 38: informerd.v1.Cache.Watch:output_type -> informerd.v1.WatchEvent
+	20, // 39: informerd.v1.Cache.Status:output_type -> informerd.v1.StatusResponse
+	30, // 40: informerd.v1.Cache.WatchKeys:output_type -> informerd.v1.KeyEvent
+	22, // 41: informerd.v1.Cache.Ensure:output_type -> informerd.v1.EnsureResponse
+	36, // [36:42] is the sub-list for method output_type
+	30, // [30:36] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_informerd_v1_cache_proto_init() }
@@ -3091,8 +3178,9 @@ func file_informerd_v1_cache_proto_init() {
 	file_informerd_v1_cache_proto_msgTypes[7].OneofWrappers = []any{
 		(*WatchRequest_Since)(nil),
 		(*WatchRequest_SendInitialState)(nil),
+		(*WatchRequest_Held)(nil),
 	}
-	file_informerd_v1_cache_proto_msgTypes[18].OneofWrappers = []any{
+	file_informerd_v1_cache_proto_msgTypes[19].OneofWrappers = []any{
 		(*WatchKeysRequest_Subscribe)(nil),
 		(*WatchKeysRequest_Ack)(nil),
 	}
@@ -3102,7 +3190,7 @@ func file_informerd_v1_cache_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_informerd_v1_cache_proto_rawDesc), len(file_informerd_v1_cache_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   27,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

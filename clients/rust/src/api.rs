@@ -75,7 +75,7 @@ impl<K> fmt::Debug for Api<K> {
 }
 
 /// Where a [`Api::watch`] starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Start {
     /// From the current revision: only changes after now.
     Now,
@@ -83,6 +83,10 @@ pub enum Start {
     InitialState,
     /// Exactly the changes after this token.
     Since(ResumeToken),
+    /// A delta resume: the current state less what the client holds (objects it holds at
+    /// their current resourceVersion are not sent), `SYNCED` with [`Change::gone`], then the
+    /// changes. For a token the sidecar refuses (`Expired`, `EpochChanged`) or another replica.
+    Held(crate::held::Held),
 }
 
 /// One event of [`Api::watch`].
@@ -95,6 +99,9 @@ pub struct Change<K> {
     /// The event's (epoch, revision): resume from it after handling the event, except for the
     /// `ADDED` events of an initial state (see the proto).
     pub token: ResumeToken,
+    /// On the `SYNCED` of a delta resume ([`Start::Held`]): the key hashes
+    /// ([`crate::held::key_hash`]) of the held objects that are gone; remove them.
+    pub gone: Vec<u64>,
 }
 
 impl<K> Api<K>
@@ -318,6 +325,7 @@ where
                 kind: event.r#type(),
                 object,
                 token,
+                gone: crate::held::gone(&event.gone),
             })
         }))
     }
@@ -332,6 +340,7 @@ where
             Start::Now => None,
             Start::InitialState => Some(watch_request::Start::SendInitialState(true)),
             Start::Since(token) => Some(watch_request::Start::Since(token)),
+            Start::Held(held) => Some(watch_request::Start::Held(held.into_proto())),
         };
         Ok(WatchRequest {
             resource: self.resource.clone(),

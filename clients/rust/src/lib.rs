@@ -20,6 +20,7 @@ mod api;
 mod connect;
 mod ensure;
 mod error;
+pub mod held;
 pub mod keys;
 mod read_through;
 mod token;

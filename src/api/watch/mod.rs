@@ -25,6 +25,7 @@
 //! What it must NOT do: keep anything unbounded for a watcher (the ring is shared and fixed,
 //! each buffer is bounded), or let one watcher wait on another.
 
+mod held;
 mod hub;
 mod spec;
 mod watcher;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tonic::Status;
 
+use super::held::Held;
 use super::DEFAULT_BOOKMARK_INTERVAL;
 use crate::api::query::Query;
 use crate::api::reason::{invalid, Reason};
@@ -33,6 +34,9 @@ pub enum Start {
     InitialState,
     /// Replay after this revision (the epoch was checked).
     Since(u64),
+    /// The current state less what the client holds, SYNCED with what it holds that is gone,
+    /// then follow (a delta resume, `held`).
+    Held(Held),
 }
 
 impl WatchSpec {
@@ -51,6 +55,9 @@ impl WatchSpec {
                 )))
             }
             Some(proto::watch_request::Start::Since(token)) => Start::Since(token.revision),
+            Some(proto::watch_request::Start::Held(held)) => {
+                Start::Held(Held::parse(&held.entries)?)
+            }
         };
         let mut predicates = Vec::new();
         for (i, p) in req.predicates.iter().enumerate() {

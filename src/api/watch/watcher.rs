@@ -9,6 +9,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 use tonic::Status;
 
+use super::held::Held;
 use super::hub::{Broadcast, Event};
 use super::spec::{Start, WatchSpec};
 use super::{shutting_down, WatchStream, WATCHER_BUFFER};
@@ -29,7 +30,7 @@ pub fn start(
 ) -> Result<WatchStream, Status> {
     let hub_rx = resource.hub().subscribe();
     let (tx, rx) = buffer::channel(WATCHER_BUFFER, buffer::BUFFER_BYTES);
-    let synced = !matches!(spec.start, Start::InitialState);
+    let synced = !matches!(spec.start, Start::InitialState | Start::Held(_));
     let mut watcher = Watcher {
         epoch: resource.store().epoch(),
         resource,
@@ -83,7 +84,7 @@ impl Watcher {
         hub: broadcast::Receiver<Broadcast>,
         replay: Option<Vec<Change>>,
     ) -> Result<(), End> {
-        match self.spec.start {
+        match std::mem::replace(&mut self.spec.start, Start::Now) {
             Start::Now => self.position = self.resource.store().revision(),
             Start::Since(revision) => {
                 self.position = revision;
@@ -91,13 +92,16 @@ impl Watcher {
                     self.handle(&Event::from_change(change)).await?;
                 }
             }
-            Start::InitialState => self.send_initial_state().await?,
+            Start::InitialState => self.send_initial_state(None).await?,
+            Start::Held(held) => self.send_initial_state(Some(held)).await?,
         }
         self.follow(hub).await
     }
 
     /// Every matching object as ADDED, then SYNCED: from there on, events are resume points.
-    async fn send_initial_state(&mut self) -> Result<(), End> {
+    /// With what the client holds (a delta resume), the objects it holds at their current
+    /// resourceVersion are left out, and SYNCED says which of the held ones are gone.
+    async fn send_initial_state(&mut self, mut held: Option<Held>) -> Result<(), End> {
         // Held until SYNCED is sent: the snapshot is what costs memory (`resource.rs`).
         let _permit = tokio::select! {
             permit = self.resource.snapshot_permit() => permit,
@@ -107,6 +111,12 @@ impl Watcher {
         for stored in candidates {
             // Decoding many objects: let the runtime's other tasks run.
             tokio::task::consume_budget().await;
+            // A held object out of this watch's view stays held: SYNCED then says it is gone.
+            if let Some(held) = held.as_mut().filter(|_| self.spec.query.wants(&stored)) {
+                if held.holds(stored.key(), stored.resource_version()) {
+                    continue;
+                }
+            }
             let Some(object) = self.spec.query.decode_if_matches(&self.resource, &stored) else {
                 continue;
             };
@@ -119,7 +129,9 @@ impl Watcher {
                 .await?;
         }
         self.position = revision;
-        self.send(EventType::Synced, revision, None).await?;
+        let mut synced = self.event(EventType::Synced, revision, None);
+        synced.gone = held.map(Held::gone).unwrap_or_default();
+        self.send_event(synced).await?;
         self.synced = true;
         Ok(())
     }
@@ -277,6 +289,7 @@ impl Watcher {
             revision,
             object,
             previous: None,
+            gone: Vec::new(),
         }
     }
 

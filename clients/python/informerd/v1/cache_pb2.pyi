@@ -200,7 +200,7 @@ class ResumeToken(_message.Message):
     def __init__(self, epoch: _Optional[int] = ..., revision: _Optional[int] = ...) -> None: ...
 
 class WatchRequest(_message.Message):
-    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "fields", "since", "send_initial_state", "predicates", "predicate_cel", "bookmark_interval_seconds", "wait_for_sync", "send_previous", "shard_selector", "cluster")
+    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "fields", "since", "send_initial_state", "held", "predicates", "predicate_cel", "bookmark_interval_seconds", "wait_for_sync", "send_previous", "shard_selector", "cluster")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -209,6 +209,7 @@ class WatchRequest(_message.Message):
     FIELDS_FIELD_NUMBER: _ClassVar[int]
     SINCE_FIELD_NUMBER: _ClassVar[int]
     SEND_INITIAL_STATE_FIELD_NUMBER: _ClassVar[int]
+    HELD_FIELD_NUMBER: _ClassVar[int]
     PREDICATES_FIELD_NUMBER: _ClassVar[int]
     PREDICATE_CEL_FIELD_NUMBER: _ClassVar[int]
     BOOKMARK_INTERVAL_SECONDS_FIELD_NUMBER: _ClassVar[int]
@@ -224,6 +225,7 @@ class WatchRequest(_message.Message):
     fields: _containers.RepeatedScalarFieldContainer[str]
     since: ResumeToken
     send_initial_state: bool
+    held: HeldObjects
     predicates: _containers.RepeatedScalarFieldContainer[Predicate]
     predicate_cel: str
     bookmark_interval_seconds: int
@@ -231,21 +233,29 @@ class WatchRequest(_message.Message):
     send_previous: bool
     shard_selector: str
     cluster: str
-    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ..., since: _Optional[_Union[ResumeToken, _Mapping]] = ..., send_initial_state: bool = ..., predicates: _Optional[_Iterable[_Union[Predicate, str]]] = ..., predicate_cel: _Optional[str] = ..., bookmark_interval_seconds: _Optional[int] = ..., wait_for_sync: bool = ..., send_previous: bool = ..., shard_selector: _Optional[str] = ..., cluster: _Optional[str] = ...) -> None: ...
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ..., since: _Optional[_Union[ResumeToken, _Mapping]] = ..., send_initial_state: bool = ..., held: _Optional[_Union[HeldObjects, _Mapping]] = ..., predicates: _Optional[_Iterable[_Union[Predicate, str]]] = ..., predicate_cel: _Optional[str] = ..., bookmark_interval_seconds: _Optional[int] = ..., wait_for_sync: bool = ..., send_previous: bool = ..., shard_selector: _Optional[str] = ..., cluster: _Optional[str] = ...) -> None: ...
+
+class HeldObjects(_message.Message):
+    __slots__ = ("entries",)
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    entries: bytes
+    def __init__(self, entries: _Optional[bytes] = ...) -> None: ...
 
 class WatchEvent(_message.Message):
-    __slots__ = ("type", "epoch", "revision", "object", "previous")
+    __slots__ = ("type", "epoch", "revision", "object", "previous", "gone")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
     OBJECT_FIELD_NUMBER: _ClassVar[int]
     PREVIOUS_FIELD_NUMBER: _ClassVar[int]
+    GONE_FIELD_NUMBER: _ClassVar[int]
     type: EventType
     epoch: int
     revision: int
     object: Object
     previous: Object
-    def __init__(self, type: _Optional[_Union[EventType, str]] = ..., epoch: _Optional[int] = ..., revision: _Optional[int] = ..., object: _Optional[_Union[Object, _Mapping]] = ..., previous: _Optional[_Union[Object, _Mapping]] = ...) -> None: ...
+    gone: bytes
+    def __init__(self, type: _Optional[_Union[EventType, str]] = ..., epoch: _Optional[int] = ..., revision: _Optional[int] = ..., object: _Optional[_Union[Object, _Mapping]] = ..., previous: _Optional[_Union[Object, _Mapping]] = ..., gone: _Optional[bytes] = ...) -> None: ...
 
 class StatusRequest(_message.Message):
     __slots__ = ("resource", "cluster")
