@@ -179,7 +179,10 @@ async fn bench() -> anyhow::Result<()> {
             s.objects, s.prefix, s.namespaces
         );
         if s.seed_etcd {
-            eprintln!("{}", seed_etcd(cp, &s)?);
+            eprintln!(
+                "{}",
+                cluster::seed_etcd(cp, &s.prefix, s.objects, s.namespaces)?
+            );
         } else {
             eprintln!("{}", cp.seed(&s.prefix, s.objects, s.namespaces)?);
         }
@@ -594,19 +597,4 @@ fn markdown(r: &Report) -> String {
             .into(),
     );
     lines.join("\n") + "\n"
-}
-
-/// `seed pods --etcd`: the pods written straight into the apiserver's etcd; the seeder's
-/// summary line.
-fn seed_etcd(cp: &ControlPlane, s: &Settings) -> anyhow::Result<String> {
-    let out = std::process::Command::new(cp.bin("seed"))
-        .args(["pods", "--kubeconfig"])
-        .arg(cp.kubeconfig())
-        .args(["--prefix", &s.prefix, "--pods", &s.objects.to_string()])
-        .args(["--namespaces", &s.namespaces.to_string(), "--etcd"])
-        .arg(cp.etcd_url()?)
-        .stderr(std::process::Stdio::inherit())
-        .output()?;
-    anyhow::ensure!(out.status.success(), "seed pods --etcd: {}", out.status);
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }

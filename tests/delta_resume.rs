@@ -125,6 +125,64 @@ fn config(fx: &Fixture) -> SidecarConfig {
     SidecarConfig::new().resource(Resource::pods().namespaces([fx.ns()]))
 }
 
+/// The client's initial state from `api`: what it holds, and SYNCED's resume token.
+async fn hold(api: &mut CacheClient<Channel>, ns: &str) -> anyhow::Result<(Holding, ResumeToken)> {
+    let mut watch = api
+        .watch(request(ns, Start::SendInitialState(true)))
+        .await?
+        .into_inner();
+    let (holding, synced) = until_synced(&mut watch).await?;
+    assert_eq!(holding.len(), PODS);
+    let token = ResumeToken {
+        epoch: synced.epoch,
+        revision: synced.revision,
+    };
+    Ok((holding, token))
+}
+
+/// After [`change_some`]: `api` refuses the client's token (`OUT_OF_RANGE`: this is when a client
+/// resumes by delta), and a delta resume from what it holds sends the changed and the created
+/// pods only, SYNCED names the deleted one as gone, and the client's view after the delta equals
+/// a full initial state's.
+async fn resumes_by_delta(
+    api: &mut CacheClient<Channel>,
+    ns: &str,
+    (holding, token): (Holding, ResumeToken),
+    (changed, deleted, created): (String, String, String),
+) -> anyhow::Result<()> {
+    let refused = api
+        .watch(request(ns, Start::Since(token)))
+        .await
+        .expect_err("the token cannot be used");
+    assert_eq!(refused.code(), Code::OutOfRange, "{refused:?}");
+
+    let mut delta = api
+        .watch(request(ns, Start::Held(held(ns, &holding))))
+        .await?
+        .into_inner();
+    let (sent, synced) = until_synced(&mut delta).await?;
+    assert_eq!(
+        sent.keys().cloned().collect::<BTreeSet<_>>(),
+        BTreeSet::from([changed.clone(), created]),
+        "only the changed and the created pods are sent, of {PODS}"
+    );
+    assert_ne!(sent[&changed], holding[&changed], "at its new version");
+    assert_eq!(
+        gone_hashes(&synced),
+        BTreeSet::from([fnv1a(format!("{ns}/{deleted}").as_bytes())]),
+        "the deleted pod is gone"
+    );
+    let mut view = holding;
+    view.remove(&deleted);
+    view.extend(sent);
+    let mut full = api
+        .watch(request(ns, Start::SendInitialState(true)))
+        .await?
+        .into_inner();
+    assert_eq!(until_synced(&mut full).await?.0, view);
+    Ok(())
+}
+
 /// Another replica (a second sidecar, its own epoch): the client's token means nothing there,
 /// and a delta resume sends the changed and created pods only, and the deleted one as gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -135,57 +193,14 @@ async fn another_replica_sends_only_the_differences() -> anyhow::Result<()> {
     fx.start_sidecar(BIN.as_ref(), &config(&fx))?;
     let mut first = fx.cache().await?;
     wait_synced(&mut first).await?;
-    let mut watch = first
-        .watch(request(&ns, Start::SendInitialState(true)))
-        .await?
-        .into_inner();
-    let (holding, synced) = until_synced(&mut watch).await?;
-    assert_eq!(holding.len(), PODS);
-    drop(watch);
+    let held = hold(&mut first, &ns).await?;
 
     let (changed, deleted, created, last) = change_some(&fx).await?;
     let replica = Sidecar::start(BIN.as_ref(), fx.cluster(), &config(&fx))?;
     let mut second = connect(&replica).await?;
     wait_synced(&mut second).await?;
     seen(&mut second, &ns, &last).await?;
-    // The first replica's token is refused by the second: this is when a client resumes by
-    // delta.
-    let token = ResumeToken {
-        epoch: synced.epoch,
-        revision: synced.revision,
-    };
-    let refused = second
-        .watch(request(&ns, Start::Since(token)))
-        .await
-        .expect_err("another replica's token");
-    assert_eq!(refused.code(), Code::OutOfRange, "{refused:?}");
-
-    let mut delta = second
-        .watch(request(&ns, Start::Held(held(&ns, &holding))))
-        .await?
-        .into_inner();
-    let (sent, synced) = until_synced(&mut delta).await?;
-    assert_eq!(
-        sent.keys().cloned().collect::<BTreeSet<_>>(),
-        BTreeSet::from([changed.clone(), created.clone()]),
-        "only the changed and the created pods are sent, of {PODS}"
-    );
-    assert_ne!(sent[&changed], holding[&changed], "at its new version");
-    assert_eq!(
-        gone_hashes(&synced),
-        BTreeSet::from([fnv1a(format!("{ns}/{deleted}").as_bytes())]),
-        "the deleted pod is gone"
-    );
-    // The client's view after applying the delta equals a full initial state's.
-    let mut view = holding.clone();
-    view.remove(&deleted);
-    view.extend(sent);
-    let mut full = second
-        .watch(request(&ns, Start::SendInitialState(true)))
-        .await?
-        .into_inner();
-    assert_eq!(until_synced(&mut full).await?.0, view);
-    Ok(())
+    resumes_by_delta(&mut second, &ns, held, (changed, deleted, created)).await
 }
 
 /// A token older than the change log (`Expired`, as after a long partition): the same sidecar
@@ -195,42 +210,15 @@ async fn an_expired_token_resumes_by_delta() -> anyhow::Result<()> {
     let mut fx = Fixture::new("delta-expired").await?;
     create_pods(fx.kube(), fx.ns(), PODS, &[("app", "delta")], false).await?;
     let ns = fx.ns().to_owned();
+    // 2 events: the 3 changes below push the client's token out of the log.
     fx.start_sidecar(BIN.as_ref(), &config(&fx).change_log_max_events(2))?;
     let mut api = fx.cache().await?;
     wait_synced(&mut api).await?;
-    let mut watch = api
-        .watch(request(&ns, Start::SendInitialState(true)))
-        .await?
-        .into_inner();
-    let (holding, synced) = until_synced(&mut watch).await?;
-    drop(watch);
+    let held = hold(&mut api, &ns).await?;
 
     let (changed, deleted, created, last) = change_some(&fx).await?;
     seen(&mut api, &ns, &last).await?;
-    let token = ResumeToken {
-        epoch: synced.epoch,
-        revision: synced.revision,
-    };
-    let refused = api
-        .watch(request(&ns, Start::Since(token)))
-        .await
-        .expect_err("a token older than a change log of 2 events, after 3 changes");
-    assert_eq!(refused.code(), Code::OutOfRange, "{refused:?}");
-
-    let mut delta = api
-        .watch(request(&ns, Start::Held(held(&ns, &holding))))
-        .await?
-        .into_inner();
-    let (sent, synced) = until_synced(&mut delta).await?;
-    assert_eq!(
-        sent.keys().cloned().collect::<BTreeSet<_>>(),
-        BTreeSet::from([changed, created]),
-    );
-    assert_eq!(
-        gone_hashes(&synced),
-        BTreeSet::from([fnv1a(format!("{ns}/{deleted}").as_bytes())])
-    );
-    Ok(())
+    resumes_by_delta(&mut api, &ns, held, (changed, deleted, created)).await
 }
 
 /// A held set that is not whole entries is refused, naming the field.

@@ -2,7 +2,7 @@
 //! many pods they hold, and the sidecar's `resources:` entry that caches them.
 
 use anyhow::Context;
-use informerd_testkit::Resource;
+use informerd_testkit::{ControlPlane, Resource};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 
@@ -34,4 +34,26 @@ pub fn pods_resource(namespaces: &[String], keep: &[&str], drop: &[&str]) -> Res
         .namespaces(namespaces)
         .keep(keep.iter().copied())
         .drop(drop.iter().copied())
+}
+
+/// `seed pods --etcd`: `pods` pods in `{prefix}-0..{namespaces}` written straight into the
+/// apiserver's etcd (minutes faster than through the apiserver at 100,000); the seeder's
+/// summary line. Their owners are not written: run such a control plane without the garbage
+/// collector (`cluster up --controllers`, as `make bench-large` does).
+pub fn seed_etcd(
+    cp: &ControlPlane,
+    prefix: &str,
+    pods: usize,
+    namespaces: usize,
+) -> anyhow::Result<String> {
+    let out = std::process::Command::new(cp.bin("seed"))
+        .args(["pods", "--kubeconfig"])
+        .arg(cp.kubeconfig())
+        .args(["--prefix", prefix, "--pods", &pods.to_string()])
+        .args(["--namespaces", &namespaces.to_string(), "--etcd"])
+        .arg(cp.etcd_url()?)
+        .stderr(std::process::Stdio::inherit())
+        .output()?;
+    anyhow::ensure!(out.status.success(), "seed pods --etcd: {}", out.status);
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
