@@ -401,6 +401,20 @@ bench-storm: tools $(BIN)/seed
 	STORM_OBJECTS=$(STORM_OBJECTS) STORM_SEED=$(STORM_SEED) \
 	  INFORMERD_CLUSTER_DIR=$(abspath $(BENCH_STORM_CLUSTER_DIR)) cargo bench --bench storm
 
+# --- delta resume on a failover (benches/delta_resume.rs documents it): a client moves to another
+# replica after 1% of DELTA_PODS pods changed; objects and bytes of the delta against a full
+# relist. A private control plane without the garbage collector (pods written into etcd) ---------
+BENCH_DELTA_CLUSTER_DIR := .cache/bench-delta-cluster
+DELTA_PODS ?= 100000
+DELTA_SEED ?= etcd
+.PHONY: bench-delta
+bench-delta: tools $(BIN)/seed
+	@set -eo pipefail; trap '$(BIN)/cluster down --dir $(BENCH_DELTA_CLUSTER_DIR)' EXIT; \
+	$(BIN)/cluster up --dir $(BENCH_DELTA_CLUSTER_DIR) --bin $(BIN) \
+	  $(if $(filter etcd,$(DELTA_SEED)),--controllers $(BENCH_LARGE_CONTROLLERS)); \
+	DELTA_PODS=$(DELTA_PODS) DELTA_SEED=$(DELTA_SEED) \
+	  INFORMERD_CLUSTER_DIR=$(abspath $(BENCH_DELTA_CLUSTER_DIR)) cargo bench --bench delta_resume
+
 # --- controller heap, own cache against the informerd adapter (clients/go/crcache/cmd/heapbench
 # documents it; BENCH_PODS=10000,50000 by default); a private control plane, stopped at the end --
 .PHONY: bench-adapters
