@@ -44,6 +44,8 @@ pub struct Api<K> {
     token: Option<Token>,
     /// Decode each object as its namespace and name alone ([`Api::keys_only`]).
     keys_only: bool,
+    /// [`crate::watcher()`] relists by a delta resume ([`Api::delta_resume`]).
+    pub(crate) delta: bool,
     kind: PhantomData<fn() -> K>,
 }
 
@@ -57,6 +59,7 @@ impl<K> Clone for Api<K> {
             cluster: self.cluster.clone(),
             token: self.token.clone(),
             keys_only: self.keys_only,
+            delta: self.delta,
             kind: PhantomData,
         }
     }
@@ -102,6 +105,9 @@ pub struct Change<K> {
     /// On the `SYNCED` of a delta resume ([`Start::Held`]): the key hashes
     /// ([`crate::held::key_hash`]) of the held objects that are gone; remove them.
     pub gone: Vec<u64>,
+    /// The object's `metadata.resourceVersion` as the sidecar sent it ("" without an object),
+    /// also when `K` does not keep it ([`Api::keys_only`]).
+    pub resource_version: String,
 }
 
 impl<K> Api<K>
@@ -123,6 +129,7 @@ where
             cluster: String::new(),
             token: None,
             keys_only: false,
+            delta: false,
             kind: PhantomData,
         }
     }
@@ -326,6 +333,7 @@ where
                 object,
                 token,
                 gone: crate::held::gone(&event.gone),
+                resource_version: event.object.map(|o| o.resource_version).unwrap_or_default(),
             })
         }))
     }
@@ -353,6 +361,24 @@ where
             wait_for_sync: true,
             ..WatchRequest::default()
         })
+    }
+
+    /// The object of a key alone (its namespace and name): what [`crate::watcher()`] yields
+    /// as the `Delete` of a held object a delta resume says is gone.
+    pub(crate) fn decode_key(&self, namespace: &str, name: &str) -> Result<K, Error> {
+        let object = proto::Object {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            ..proto::Object::default()
+        };
+        self.with_keys_only().decode(&object)
+    }
+
+    fn with_keys_only(&self) -> Self {
+        Api {
+            keys_only: true,
+            ..self.clone()
+        }
     }
 
     fn decode(&self, object: &proto::Object) -> Result<K, Error> {

@@ -40,6 +40,13 @@ impl Held {
             .extend_from_slice(&fnv1a64(resource_version.as_bytes()).to_le_bytes());
     }
 
+    /// Adds an object by its hashes ([`key_hash`], and [`fnv1a64`] of its resourceVersion).
+    pub fn insert_hashes(&mut self, key_hash: u64, resource_version_hash: u64) {
+        self.entries.extend_from_slice(&key_hash.to_le_bytes());
+        self.entries
+            .extend_from_slice(&resource_version_hash.to_le_bytes());
+    }
+
     /// How many objects are held.
     pub fn len(&self) -> usize {
         self.entries.len() / 16

@@ -16,13 +16,17 @@
 //!   analogue of the apiserver's `410 Gone`: a sidecar restarted without its snapshot), it
 //!   starts a new `Init`..`InitDone` cycle, without an `Err` item: a reflector then drops the
 //!   objects that vanished meanwhile, exactly as after kube-rs's relist. A stream that breaks
-//!   before `InitDone` starts a new cycle too. `FellBehind` resumes at once, quietly;
+//!   before `InitDone` starts a new cycle too. With [`Api::delta_resume`] it resumes by delta
+//!   instead (`delta`): `Apply` of what changed or appeared, `Delete` of what is gone.
+//!   `FellBehind` resumes at once, quietly;
 //! - a request the sidecar refuses as it is (`Invalid`, `NotFound`, `Forbidden`,
 //!   `Unauthenticated`), an over-limit refusal (`TooManyWatchers`, `OverMemoryLimit`, ...: a
 //!   request to back off) and an object that does not decode are `Err` items at once.
 //!
 //! Like kube-rs's watcher it never ends; apply a backoff to its `Err` items
 //! (`.default_backoff()`), as with kube-rs. `retry` decides which ends are quiet.
+
+use std::collections::VecDeque;
 
 use futures::{stream::BoxStream, Stream, StreamExt};
 use kube::core::PartialObjectMeta;
@@ -34,7 +38,10 @@ pub use kube::runtime::watcher::{Config, Error, Event, Result};
 use crate::api::{Api, Change, Start};
 use crate::proto::{EventType, ResumeToken};
 
+mod delta;
 mod retry;
+
+use delta::Holdings;
 
 pub use retry::QUIET_PERIOD;
 use retry::{Fault, Outage};
@@ -51,6 +58,8 @@ enum Phase<K> {
     Empty,
     /// Delivering the initial state of this stream.
     Initial(Changes<K>),
+    /// Delivering a delta resume, up to its `SYNCED`.
+    Delta(Changes<K>),
     /// About to resume after the token.
     Resume(ResumeToken),
     /// Following changes after the token.
@@ -63,6 +72,16 @@ struct State<K> {
     phase: Phase<K>,
     /// The quiet reconnects since the sidecar was last reached.
     outage: Outage,
+    /// What was delivered, with [`Api::delta_resume`] (and until a sidecar refuses a delta).
+    holdings: Option<Holdings>,
+    /// Events to yield before the next step (the `Delete`s of a delta resume's `SYNCED`).
+    pending: VecDeque<Event<K>>,
+    /// The resourceVersion of the object of the event being yielded, for the holdings (`K`
+    /// may not keep it: [`Api::keys_only`]).
+    last_version: Option<String>,
+    /// The holdings are a whole view: the last `Init` reached its `InitDone`. A cycle cut short
+    /// leaves a reflector waiting for an `InitDone`: only a new cycle gives it one.
+    whole: bool,
 }
 
 /// The objects of `api` that match `config`'s selectors as kube-rs watcher events (see the
@@ -88,11 +107,16 @@ pub fn watcher<K>(api: Api<K>, config: Config) -> impl Stream<Item = Result<Even
 where
     K: Resource + DeserializeOwned + Send + 'static,
 {
+    let holdings = api.delta.then(Holdings::default);
     let state = State {
         api,
         config,
         phase: Phase::Empty,
         outage: Outage::default(),
+        holdings,
+        pending: VecDeque::new(),
+        last_version: None,
+        whole: false,
     };
     futures::stream::unfold(state, |mut state| async move {
         let item = state.step().await;
@@ -145,8 +169,16 @@ where
     /// relist, a quiet reconnect).
     async fn step(&mut self) -> Result<Event<K>> {
         loop {
+            if let Some(event) = self.pending.pop_front() {
+                return Ok(self.remember(event));
+            }
             let phase = std::mem::replace(&mut self.phase, Phase::Empty);
             let item = match phase {
+                Phase::Empty
+                    if self.whole && self.holdings.as_ref().is_some_and(|h| !h.is_empty()) =>
+                {
+                    self.open_delta().await
+                }
                 Phase::Empty => {
                     let start = Start::InitialState;
                     Self::open(&self.api, &self.config, start)
@@ -154,9 +186,13 @@ where
                         .map(|changes| {
                             self.outage.over();
                             self.phase = Phase::Initial(changes);
+                            if let Some(h) = self.holdings.as_mut() {
+                                h.clear();
+                            }
                             Some(Event::Init)
                         })
                 }
+                Phase::Delta(changes) => self.delta(changes).await,
                 Phase::Resume(token) => {
                     let opened = Self::open(&self.api, &self.config, Start::Since(token)).await;
                     // Retried from the same token unless the fault is a relist.
@@ -171,7 +207,7 @@ where
                 Phase::Watching(changes, token) => self.watching(changes, token).await,
             };
             match item {
-                Ok(Some(event)) => return Ok(event),
+                Ok(Some(event)) => return Ok(self.remember(event)),
                 Ok(None) | Err(Fault::Resume) => {}
                 Err(Fault::Relist) => self.phase = Phase::Empty,
                 Err(Fault::Surface(error)) => return Err(error),
@@ -179,6 +215,93 @@ where
                     Some(wait) => tokio::time::sleep(wait).await,
                     None => return Err(error),
                 },
+            }
+        }
+    }
+
+    /// Keeps what `event` delivers in the holdings (with [`Api::delta_resume`]).
+    fn remember(&mut self, event: Event<K>) -> Event<K> {
+        if let Some(h) = self.holdings.as_mut() {
+            match &event {
+                Event::InitApply(o) | Event::Apply(o) => {
+                    let m = o.meta();
+                    let rv = self.last_version.take().unwrap_or_default();
+                    h.applied(
+                        m.namespace.as_deref(),
+                        m.name.as_deref().unwrap_or_default(),
+                        &rv,
+                    );
+                }
+                Event::Delete(o) => {
+                    let m = o.meta();
+                    h.deleted(
+                        m.namespace.as_deref(),
+                        m.name.as_deref().unwrap_or_default(),
+                    );
+                }
+                Event::Init => self.whole = false,
+                Event::InitDone => self.whole = true,
+            }
+        }
+        event
+    }
+
+    /// Opens a delta resume from the holdings. A sidecar that refuses it as a request (one
+    /// without delta resume) is not asked again: the holdings go, and the next step relists.
+    async fn open_delta(&mut self) -> Step<K> {
+        let held = self
+            .holdings
+            .as_ref()
+            .map(Holdings::held)
+            .unwrap_or_default();
+        match self.api.watch(&self.config, Start::Held(held)).await {
+            Ok(changes) => {
+                self.outage.over();
+                self.phase = Phase::Delta(changes.boxed());
+                Ok(None)
+            }
+            Err(e) if e.reason() == Some(crate::proto::Reason::Invalid) => {
+                self.holdings = None;
+                Ok(None)
+            }
+            Err(e) => Err(Fault::of(e, Error::WatchStartFailed)),
+        }
+    }
+
+    /// One event of a delta resume: `Apply` of an object that changed or appeared; at
+    /// `SYNCED`, a `Delete` of each held object that is gone, then the watch goes on. Any end
+    /// before `SYNCED` leaves the phase `Empty`: another delta resume.
+    async fn delta(&mut self, mut changes: Changes<K>) -> Step<K> {
+        let change = match changes.next().await {
+            Some(Ok(change)) => change,
+            Some(Err(e)) => return Err(Fault::of(e, Error::WatchFailed)),
+            None => return Err(Fault::ended(ended())),
+        };
+        match (change.kind, change.object) {
+            (EventType::Synced, _) => {
+                let gone = self
+                    .holdings
+                    .as_mut()
+                    .map(|h| h.take_gone(&change.gone))
+                    .unwrap_or_default();
+                for (namespace, name) in gone {
+                    let object = self
+                        .api
+                        .decode_key(&namespace, &name)
+                        .map_err(|e| Fault::of(e, Error::WatchFailed))?;
+                    self.pending.push_back(Event::Delete(object));
+                }
+                self.phase = Phase::Watching(changes, change.token);
+                Ok(None)
+            }
+            (EventType::Added, Some(object)) => {
+                self.last_version = Some(change.resource_version);
+                self.phase = Phase::Delta(changes);
+                Ok(Some(Event::Apply(object)))
+            }
+            _ => {
+                self.phase = Phase::Delta(changes);
+                Ok(None)
             }
         }
     }
@@ -214,7 +337,10 @@ where
                 self.phase = Phase::Watching(changes, change.token);
                 return Ok(Some(Event::InitDone));
             }
-            (EventType::Added, Some(object)) => Some(Event::InitApply(object)),
+            (EventType::Added, Some(object)) => {
+                self.last_version = Some(change.resource_version);
+                Some(Event::InitApply(object))
+            }
             // Bookmarks, and anything the protocol does not send during an initial state.
             _ => None,
         };
@@ -248,7 +374,10 @@ where
         }
         self.phase = Phase::Watching(changes, change.token);
         Ok(match (change.kind, change.object) {
-            (EventType::Added | EventType::Modified, Some(object)) => Some(Event::Apply(object)),
+            (EventType::Added | EventType::Modified, Some(object)) => {
+                self.last_version = Some(change.resource_version);
+                Some(Event::Apply(object))
+            }
             (EventType::Deleted, Some(object)) => Some(Event::Delete(object)),
             _ => None,
         })

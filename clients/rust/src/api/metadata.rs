@@ -29,12 +29,31 @@ impl<K: Resource> Api<K> {
             cluster: self.cluster,
             token: self.token,
             keys_only: self.keys_only,
+            delta: self.delta,
             kind: PhantomData,
         }
     }
 }
 
 impl<K> Api<K> {
+    /// The same handle, whose [`crate::watcher()`] relists by a delta resume: when its token is
+    /// refused (`Expired`, `EpochChanged`: a sidecar restarted cold, or another replica), it
+    /// sends what it has delivered (a hash of each object's key and resourceVersion) and yields
+    /// `Apply` for the objects that changed or appeared and `Delete` (of the key alone) for those
+    /// that are gone, instead of a new `Init`..`InitDone` of every object. The watcher then keeps
+    /// each delivered object's key and two hashes (about 60 bytes an object).
+    ///
+    /// Decision: an option, off by default. A reflector after `Apply`/`Delete` holds what it
+    /// would after a relist, but the watcher's own memory grows with the objects, and
+    /// [`Api::keys_only`] handles are used precisely to keep a controller's memory small. A
+    /// sidecar that refuses the request (one without delta resume: `Invalid`) is asked for a
+    /// full relist instead, and is not asked again.
+    #[must_use]
+    pub fn delta_resume(mut self) -> Self {
+        self.delta = true;
+        self
+    }
+
     /// The same handle, each object it reads decoded as its namespace and name alone: no uid,
     /// resourceVersion, generation, apiVersion or kind, and nothing else the mask keeps. For the
     /// store of a `Controller` whose reconciler reads the object through the sidecar

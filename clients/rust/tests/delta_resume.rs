@@ -1,0 +1,70 @@
+//! The watcher of a [`Api::delta_resume`] handle over a cold sidecar restart (a new epoch, as
+//! when a client moves to another replica): it resumes by delta, so the stream carries the
+//! changes made meanwhile (an `Apply` of the changed and the created pod, a `Delete` of the
+//! deleted one) and no new `Init` cycle of every pod; a reflector over it then holds what the
+//! apiserver holds. Without the option the same restart starts a new `Init` cycle
+//! (`sidecar_restart.rs`).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::pin::pin;
+
+use common::{apply_pod, delete_pod, labels, Fixture};
+use futures::TryStreamExt;
+use informerd_client::{watcher, Api};
+use informerd_testkit::wait_synced;
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::watcher::{Config, Event};
+use kube::ResourceExt;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delta_resume_watcher_yields_only_the_changes_after_a_cold_restart() -> anyhow::Result<()>
+{
+    let mut fx = Fixture::new("kubers-delta").await?;
+    for name in ["a", "b", "c", "d"] {
+        apply_pod(fx.kube(), fx.ns(), name, &labels(&[("v", "1")])).await?;
+    }
+    let pods: Api<Pod> = Api::namespaced(fx.cache().await?, "pods", fx.ns()).delta_resume();
+    let mut events = pin!(watcher(pods, Config::default()));
+    let mut initial = BTreeSet::new();
+    loop {
+        match events.try_next().await? {
+            Some(Event::Init) => {}
+            Some(Event::InitApply(p)) => {
+                initial.insert(p.name_any());
+            }
+            Some(Event::InitDone) => break,
+            other => panic!("before InitDone: {other:?}"),
+        }
+    }
+    assert_eq!(initial.len(), 4);
+
+    // A cold restart (no snapshot): a new epoch, the watcher's token refused.
+    fx.sidecar_mut().terminate()?;
+    delete_pod(fx.kube(), fx.ns(), "a").await?;
+    apply_pod(fx.kube(), fx.ns(), "new", &labels(&[])).await?;
+    apply_pod(fx.kube(), fx.ns(), "d", &labels(&[("v", "2")])).await?;
+    fx.sidecar_mut().restart()?;
+    wait_synced(&mut fx.cache().await?).await?;
+
+    let mut after = BTreeSet::new();
+    while after.len() < 3 {
+        match events.try_next().await? {
+            Some(Event::Apply(p)) => after.insert(format!("apply {}", p.name_any())),
+            Some(Event::Delete(p)) => after.insert(format!("delete {}", p.name_any())),
+            Some(Event::Init) => panic!("a new Init cycle: the watcher relisted in full"),
+            other => panic!("after the restart: {other:?}"),
+        };
+    }
+    assert_eq!(
+        after,
+        BTreeSet::from([
+            "apply d".to_string(),
+            "apply new".to_string(),
+            "delete a".to_string()
+        ]),
+        "the changes, and nothing of the unchanged pods b and c"
+    );
+    Ok(())
+}
