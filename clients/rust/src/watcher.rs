@@ -247,7 +247,9 @@ where
     }
 
     /// Opens a delta resume from the holdings. A sidecar that refuses it as a request (one
-    /// without delta resume) is not asked again: the holdings go, and the next step relists.
+    /// without delta resume: `Invalid`), or whose `limits.maxRequestSize` is below the held
+    /// entries (16 bytes an object: `RequestTooLarge`), is not asked again: the holdings go,
+    /// and the next step relists.
     async fn open_delta(&mut self) -> Step<K> {
         let held = self
             .holdings
@@ -260,7 +262,12 @@ where
                 self.phase = Phase::Delta(changes.boxed());
                 Ok(None)
             }
-            Err(e) if e.reason() == Some(crate::proto::Reason::Invalid) => {
+            Err(e)
+                if matches!(
+                    e.reason(),
+                    Some(crate::proto::Reason::Invalid | crate::proto::Reason::RequestTooLarge)
+                ) =>
+            {
                 self.holdings = None;
                 Ok(None)
             }

@@ -3,7 +3,8 @@
 //! changes made meanwhile (an `Apply` of the changed and the created pod, a `Delete` of the
 //! deleted one) and no new `Init` cycle of every pod; a reflector over it then holds what the
 //! apiserver holds. Without the option the same restart starts a new `Init` cycle
-//! (`sidecar_restart.rs`).
+//! (`sidecar_restart.rs`), and so does a sidecar whose `limits.maxRequestSize` is below the
+//! held entries: the watcher falls back to a full relist rather than asking again.
 
 mod common;
 
@@ -13,7 +14,7 @@ use std::pin::pin;
 use common::{apply_pod, delete_pod, labels, Fixture};
 use futures::TryStreamExt;
 use informerd_client::{watcher, Api};
-use informerd_testkit::wait_synced;
+use informerd_testkit::{create_pods, wait_synced};
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::watcher::{Config, Event};
 use kube::ResourceExt;
@@ -27,17 +28,7 @@ async fn a_delta_resume_watcher_yields_only_the_changes_after_a_cold_restart() -
     }
     let pods: Api<Pod> = Api::namespaced(fx.cache().await?, "pods", fx.ns()).delta_resume();
     let mut events = pin!(watcher(pods, Config::default()));
-    let mut initial = BTreeSet::new();
-    loop {
-        match events.try_next().await? {
-            Some(Event::Init) => {}
-            Some(Event::InitApply(p)) => {
-                initial.insert(p.name_any());
-            }
-            Some(Event::InitDone) => break,
-            other => panic!("before InitDone: {other:?}"),
-        }
-    }
+    let initial = initial_cycle(&mut events).await?;
     assert_eq!(initial.len(), 4);
 
     // A cold restart (no snapshot): a new epoch, the watcher's token refused.
@@ -66,5 +57,47 @@ async fn a_delta_resume_watcher_yields_only_the_changes_after_a_cold_restart() -
         ]),
         "the changes, and nothing of the unchanged pods b and c"
     );
+    Ok(())
+}
+
+/// Reads the initial cycle to its `InitDone`; the names it applied.
+async fn initial_cycle<S>(events: &mut std::pin::Pin<&mut S>) -> anyhow::Result<BTreeSet<String>>
+where
+    S: futures::Stream<Item = Result<Event<Pod>, kube::runtime::watcher::Error>>,
+{
+    let mut names = BTreeSet::new();
+    loop {
+        match events.try_next().await? {
+            Some(Event::Init) => {}
+            Some(Event::InitApply(p)) => {
+                names.insert(p.name_any());
+            }
+            Some(Event::InitDone) => return Ok(names),
+            other => panic!("before InitDone: {other:?}"),
+        }
+    }
+}
+
+/// Held entries over the sidecar's `limits.maxRequestSize` (70 pods: 1,120 bytes, over 1 KiB):
+/// the delta resume is refused (`RequestTooLarge`) and the watcher relists in full, with a new
+/// `Init` cycle that holds every pod, instead of retrying the delta for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn held_entries_over_the_request_limit_fall_back_to_a_full_relist() -> anyhow::Result<()> {
+    let mut fx = Fixture::with("kubers-delta-limit", |c| {
+        c.limits(|l| l.max_request_size("1Ki"))
+    })
+    .await?;
+    create_pods(fx.kube(), fx.ns(), 70, &[("app", "delta")], false).await?;
+    let pods: Api<Pod> = Api::namespaced(fx.cache().await?, "pods", fx.ns()).delta_resume();
+    let mut events = pin!(watcher(pods, Config::default()));
+    assert_eq!(initial_cycle(&mut events).await?.len(), 70);
+
+    fx.sidecar_mut().terminate()?;
+    delete_pod(fx.kube(), fx.ns(), "p0").await?;
+    fx.sidecar_mut().restart()?;
+    wait_synced(&mut fx.cache().await?).await?;
+    let relisted = initial_cycle(&mut events).await?;
+    assert_eq!(relisted.len(), 69, "a full relist, without the deleted pod");
+    assert!(!relisted.contains("p0"));
     Ok(())
 }

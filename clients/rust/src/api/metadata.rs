@@ -46,8 +46,9 @@ impl<K> Api<K> {
     /// Decision: an option, off by default. A reflector after `Apply`/`Delete` holds what it
     /// would after a relist, but the watcher's own memory grows with the objects, and
     /// [`Api::keys_only`] handles are used precisely to keep a controller's memory small. A
-    /// sidecar that refuses the request (one without delta resume: `Invalid`) is asked for a
-    /// full relist instead, and is not asked again.
+    /// sidecar that refuses the request (one without delta resume: `Invalid`; held entries over
+    /// its `limits.maxRequestSize`: `RequestTooLarge`) is asked for a full relist instead, and is
+    /// not asked again.
     #[must_use]
     pub fn delta_resume(mut self) -> Self {
         self.delta = true;
