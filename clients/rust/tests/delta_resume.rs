@@ -23,10 +23,13 @@ use kube::ResourceExt;
 async fn a_delta_resume_watcher_yields_only_the_changes_after_a_cold_restart() -> anyhow::Result<()>
 {
     let mut fx = Fixture::new("kubers-delta").await?;
+    let mut last = String::new();
     for name in ["a", "b", "c", "d"] {
-        apply_pod(fx.kube(), fx.ns(), name, &labels(&[("v", "1")])).await?;
+        last = apply_pod(fx.kube(), fx.ns(), name, &labels(&[("v", "1")])).await?;
     }
     let pods: Api<Pod> = Api::namespaced(fx.cache().await?, "pods", fx.ns()).delta_resume();
+    // The sidecar holds every pod before the watch starts (its initial state is the cache's).
+    pods.get_at_least("d", &last).await?;
     let mut events = pin!(watcher(pods, Config::default()));
     let initial = initial_cycle(&mut events).await?;
     assert_eq!(initial.len(), 4);
@@ -87,8 +90,22 @@ async fn held_entries_over_the_request_limit_fall_back_to_a_full_relist() -> any
         c.limits(|l| l.max_request_size("1Ki"))
     })
     .await?;
-    create_pods(fx.kube(), fx.ns(), 70, &[("app", "delta")], false).await?;
+    let created = create_pods(fx.kube(), fx.ns(), 70, &[("app", "delta")], false).await?;
     let pods: Api<Pod> = Api::namespaced(fx.cache().await?, "pods", fx.ns()).delta_resume();
+    let newest = created
+        .iter()
+        .max_by_key(|p| {
+            p.resource_version()
+                .unwrap_or_default()
+                .parse::<u64>()
+                .unwrap_or(0)
+        })
+        .expect("70 pods");
+    pods.get_at_least(
+        &newest.name_any(),
+        &newest.resource_version().unwrap_or_default(),
+    )
+    .await?;
     let mut events = pin!(watcher(pods, Config::default()));
     assert_eq!(initial_cycle(&mut events).await?.len(), 70);
 
