@@ -37,7 +37,9 @@ use crate::{sidecar::io, ControlPlane, Error, Result};
 pub struct FaultProxy {
     addr: SocketAddr,
     shared: Arc<Shared>,
-    via: ControlPlane,
+    /// The apiserver's control plane through the proxy; `None` for a proxy to anything else
+    /// ([`FaultProxy::to`]).
+    via: Option<ControlPlane>,
     runtime: Option<tokio::runtime::Runtime>,
 }
 
@@ -82,6 +84,21 @@ impl FaultProxy {
         let dir = crate::sidecar::temp_dir()?;
         let kubeconfig = dir.join("kubeconfig");
         let (upstream, _) = rewrite_server(cp.kubeconfig(), None)?;
+        let mut proxy = Self::to(upstream)?;
+        let (_, text) = rewrite_server(cp.kubeconfig(), Some(proxy.addr))?;
+        std::fs::write(&kubeconfig, text).map_err(|e| io("write the proxy kubeconfig", e))?;
+        proxy.via = Some(ControlPlane {
+            repo: cp.repo.clone(),
+            dir: cp.dir.clone(),
+            kubeconfig,
+        });
+        Ok(proxy)
+    }
+
+    /// A proxy to any TCP `upstream` on a free port of 127.0.0.1 (e.g. informerd's listener,
+    /// [`FaultProxy::retarget`] then moving its clients to another replica, as a Service
+    /// does when the endpoint they were on goes away).
+    pub fn to(upstream: SocketAddr) -> Result<FaultProxy> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("fault-proxy")
@@ -94,23 +111,16 @@ impl FaultProxy {
         let addr = listener
             .local_addr()
             .map_err(|e| io("read the fault proxy's address", e))?;
-        let (_, text) = rewrite_server(cp.kubeconfig(), Some(addr))?;
-        std::fs::write(&kubeconfig, text).map_err(|e| io("write the proxy kubeconfig", e))?;
         let shared = Arc::new(Shared::new(upstream));
         let listener = {
             let _in = runtime.enter();
             TcpListener::from_std(listener).map_err(|e| io("listen on the fault proxy", e))?
         };
         runtime.spawn(accept_loop(listener, shared.clone()));
-        let via = ControlPlane {
-            repo: cp.repo.clone(),
-            dir: cp.dir.clone(),
-            kubeconfig,
-        };
         Ok(FaultProxy {
             addr,
             shared,
-            via,
+            via: None,
             runtime: Some(runtime),
         })
     }
@@ -118,14 +128,16 @@ impl FaultProxy {
     /// The same control plane, reached through the proxy: give it to
     /// [`crate::Sidecar::start`] so that informerd's traffic goes through the faults.
     pub fn control_plane(&self) -> &ControlPlane {
-        &self.via
+        self.via
+            .as_ref()
+            .expect("a proxy to the apiserver (FaultProxy::start)")
     }
 
     /// Like [`FaultProxy::control_plane`], acting as `user` (e.g.
     /// `system:serviceaccount:NS:NAME`) through the admin's right to impersonate: RBAC decides
     /// what informerd may list, as in a pod, and a test can revoke it.
     pub fn control_plane_as(&self, user: &str) -> Result<ControlPlane> {
-        let path = &self.via.kubeconfig;
+        let path = &self.control_plane().kubeconfig;
         let bad = |detail: String| Error::Command {
             command: format!("write an impersonating copy of {}", path.display()),
             detail,
@@ -144,7 +156,7 @@ impl FaultProxy {
         std::fs::write(&copy, text).map_err(|e| bad(e.to_string()))?;
         Ok(ControlPlane {
             kubeconfig: copy,
-            ..self.via.clone()
+            ..self.control_plane().clone()
         })
     }
 
@@ -224,7 +236,7 @@ impl Drop for FaultProxy {
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_background();
         }
-        if let Some(dir) = self.via.kubeconfig.parent() {
+        if let Some(dir) = self.via.as_ref().and_then(|v| v.kubeconfig.parent()) {
             let _ = std::fs::remove_dir_all(dir);
         }
     }
