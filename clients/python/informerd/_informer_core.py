@@ -15,7 +15,7 @@ from typing import Any, TypedDict, cast
 
 import grpc
 
-from ._errors import InformerdError
+from ._errors import InformerdError, Reason
 from ._held import gone_hashes, held_entries, key_hash
 from ._model import Event, EventType, ObjectRef, Predicate, ResumeToken, object_key
 from .v1 import cache_pb2 as pb
@@ -244,12 +244,19 @@ class InformerCore:
         self.errors += 1
         self.error_counts[err.reason or err.code.name] += 1
         self.last_error = err
-        # Decision: a delta resume the sidecar refuses (INVALID_ARGUMENT: one that predates or
-        # rejects `held`) or ignores (UNIMPLEMENTED, from _delta_refused) falls back to a full
-        # relist at once, and this informer does not try `held` again: a full relist diffs
-        # against what the handlers have, so whatever the failed call delivered stays right.
-        # A request that is invalid for another reason fails the full relist too, and raises.
-        refused = err.code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.UNIMPLEMENTED)
+        # Decision: a delta resume the sidecar refuses (INVALID_ARGUMENT: it rejects `held`;
+        # RequestTooLarge: 16 bytes an object is over its limits.maxRequestSize; OUT_OF_RANGE,
+        # which a call without a token only gets for a message over gRPC's limit) or ignores
+        # (UNIMPLEMENTED, from _delta_refused: it predates `held`) falls back to a full relist
+        # at once, and this informer does not try `held` again: retrying would be refused the
+        # same way, and a full relist diffs against what the handlers have, so whatever the
+        # failed call delivered stays right. A request that is invalid for another reason
+        # fails the full relist too, and raises.
+        refused = err.reason == Reason.REQUEST_TOO_LARGE or err.code in (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            grpc.StatusCode.OUT_OF_RANGE,
+            grpc.StatusCode.UNIMPLEMENTED,
+        )
         if self._held is not None and refused:
             log.warning("informer %s: delta resume failed (%s); listing again in full", self.resource, err)
             self._delta_ok = False

@@ -74,47 +74,61 @@ def test_fnv1a64_and_held_layout():
         raise AssertionError("a gone of 12 bytes was accepted")
 
 
+class Restarted:
+    """An informer over PODS pods, across a cold restart of its sidecar during which
+    change_three ran: what its handlers saw after the restart and what they had to see."""
+
+    def __init__(self, core, namespaces, sidecar, api, server_yaml: str = ""):
+        self.ns = ns = namespaces.create()
+        for i in range(PODS):
+            core.create_namespaced_pod(ns, pod(f"p-{i:02d}"))
+        sc = sidecar([ns], server_yaml=server_yaml)
+        self.client = c = sc.client()
+        self.view = view = View()
+        self.record: list[tuple[str, str]] = []
+        self.informer = informer = api.Informer(c, "pods", namespace=ns, **recording(view, self.record))
+        informer.start()
+        try:
+            assert informer.wait_for_sync(60)
+            assert view.snapshot() == api_pods(core, [ns])
+            assert len(self.record) == PODS
+            self.record.clear()
+            epoch = informer.token.epoch
+            self.before = informer.known()
+
+            sc.stop(signal.SIGKILL)
+            self.expected = change_three(core, ns)
+            sc.start()  # on the same socket, with no snapshot: a new epoch
+            sc.wait_synced()
+            self.truth = truth = api_pods(core, [ns])
+            wait_until(
+                lambda: informer.token is not None and informer.token.epoch != epoch, "a token of the new epoch"
+            )
+            wait_until(lambda: view.snapshot() == truth, "the informer's view to equal the apiserver's")
+        finally:
+            informer.stop(10)
+
+    def assert_exact(self) -> None:
+        """The handlers saw the three changes and nothing else; the informer ends exact."""
+        assert self.informer.error is None
+        assert sorted(self.record) == self.expected
+        assert self.view.violations == []
+        assert self.informer.known() == self.truth
+        assert self.informer.error_counts["EpochChanged"] >= 1, self.informer.error_counts
+
+
 def test_cold_restart_resumes_with_held(core, namespaces, sidecar, api):
     """A cold restart (a new epoch): the informer resumes with what it holds; its handlers see
     the update, the delete and the add made while the sidecar was down, and nothing else."""
-    ns = namespaces.create()
-    for i in range(PODS):
-        core.create_namespaced_pod(ns, pod(f"p-{i:02d}"))
-    sc = sidecar([ns])
-    c = sc.client()
-
-    view = View()
-    record: list[tuple[str, str]] = []
-    informer = api.Informer(c, "pods", namespace=ns, **recording(view, record))
-    informer.start()
-    try:
-        assert informer.wait_for_sync(60)
-        assert view.snapshot() == api_pods(core, [ns])
-        assert len(record) == PODS
-        record.clear()
-        epoch = informer.token.epoch
-        before = informer.known()
-
-        sc.stop(signal.SIGKILL)
-        expected = change_three(core, ns)
-        sc.start()  # on the same socket, with no snapshot: a new epoch
-        sc.wait_synced()
-        truth = api_pods(core, [ns])
-        wait_until(lambda: informer.token is not None and informer.token.epoch != epoch, "a token of the new epoch")
-        wait_until(lambda: view.snapshot() == truth, "the informer's view to equal the apiserver's")
-    finally:
-        informer.stop(10)
-    assert informer.error is None
-    assert sorted(record) == expected
-    assert view.violations == []
-    assert informer.known() == truth
-    assert informer.error_counts["EpochChanged"] >= 1, informer.error_counts
+    run = Restarted(core, namespaces, sidecar, api)
+    run.assert_exact()
+    informer, c, ns = run.informer, run.client, run.ns
     assert informer.delta_resumes == 1
     assert informer.relists == 0, informer.error_counts
 
     # What the sidecar sent that delta resume: only the two changed objects, and the deleted
     # one's key hash in `gone` (the sidecar hashes keys and resourceVersions as the client does).
-    with c.watch("pods", namespace=ns, held=held_entries(before.items())) as w:
+    with c.watch("pods", namespace=ns, held=held_entries(run.before.items())) as w:
         added: list[str] = []
         gone: list[int] | None = None
         for ev in w:
@@ -125,6 +139,17 @@ def test_cold_restart_resumes_with_held(core, namespaces, sidecar, api):
             added.append(ev.key)
     assert sorted(added) == [f"{ns}/new-0", f"{ns}/p-01"]
     assert gone == [key_hash(f"{ns}/p-02")]
+
+
+def test_delta_resume_refused_relists_in_full(core, namespaces, sidecar, api):
+    """A sidecar that refuses the delta resume (here: `held`, 16 bytes a pod, is over its
+    limits.maxRequestSize, RequestTooLarge) gets a full relist instead, and the handlers see
+    the same three changes."""
+    run = Restarted(core, namespaces, sidecar, api, server_yaml="limits:\n  maxRequestSize: 150\n")
+    run.assert_exact()
+    assert run.informer.error_counts["RequestTooLarge"] == 1, run.informer.error_counts
+    assert run.informer.delta_resumes == 1
+    assert run.informer.relists == 1, run.informer.error_counts
 
 
 def test_watch_held_sends_only_what_changed(core, namespaces, sidecar, api):
