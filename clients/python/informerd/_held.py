@@ -20,7 +20,10 @@ _GONE = struct.Struct("<Q")
 
 
 def fnv1a64(data: bytes) -> int:
-    """The 64-bit FNV-1a hash of these bytes."""
+    """The 64-bit FNV-1a hash of these bytes.
+
+    Decision: plain Python, no compiled dependency: it runs once a relist over what the informer
+    holds (about a second for 100,000 objects), never per event."""
     h = _FNV_OFFSET
     for b in data:
         h = ((h ^ b) * _FNV_PRIME) & _MASK
