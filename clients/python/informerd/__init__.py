@@ -25,6 +25,7 @@ from ._client import (
     object_key,
 )
 from ._errors import REASON_TRAILER, InformerdError, NotFoundError, Reason
+from ._held import held_entries, key_hash
 from ._informer import DeletedFinalStateUnknown, Delta, DeltaType, Informer
 from .keys import Key, KeyEvent, KeyEventType, KeyWatch, watch_keys
 
@@ -51,6 +52,8 @@ __all__ = [
     "Reason",
     "ResumeToken",
     "Watch",
+    "held_entries",
+    "key_hash",
     "object_key",
     "watch_keys",
 ]

@@ -326,12 +326,16 @@ class Client:
         bookmark_interval: int | None = None,
         wait_for_sync: bool = False,
         timeout: float | None = None,
+        held: bytes | None = None,
     ) -> Watch:
         """Opens a watch: iterate the result for Events, `cancel()` it to stop.
 
         `since`: replay exactly the changes after this token, then follow (OUT_OF_RANGE when
         the token is too old or from another run of the sidecar: relist).
         `send_initial_state`: the current state as ADDED events, one SYNCED, then follow.
+        `held`: a delta resume (what informerd.Informer does after the first list): the
+        initial state less the objects held at their current resourceVersion, and SYNCED's
+        `gone` names the held ones the watch no longer sees; build it with `held_entries`.
         Neither: follow from the current revision. `bookmark_interval` is in seconds.
         `cluster` (every call takes it): the sidecar's remote cluster (`clusters[].name`) to
         read; empty: the cluster it runs in. Tokens of one cluster's cache are refused by
@@ -351,6 +355,7 @@ class Client:
             predicate_cel=predicate_cel,
             bookmark_interval=bookmark_interval,
             wait_for_sync=wait_for_sync,
+            held=held,
         )
         try:
             return Watch(self._stub.Watch(req, timeout=timeout), self._hint)

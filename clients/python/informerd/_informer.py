@@ -37,14 +37,19 @@ class Informer(InformerCore):
     When the token can no longer be used (OUT_OF_RANGE: Expired, or EpochChanged after a
     sidecar restart), it lists again and delivers the differences against what the handlers
     had: adds, updates, and deletes (as DeletedFinalStateUnknown). For that it remembers
-    only each object's key, uid and resourceVersion.
+    only each object's key, uid and resourceVersion. Once it knows objects, that list is a
+    delta resume (`held`: the hashes of the keys and resourceVersions it has): the sidecar
+    sends only the objects that changed and names the ones that are gone, and the handlers
+    get the same adds, updates and deletes as from a full list. A sidecar that refuses or
+    ignores `held` (older than the delta resume) gets a full list from then on.
 
     Handlers run on the thread of run(); an exception in a handler ends run() with it.
     `predicates` and `predicate_cel` filter updates as the Watch does; after a relist, an
     object whose resourceVersion changed is delivered as an update whatever the predicates.
 
-    Counters for observers and tests: `relists` (lists after the first one, including a list
-    started again because it was interrupted), `resumes` (watches reopened `since` a token),
+    Counters for observers and tests: `relists` (full lists after the first one, including a
+    list started again because it was interrupted), `delta_resumes` (lists made as a delta
+    resume), `resumes` (watches reopened `since` a token),
     `errors` (failed watch calls), `error_counts` (them by reason, e.g. `FellBehind`,
     `EpochChanged`), `last_error`.
     """

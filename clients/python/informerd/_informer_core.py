@@ -1,8 +1,8 @@
 """The informer's state machine, without I/O: what a watch event changes in what the handlers
-have seen (and which deltas that gives), where the next watch starts (since the last token, or
-a relist), and what a failed watch call leads to. informerd.Informer (a thread) and
-informerd.aio.Informer (a task) run it around their own watch calls, so both resume and relist
-exactly alike."""
+have seen (and which deltas that gives), where the next watch starts (since the last token, a
+delta resume from what the handlers have, or a relist), and what a failed watch call leads to.
+informerd.Informer (a thread) and informerd.aio.Informer (a task) run it around their own watch
+calls, so both resume and relist exactly alike."""
 
 from __future__ import annotations
 
@@ -13,7 +13,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypedDict, cast
 
-from ._errors import InformerdError
+import grpc
+
+from ._errors import InformerdError, Reason
+from ._held import gone_hashes, held_entries, key_hash
 from ._model import Event, EventType, ObjectRef, Predicate, ResumeToken, object_key
 from .v1 import cache_pb2 as pb
 
@@ -112,6 +115,7 @@ class InformerCore:
 
         self.relists = 0
         self.resumes = 0
+        self.delta_resumes = 0
         self.errors = 0
         # Failed watch calls by reason (the informerd-reason trailer, else the code's name).
         self.error_counts: Counter[str] = Counter()
@@ -128,6 +132,12 @@ class InformerCore:
         # The watch call under way: listing its initial state, and the keys listed so far.
         self._listing = False
         self._seen: set[str] = set()
+        # The watch call under way is a delta resume: key hash -> key of what it said it held
+        # (to resolve SYNCED's `gone`); None otherwise.
+        self._held: dict[int, str] | None = None
+        # Cleared when the sidecar refuses or ignores `held` (an informerd older than the delta
+        # resume): from then on this informer relists in full.
+        self._delta_ok = True
 
     @staticmethod
     def watch_args(
@@ -167,17 +177,29 @@ class InformerCore:
 
     def _next_watch(self) -> dict[str, Any]:
         """The keyword arguments of the next Client.watch call: since the last token, else the
-        initial state (a relist after the first list); counts resumes and relists."""
+        initial state: a delta resume (`held`) once the informer knows objects, a full list
+        otherwise; counts resumes, delta resumes and relists."""
         self._seen = set()
         self._pending = None
+        self._held = None
         if self._token is not None:
             self.resumes += 1
             self._listing = False
             return {"since": self._token, **self._watch_args}
+        self._listing = True
+        if self._listed_once and self._known and self._delta_ok:
+            held = {key_hash(k): k for k in self._known}
+            # Decision: two known keys with one hash (2^-64 a pair) make a full relist: the
+            # sidecar sends such a key's object whatever its version, but could not say which
+            # of the two is gone.
+            if len(held) == len(self._known):
+                self.delta_resumes += 1
+                self._held = held
+                entries = held_entries((k, rv) for k, (_, rv) in self._known.items())
+                return {"held": entries, **self._watch_args}
         if self._listed_once:
             self.relists += 1
         self._listed_once = True
-        self._listing = True
         return {"send_initial_state": True, **self._watch_args}
 
     def _on_event(self, ev: Event) -> list[Delta]:
@@ -186,8 +208,16 @@ class InformerCore:
         if not self._listing:
             self._pending = ev.token
             return list(self._apply(ev, relist=False))
+        if self._held is not None and ev.type not in (EventType.ADDED, EventType.SYNCED):
+            # A delta resume's initial state is ADDED events then SYNCED; anything else first
+            # is a sidecar that did not read `held` and follows from now instead.
+            raise self._delta_refused(f"it sent {ev.type.value} before SYNCED")
         if ev.type is EventType.SYNCED:
-            deltas = list(self._finish_list(self._seen))
+            if self._held is not None:
+                deltas = list(self._finish_delta(ev.gone, self._held))
+                self._held = None
+            else:
+                deltas = list(self._finish_list(self._seen))
             self._pending = ev.token
             self._listing = False
             if not self._synced_once:
@@ -196,7 +226,7 @@ class InformerCore:
             return deltas
         if ev.type in (EventType.ADDED, EventType.MODIFIED):
             self._seen.add(cast(str, ev.key))  # these events carry their object
-            return list(self._apply(ev, relist=self.relists > 0))
+            return list(self._apply(ev, relist=self.relists > 0 or self._held is not None))
         if ev.type is EventType.DELETED:
             self._seen.discard(cast(str, ev.key))
             return list(self._apply(ev, relist=False))
@@ -214,6 +244,24 @@ class InformerCore:
         self.errors += 1
         self.error_counts[err.reason or err.code.name] += 1
         self.last_error = err
+        # Decision: a delta resume the sidecar refuses (INVALID_ARGUMENT: it rejects `held`;
+        # RequestTooLarge: 16 bytes an object is over its limits.maxRequestSize; OUT_OF_RANGE,
+        # which a call without a token only gets for a message over gRPC's limit) or ignores
+        # (UNIMPLEMENTED, from _delta_refused: it predates `held`) falls back to a full relist
+        # at once, and this informer does not try `held` again: retrying would be refused the
+        # same way, and a full relist diffs against what the handlers have, so whatever the
+        # failed call delivered stays right. A request that is invalid for another reason
+        # fails the full relist too, and raises.
+        refused = err.reason == Reason.REQUEST_TOO_LARGE or err.code in (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            grpc.StatusCode.OUT_OF_RANGE,
+            grpc.StatusCode.UNIMPLEMENTED,
+        )
+        if self._held is not None and refused:
+            log.warning("informer %s: delta resume failed (%s); listing again in full", self.resource, err)
+            self._delta_ok = False
+            self._token = None
+            return Outcome.RELIST
         if err.needs_relist:
             log.info("informer %s: %s; listing again", self.resource, err)
             self._token = None
@@ -267,13 +315,33 @@ class InformerCore:
             old = ObjectRef(raw.namespace, raw.name, prev[0], prev[1])
             yield Delta(DeltaType.UPDATED, ev.object, old=old, relist=relist)
 
+    def _delta_refused(self, why: str) -> InformerdError:
+        return InformerdError(
+            grpc.StatusCode.UNIMPLEMENTED,
+            None,
+            f"the sidecar did not answer the delta resume of {self.resource} as one ({why}): "
+            "informerd predates `held`; listing again in full",
+        )
+
+    def _finish_delta(self, gone: bytes, held: dict[int, str]) -> Iterator[Delta]:
+        """After a delta resume's initial state: the held objects SYNCED says are gone are
+        deleted, as a relist finds them; the others it did not send are unchanged."""
+        try:
+            hashes = list(gone_hashes(gone))
+        except ValueError as err:
+            raise self._delta_refused(str(err)) from None
+        for h in hashes:
+            key = held.get(h)
+            if key is not None and key not in self._seen and key in self._known:
+                yield self._forget(key)
+
     def _finish_list(self, seen: set[str]) -> Iterator[Delta]:
         """After a (re)list: whatever the handlers have that the list did not is gone."""
         for key in [k for k in self._known if k not in seen]:
-            uid, rv = self._known.pop(key)
-            ns, _, name = key.rpartition("/")
-            yield Delta(
-                DeltaType.DELETED,
-                DeletedFinalStateUnknown(ObjectRef(ns, name, uid, rv)),
-                relist=True,
-            )
+            yield self._forget(key)
+
+    def _forget(self, key: str) -> Delta:
+        """The deletion of a known object a (re)list or a delta resume found gone."""
+        uid, rv = self._known.pop(key)
+        ns, _, name = key.rpartition("/")
+        return Delta(DeltaType.DELETED, DeletedFinalStateUnknown(ObjectRef(ns, name, uid, rv)), relist=True)

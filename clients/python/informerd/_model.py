@@ -70,6 +70,9 @@ class Event:
     epoch: int
     revision: int
     raw: pb.Object | None = field(default=None, repr=False)
+    # On the SYNCED of a delta resume (`held`): the 8-byte little-endian key hashes of the held
+    # objects the watch no longer sees (informerd's Informer deletes them). Empty otherwise.
+    gone: bytes = field(default=b"", repr=False)
     _decoded: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -107,7 +110,7 @@ def event_from_pb(ev: pb.WatchEvent) -> Event | None:
     if kind is None:
         return None
     obj = ev.object if ev.HasField("object") else None
-    return Event(kind, ev.epoch, ev.revision, obj)
+    return Event(kind, ev.epoch, ev.revision, obj, gone=ev.gone)
 
 
 @dataclass

@@ -93,10 +93,11 @@ def watch_request(
     predicate_cel: str,
     bookmark_interval: int | None,
     wait_for_sync: bool,
+    held: bytes | None = None,
 ) -> pb.WatchRequest:
-    """Raises ValueError when both since and send_initial_state are given."""
-    if since is not None and send_initial_state:
-        raise ValueError("since and send_initial_state exclude each other")
+    """Raises ValueError when more than one of since, send_initial_state and held is given."""
+    if sum((since is not None, send_initial_state, held is not None)) > 1:
+        raise ValueError("since, send_initial_state and held exclude each other")
     req = pb.WatchRequest(
         resource=resource,
         cluster=cluster,
@@ -114,6 +115,10 @@ def watch_request(
         req.since.CopyFrom(_token(since))
     elif send_initial_state:
         req.send_initial_state = True
+    elif held is not None:
+        # Set even when empty: a delta resume holding nothing is the whole initial state.
+        req.held.SetInParent()
+        req.held.entries = held
     return req
 
 

@@ -1,6 +1,6 @@
 """A sidecar restart changes the epoch: the informer's resume token is refused (OUT_OF_RANGE,
-EpochChanged), it lists again and delivers the differences, so its handlers' view ends equal
-to the apiserver's."""
+EpochChanged), it lists again (a delta resume: it holds objects) and delivers the differences,
+so its handlers' view ends equal to the apiserver's."""
 
 from __future__ import annotations
 
@@ -69,7 +69,10 @@ def test_sidecar_restart_relists(core, namespaces, sidecar, api):
         sc.wait_synced()
         truth = api_pods(core, [ns])
         # wait_until calls each lambda before it returns, within this round: they see its values.
-        wait_until(lambda: informer.relists >= round_, f"the informer to relist (round {round_})")  # noqa: B023
+        wait_until(
+            lambda: informer.delta_resumes >= round_,  # noqa: B023
+            f"the informer to relist by a delta resume (round {round_})",
+        )
         wait_until(
             lambda: informer.token is not None and informer.token.epoch != epoch,  # noqa: B023
             "a token of the new epoch",
@@ -78,7 +81,8 @@ def test_sidecar_restart_relists(core, namespaces, sidecar, api):
             lambda: view.snapshot() == truth,  # noqa: B023
             f"the informer's view to equal the apiserver's (round {round_})",
         )
-        assert informer.relists == round_
+        assert informer.delta_resumes == round_
+        assert informer.relists == 0, informer.error_counts
         assert isinstance(informer.last_error, InformerdError)
         assert informer.last_error.code == grpc.StatusCode.OUT_OF_RANGE, informer.last_error
         assert informer.last_error.reason == Reason.EPOCH_CHANGED, informer.last_error

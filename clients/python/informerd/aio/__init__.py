@@ -16,6 +16,7 @@ informerd.InformerdError, ...), re-exported here.
 
 from .._address import DEFAULT_SOCKET, DEFAULT_TARGET
 from .._errors import REASON_TRAILER, InformerdError, NotFoundError, Reason
+from .._held import held_entries, key_hash
 from .._informer_core import DeletedFinalStateUnknown, Delta, DeltaType
 from .._keys_model import Key, KeyEvent, KeyEventType
 from .._model import Event, EventType, ListResult, ObjectRef, Predicate, ResumeToken, object_key
@@ -46,6 +47,8 @@ __all__ = [
     "Reason",
     "ResumeToken",
     "Watch",
+    "held_entries",
+    "key_hash",
     "object_key",
     "watch_keys",
 ]

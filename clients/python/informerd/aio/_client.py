@@ -320,6 +320,7 @@ class Client:
         bookmark_interval: int | None = None,
         wait_for_sync: bool = False,
         timeout: float | None = None,
+        held: bytes | None = None,
     ) -> Watch:
         """Opens a watch (see informerd.Client.watch): `async for` the result for Events,
         `cancel()` it to stop. Not a coroutine: the call starts at once."""
@@ -337,6 +338,7 @@ class Client:
             predicate_cel=predicate_cel,
             bookmark_interval=bookmark_interval,
             wait_for_sync=wait_for_sync,
+            held=held,
         )
         metadata = self.metadata()
         try:
