@@ -11,7 +11,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::pin::pin;
 
-use common::{apply_pod, delete_pod, labels, Fixture};
+use common::{apply_pod, delete_pod, delta_changes, labels, Fixture};
 use futures::TryStreamExt;
 use informerd_client::{watcher, Api};
 use informerd_testkit::{create_pods, wait_synced};
@@ -42,15 +42,7 @@ async fn a_delta_resume_watcher_yields_only_the_changes_after_a_cold_restart() -
     fx.sidecar_mut().restart()?;
     wait_synced(&mut fx.cache().await?).await?;
 
-    let mut after = BTreeSet::new();
-    while after.len() < 3 {
-        match events.try_next().await? {
-            Some(Event::Apply(p)) => after.insert(format!("apply {}", p.name_any())),
-            Some(Event::Delete(p)) => after.insert(format!("delete {}", p.name_any())),
-            Some(Event::Init) => panic!("a new Init cycle: the watcher relisted in full"),
-            other => panic!("after the restart: {other:?}"),
-        };
-    }
+    let after = delta_changes(&mut events, 3).await?;
     assert_eq!(
         after,
         BTreeSet::from([

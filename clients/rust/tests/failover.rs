@@ -10,7 +10,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::pin::pin;
 
-use common::{apply_pod, delete_pod, labels};
+use common::{apply_pod, delete_pod, delta_changes, labels};
 use futures::TryStreamExt;
 use informerd_client::{watcher, Api};
 use informerd_testkit::{
@@ -102,15 +102,7 @@ async fn killing_a_clients_replica_moves_it_to_the_other_with_a_delta_resume() -
     service.retarget(b_addr);
     service.resume();
 
-    let mut after = BTreeSet::new();
-    while after.len() < 3 {
-        match events.try_next().await? {
-            Some(Event::Apply(p)) => after.insert(format!("apply {}", p.name_any())),
-            Some(Event::Delete(p)) => after.insert(format!("delete {}", p.name_any())),
-            Some(Event::Init) => panic!("a new Init cycle: the client relisted every pod"),
-            other => panic!("after the failover: {other:?}"),
-        };
-    }
+    let after = delta_changes(&mut events, 3).await?;
     assert_eq!(
         after,
         BTreeSet::from([

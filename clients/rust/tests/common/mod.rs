@@ -196,3 +196,28 @@ where
 pub fn labels<'a>(pairs: &[(&'a str, &'a str)]) -> BTreeMap<&'a str, &'a str> {
     pairs.iter().copied().collect()
 }
+
+/// The next `n` changes of a watcher after a delta resume, as `apply NAME` and `delete NAME`;
+/// panics on a new `Init` cycle (a full relist) or anything else.
+pub async fn delta_changes<S>(
+    events: &mut std::pin::Pin<&mut S>,
+    n: usize,
+) -> anyhow::Result<std::collections::BTreeSet<String>>
+where
+    S: futures::Stream<
+        Item = Result<kube::runtime::watcher::Event<Pod>, kube::runtime::watcher::Error>,
+    >,
+{
+    use futures::TryStreamExt;
+    use kube::runtime::watcher::Event;
+    let mut changes = std::collections::BTreeSet::new();
+    while changes.len() < n {
+        match events.try_next().await? {
+            Some(Event::Apply(p)) => changes.insert(format!("apply {}", p.name_any())),
+            Some(Event::Delete(p)) => changes.insert(format!("delete {}", p.name_any())),
+            Some(Event::Init) => panic!("a new Init cycle: the watcher relisted every object"),
+            other => panic!("after the resume: {other:?}"),
+        };
+    }
+    Ok(changes)
+}
