@@ -83,6 +83,9 @@ type InformerStats struct {
 	Lists, Relists uint64
 	// Resumes counts the watches started from a resume token.
 	Resumes uint64
+	// DeltaResumes counts the relists made by a delta resume (held.go): the sidecar sent only
+	// what changed. They are not counted in Lists and Relists.
+	DeltaResumes uint64
 	// Errors counts the streams that ended with an error (each followed by a resume or relist).
 	Errors uint64
 	// Handler calls.
@@ -102,8 +105,9 @@ type InformerStats struct {
 // Informer follows a resource and calls a Handler so that the handler's view stays exactly the
 // cache's: it starts with the initial state, resumes from the last (epoch, revision) it
 // handled when the stream breaks or falls behind, and relists when the token cannot be used
-// any more (Expired, EpochChanged), delivering the differences against what it had. It keeps
-// only the identity and versions of each object.
+// any more (Expired, EpochChanged), delivering the differences against what it had (by a delta
+// resume once it holds objects: held.go). It keeps only the identity and versions of each
+// object.
 type Informer[T any] struct {
 	c        *Client
 	resource string
@@ -114,12 +118,14 @@ type Informer[T any] struct {
 	// Informer's decision: "resume", "relist" or "stop".
 	OnError func(err error, decision string)
 
-	mu     sync.Mutex
-	known  map[string]entry
-	token  ResumeToken
-	pass   uint32
-	stats  InformerStats
-	synced atomic.Bool
+	mu    sync.Mutex
+	known map[string]entry
+	// noDelta: a sidecar refused a delta resume; relist in full from then on (held.go).
+	noDelta bool
+	token   ResumeToken
+	pass    uint32
+	stats   InformerStats
+	synced  atomic.Bool
 }
 
 // NewInformer returns an Informer of resource (its name in the sidecar's configuration) that
@@ -161,6 +167,9 @@ func (inf *Informer[T]) Known() map[string]string {
 // errEpoch is a stream that delivered an event of another epoch than its token's.
 var errEpoch = errors.New("informerd: the watch delivered an event of another epoch")
 
+// errDeltaRefused wraps the error of a delta resume the sidecar refused: relist in full.
+var errDeltaRefused = errors.New("informerd: the sidecar refused a delta resume; relisting in full")
+
 // Run follows the resource until ctx ends (it then returns ctx.Err()) or a call fails in a way
 // retrying cannot fix: INVALID_ARGUMENT (a bad selector, field mask or CEL expression),
 // NOT_FOUND (no such resource), UNIMPLEMENTED, PERMISSION_DENIED, UNAUTHENTICATED. Everything
@@ -178,7 +187,7 @@ func (inf *Informer[T]) Run(ctx context.Context) error {
 		}
 		decision := "resume"
 		switch {
-		case errors.Is(err, errEpoch) || IsRelist(err):
+		case errors.Is(err, errEpoch) || errors.Is(err, errDeltaRefused) || IsRelist(err):
 			decision = "relist"
 		case isPermanent(err):
 			decision = "stop"
@@ -229,14 +238,21 @@ func (inf *Informer[T]) session(ctx context.Context) (progress bool, err error) 
 	inf.mu.Lock()
 	token := inf.token
 	listing := token.IsZero()
-	if listing {
+	// A relist of an Informer that holds objects is a delta resume (held.go).
+	delta := listing && len(inf.known) > 0 && inf.stats.Lists > 0 && !inf.noDelta
+	var heldKeys map[uint64]string
+	switch {
+	case delta:
+		o.held, heldKeys = heldEntries(inf.known)
+		inf.stats.DeltaResumes++
+	case listing:
 		o.initialState = true
 		inf.pass++
 		inf.stats.Lists++
 		if inf.stats.Lists > 1 {
 			inf.stats.Relists++
 		}
-	} else {
+	default:
 		o.since = &token
 		inf.stats.Resumes++
 	}
@@ -248,7 +264,7 @@ func (inf *Informer[T]) session(ctx context.Context) (progress bool, err error) 
 	// WaitForReady: while the sidecar is unreachable, wait for it rather than fail at once.
 	stream, err := inf.c.cache.Watch(ctx, watchRequest(inf.resource, o), grpc.WaitForReady(true))
 	if err != nil {
-		return false, wrapError(err, nil, nil)
+		return false, inf.refused(delta, wrapError(err, nil, nil))
 	}
 	for {
 		ev, err := stream.Recv()
@@ -257,7 +273,7 @@ func (inf *Informer[T]) session(ctx context.Context) (progress bool, err error) 
 				return progress, io.ErrUnexpectedEOF
 			}
 			header, _ := stream.Header()
-			return progress, wrapError(err, stream.Trailer(), header)
+			return progress, inf.refused(delta && listing, wrapError(err, stream.Trailer(), header))
 		}
 		progress = true
 		if !listing {
@@ -288,7 +304,11 @@ func (inf *Informer[T]) session(ctx context.Context) (progress bool, err error) 
 				inf.anomaly()
 				continue
 			}
-			inf.endInitial(pass)
+			if delta {
+				inf.endDelta(ev.GetGone(), heldKeys)
+			} else {
+				inf.endInitial(pass)
+			}
 			listing = false
 			inf.synced.Store(true)
 		default:
@@ -300,6 +320,17 @@ func (inf *Informer[T]) session(ctx context.Context) (progress bool, err error) 
 		inf.token = token
 		inf.mu.Unlock()
 	}
+}
+
+// refused is err, marked as a refused delta resume (and delta resumes stopped) when it is one.
+func (inf *Informer[T]) refused(delta bool, err error) error {
+	if !delta || !refusesDelta(err) {
+		return err
+	}
+	inf.mu.Lock()
+	inf.noDelta = true
+	inf.mu.Unlock()
+	return fmt.Errorf("%w: %w", errDeltaRefused, err)
 }
 
 func (inf *Informer[T]) anomaly() {

@@ -797,7 +797,8 @@ func TestLabelSelectorWatch(t *testing.T) {
 }
 
 // TestSidecarRestartRelists: when the sidecar is killed and restarted on the same socket, the
-// informer's token is from another epoch: it relists and delivers the differences.
+// informer's token is from another epoch: it relists by a delta resume (only what changed is
+// sent) and delivers the differences.
 func TestSidecarRestartRelists(t *testing.T) {
 	e := setup(t)
 	ns := e.Namespace(t, "restart")
@@ -848,8 +849,9 @@ func TestSidecarRestartRelists(t *testing.T) {
 	mu.Lock()
 	t.Logf("informer before %+v\nafter %+v\nstream errors:\n%s", before, after, strings.Join(errs, "\n"))
 	mu.Unlock()
-	if after.Relists <= before.Relists {
-		t.Errorf("relists %d -> %d: the restart did not make the informer relist", before.Relists, after.Relists)
+	if after.DeltaResumes != before.DeltaResumes+1 || after.Relists != before.Relists {
+		t.Errorf("delta resumes %d -> %d, full relists %d -> %d: want one delta resume and no full relist",
+			before.DeltaResumes, after.DeltaResumes, before.Relists, after.Relists)
 	}
 	if after.Token.Epoch == oldToken.Epoch {
 		t.Errorf("the epoch did not change across the restart (%d)", oldToken.Epoch)
@@ -876,8 +878,56 @@ func TestSidecarRestartRelists(t *testing.T) {
 	checkErr(t, "Watch since a token of the previous run", err, codes.OutOfRange, informerd.ReasonEpochChanged)
 }
 
+// TestInformerDeltaRefusedRelistsInFull: a sidecar whose limits.maxRequestSize is below the
+// held entries (70 pods: 1,120 bytes, over 1 KiB) refuses the delta resume with
+// RequestTooLarge; the informer relists in full at once, delivers the differences all the same,
+// and does not ask for a delta again.
+func TestInformerDeltaRefusedRelistsInFull(t *testing.T) {
+	e := setup(t)
+	ns := e.Namespace(t, "delta-refused")
+	for i := range 70 {
+		e.createPod(t, ns, fmt.Sprintf("pod-%d", i), map[string]string{"app": "web"})
+	}
+	s := e.StartSidecar(t, func(sock string) string {
+		return podsConfig(sock, []string{ns}, "limits:\n  maxRequestSize: 1Ki\n")
+	})
+	rec := newRecorder()
+	inf := informerd.NewInformer[corev1.Pod](s.Client(), "pods", rec.handler(), informerd.InNamespace(ns))
+	alive := runInformer(t, inf)
+	eventually(t, syncTimeout, "the informer has the apiserver's pods", func() string {
+		if err := alive(); err != nil {
+			return err.Error()
+		}
+		return diff("apiserver", e.apiserverPods(t, "", ns), "informer handler", rec.snapshot())
+	})
+	s.Kill()
+	e.deletePod(t, ns, "pod-0")
+	e.createPod(t, ns, "new", map[string]string{"app": "web"})
+	s.Start()
+	s.WaitSynced()
+	want := e.apiserverPods(t, "", ns)
+	eventually(t, settleTimeout, "the informer's view is the apiserver's after the restart", func() string {
+		if err := alive(); err != nil {
+			return err.Error()
+		}
+		return diff("apiserver", want, "informer handler", rec.snapshot())
+	})
+	st := inf.Stats()
+	if st.DeltaResumes != 1 || st.Relists != 1 {
+		t.Errorf("delta resumes %d, full relists %d: want one refused delta, then one full relist", st.DeltaResumes, st.Relists)
+	}
+	rec.check(t)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.adds != 71 || rec.deletes != 1 || rec.unknownDel != 1 {
+		t.Errorf("handler calls: %d adds, %d deletes (%d from the relist); want 71, 1 (1)\n%s",
+			rec.adds, rec.deletes, rec.unknownDel, strings.Join(rec.log, "\n"))
+	}
+}
+
 // TestInformerRelistOnExpired: an informer cut off while more changes happen than the change
-// log holds gets Expired on resuming, relists, and delivers exactly the differences.
+// log holds gets Expired on resuming, relists by a delta resume, and delivers exactly the
+// differences.
 func TestInformerRelistOnExpired(t *testing.T) {
 	e := setup(t)
 	ns := e.Namespace(t, "expired")
@@ -940,8 +990,9 @@ func TestInformerRelistOnExpired(t *testing.T) {
 	})
 	st := inf.Stats()
 	t.Logf("informer: %+v", st)
-	if st.Relists == 0 || informerd.Reason(st.LastError) != informerd.ReasonExpired {
-		t.Errorf("relists %d, last error %v: want a relist after Expired", st.Relists, st.LastError)
+	if st.DeltaResumes != 1 || st.Relists != 0 || informerd.Reason(st.LastError) != informerd.ReasonExpired {
+		t.Errorf("delta resumes %d, full relists %d, last error %v: want one delta resume after Expired",
+			st.DeltaResumes, st.Relists, st.LastError)
 	}
 	rec.check(t)
 	rec.mu.Lock()

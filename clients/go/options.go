@@ -96,6 +96,7 @@ type WatchOptions struct {
 	waitForSync  bool
 	since        *ResumeToken
 	initialState bool
+	held         []byte // a delta resume's entries (the Informer's; see held.go)
 }
 
 // WorkQueueOptions collects what the options of NewWorkQueue set.

@@ -64,6 +64,8 @@ func watchRequest(resource string, o WatchOptions) *informerdv1.WatchRequest {
 	switch {
 	case o.since != nil:
 		req.Start = &informerdv1.WatchRequest_Since{Since: &informerdv1.ResumeToken{Epoch: o.since.Epoch, Revision: o.since.Revision}}
+	case o.held != nil:
+		req.Start = &informerdv1.WatchRequest_Held{Held: &informerdv1.HeldObjects{Entries: o.held}}
 	case o.initialState:
 		req.Start = &informerdv1.WatchRequest_SendInitialState{SendInitialState: true}
 	}
