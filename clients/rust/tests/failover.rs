@@ -10,7 +10,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::pin::pin;
 
-use common::{apply_pod, delete_pod, delta_changes, labels};
+use common::{apply_pod, delete_pod, delta_changes, informerd_bin, labels};
 use futures::TryStreamExt;
 use informerd_client::{watcher, Api};
 use informerd_testkit::{
@@ -29,8 +29,10 @@ fn replica(fx: &Fixture) -> anyhow::Result<(Sidecar, std::net::SocketAddr)> {
     let config = SidecarConfig::new()
         .resource(Resource::pods().namespaces([fx.ns()]))
         .server(|s| s.listen(addr));
-    let bin = std::env::var("INFORMERD_BIN")?;
-    Ok((Sidecar::start(bin.as_ref(), fx.cluster(), &config)?, addr))
+    Ok((
+        Sidecar::start(&informerd_bin(), fx.cluster(), &config)?,
+        addr,
+    ))
 }
 
 /// The namespace's pods at a TCP address.
