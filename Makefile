@@ -329,7 +329,15 @@ deploy-rbac:
 # this check: the client, as every kube-rs library, leaves that choice (a k8s-openapi feature) to
 # the application, and a library built alone needs one.
 .PHONY: rust-package
+# Decision: the copies of informerd-proto that earlier runs unpacked from cargo's local overlay
+# registry (`$$CARGO_HOME/registry/{src,cache}/-HASH/`) are removed first, and so are its
+# compiled artifacts (`cargo clean -p`). Cargo never unpacks a name and version it has unpacked
+# before, and never rebuilds a registry crate it has built, so after an API change the client was
+# verified against the old API (CI hit it: HeldObjects not found). Only those overlay folders
+# (named `-HASH`, not a registry's name) are touched.
 rust-package:
+	cargo clean --quiet -p informerd-proto
+	rm -rf $${CARGO_HOME:-$$HOME/.cargo}/registry/src/-*/informerd-proto-* $${CARGO_HOME:-$$HOME/.cargo}/registry/cache/-*/informerd-proto-*
 	K8S_OPENAPI_ENABLED_VERSION=1.36 cargo package --quiet --allow-dirty -p informerd-proto -p informerd-client
 
 # --- deploy/monitoring ---------------------------------------------------------------------------
