@@ -6,7 +6,7 @@
 //
 //	agent node=NODE pods=N foreign=M informer=K epoch=E relists=R
 //	    the List's N pods, M of them on another node than NODE_NAME; the Informer's view (K
-//	    pods) at epoch E, and how many times it relisted
+//	    pods) at epoch E, and how many times it relisted (in full or by a delta resume)
 //	agent node=NODE error=REASON code=CODE
 //	    what informerd answered the List instead
 //
@@ -48,7 +48,7 @@ func main() {
 			}
 			s := inf.Stats()
 			fmt.Printf("agent node=%s pods=%d foreign=%d informer=%d epoch=%d relists=%d\n",
-				node, len(res.Items), foreign, s.Objects, s.Token.Epoch, s.Relists)
+				node, len(res.Items), foreign, s.Objects, s.Token.Epoch, s.Relists+s.DeltaResumes)
 		}
 		time.Sleep(2 * time.Second)
 	}
