@@ -28,6 +28,7 @@ use std::time::Instant;
 
 use common::{cluster, env_or, results};
 use futures::{StreamExt, TryStreamExt};
+use informerd::filter::fnv1a64;
 use informerd::proto::{
     cache_client::CacheClient, watch_request::Start, EventType, HeldObjects, ListRequest,
     WatchRequest,
@@ -131,18 +132,11 @@ fn watch(start: Start) -> WatchRequest {
     }
 }
 
-/// FNV-1a, 64 bits, as a client computes the held entries.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
 fn held(view: &BTreeMap<String, String>) -> HeldObjects {
     let mut entries = Vec::with_capacity(view.len() * 16);
     for (key, rv) in view {
-        entries.extend_from_slice(&fnv1a(key.as_bytes()).to_le_bytes());
-        entries.extend_from_slice(&fnv1a(rv.as_bytes()).to_le_bytes());
+        entries.extend_from_slice(&fnv1a64(key.as_bytes()).to_le_bytes());
+        entries.extend_from_slice(&fnv1a64(rv.as_bytes()).to_le_bytes());
     }
     HeldObjects { entries }
 }

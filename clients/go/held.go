@@ -72,8 +72,7 @@ func (inf *Informer[T]) endDelta(gone []byte, keys map[uint64]string) {
 		if !had {
 			continue
 		}
-		ns, name := splitKey(key)
-		deleted = append(deleted, Meta{Namespace: ns, Name: name, UID: e.uidString(), ResourceVersion: e.rvString(), Revision: e.revision})
+		deleted = append(deleted, metaOfKey(key, e))
 		delete(inf.known, key)
 		inf.stats.Deletes++
 	}

@@ -391,8 +391,7 @@ func (inf *Informer[T]) endInitial(pass uint32) {
 	inf.mu.Lock()
 	for key, e := range inf.known {
 		if e.pass != pass {
-			ns, name := splitKey(key)
-			gone = append(gone, Meta{Namespace: ns, Name: name, UID: e.uidString(), ResourceVersion: e.rvString(), Revision: e.revision})
+			gone = append(gone, metaOfKey(key, e))
 			delete(inf.known, key)
 			inf.stats.Deletes++
 		}
@@ -401,6 +400,12 @@ func (inf *Informer[T]) endInitial(pass uint32) {
 	for _, m := range gone {
 		inf.handler.OnDelete(m, nil)
 	}
+}
+
+// metaOfKey is the Meta of a known object by its key, for a deletion learnt by relisting.
+func metaOfKey(key string, e entry) Meta {
+	ns, name := splitKey(key)
+	return Meta{Namespace: ns, Name: name, UID: e.uidString(), ResourceVersion: e.rvString(), Revision: e.revision}
 }
 
 func splitKey(key string) (string, string) {
