@@ -92,9 +92,14 @@ impl Recent {
 
 /// The string [`pack`] made `packed` from.
 pub(super) fn unpack(packed: &[u8]) -> String {
-    let bytes = lz4_flex::block::decompress_size_prepended_with_dict(packed, DICTIONARY)
-        .expect("packed atoms are written by pack, whole");
-    String::from_utf8(bytes).expect("packed atoms hold UTF-8")
+    String::from_utf8(unpack_bytes(packed)).expect("packed atoms hold UTF-8")
+}
+
+/// [`unpack`]'s bytes, not checked again: JSON text is written from them (they were UTF-8
+/// when packed).
+pub(super) fn unpack_bytes(packed: &[u8]) -> Vec<u8> {
+    lz4_flex::block::decompress_size_prepended_with_dict(packed, DICTIONARY)
+        .expect("packed atoms are written by pack, whole")
 }
 
 /// 300 bytes without repeats, which LZ4 cannot shorten: hex of a counter's hash-like sequence.

@@ -204,15 +204,23 @@ impl<'a> JsonWriter<'a, '_, '_> {
         let mut first = true;
         let mut last: Option<&str> = None;
         for _ in 0..n {
-            let key = self.d.atoms.str(get_id(t, &mut q));
-            debug_assert!(last.is_none_or(|l| l < key), "{last:?} before {key:?}");
-            last = Some(key);
-            let selected = select(keep, |n| n.field(key)).and_then(|keep| {
-                match drop.and_then(|n| n.field(key)) {
-                    Some(d) if d.is_whole() => None,
-                    drop => Some((keep, drop)),
-                }
-            });
+            let key_id = get_id(t, &mut q);
+            // Decision: a whole object's keys are written from their bytes; only a selection
+            // needs them as `str` (the check of each key's UTF-8 was a tenth of a List's
+            // rendering, issue 34).
+            let selected = if keep.is_none() && drop.is_none() {
+                Some((None, None))
+            } else {
+                let key = self.d.atoms.str(key_id);
+                debug_assert!(last.is_none_or(|l| l < key), "{last:?} before {key:?}");
+                last = Some(key);
+                select(keep, |n| n.field(key)).and_then(|keep| {
+                    match drop.and_then(|n| n.field(key)) {
+                        Some(d) if d.is_whole() => None,
+                        drop => Some((keep, drop)),
+                    }
+                })
+            };
             let Some((keep, drop)) = selected else {
                 self.d.skip_entry(t, &mut q);
                 continue;
@@ -221,7 +229,7 @@ impl<'a> JsonWriter<'a, '_, '_> {
             if !first {
                 self.out.push(b',');
             }
-            self.string(key);
+            write_escaped(self.out, self.d.atoms.payload(key_id));
             self.out.push(b':');
             let survives = match t[q] {
                 HOLE => {
@@ -329,7 +337,9 @@ impl<'a> JsonWriter<'a, '_, '_> {
             T_ATOM_STR => {
                 let id = get_id(buf, q);
                 match atoms.kind(id) {
-                    KIND_STR_LZ4 => self.string(&packed::unpack(atoms.payload(id))),
+                    KIND_STR_LZ4 => {
+                        write_escaped(self.out, &packed::unpack_bytes(atoms.payload(id)))
+                    }
                     // Interned as UTF-8: written from its bytes, not checked again.
                     kind => {
                         debug_assert_eq!(kind, KIND_STR);

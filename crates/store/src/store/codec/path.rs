@@ -67,8 +67,8 @@ impl Decoder<'_, '_> {
         let mut q = 0;
         let n = get_varint(t, &mut q);
         for _ in 0..n {
-            let key = atoms.str(get_id(t, &mut q));
-            let found = key == first;
+            // Compared as bytes: the keys were UTF-8 when interned.
+            let found = atoms.payload(get_id(t, &mut q)) == first.as_bytes();
             match t[q] {
                 HOLE => {
                     let tag = t[q + 1];
