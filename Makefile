@@ -24,7 +24,7 @@ help:
 	@echo "make node-down     stop the nodes"
 	@echo "make test-node     deploy/example and deploy/node as pods on two real nodes (make test runs it too)"
 	@echo "make seed PODS=N NAMESPACES=M   create realistic pods in the running cluster"
-	@echo "make deploy-rbac   regenerate deploy/sidecar/rbac.yaml from deploy/sidecar/informerd.yaml"
+	@echo "make deploy-rbac   regenerate deploy/sidecar/rbac.yaml and deploy/service/rbac.yaml from their informerd.yaml"
 	@echo "make rust-package  cargo package of the Rust client and its API crate (make test runs it)"
 	@echo "make monitoring-rules  regenerate deploy/monitoring/prometheusrule.yaml from informerd-rules.yaml"
 	@echo "make fuzz          the fuzz targets' long form (FUZZ_CASES=100000 per property; make test runs 256)"
@@ -321,6 +321,10 @@ deploy-rbac:
 	  --service-account controller --service-account-namespace informerd-example \
 	  --name informerd-example > deploy/sidecar/rbac.yaml.tmp
 	mv deploy/sidecar/rbac.yaml.tmp deploy/sidecar/rbac.yaml
+	$(CARGO_TARGET)/debug/informerd rbac --config deploy/service/informerd.yaml \
+	  --service-account informerd --service-account-namespace informerd-service \
+	  --name informerd-service > deploy/service/rbac.yaml.tmp
+	mv deploy/service/rbac.yaml.tmp deploy/service/rbac.yaml
 
 # --- the Rust client as a crate ------------------------------------------------------------------
 # `cargo package` of the client and the API crate it depends on, each built from its own
