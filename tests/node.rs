@@ -28,12 +28,11 @@ use futures::TryStreamExt;
 use informerd::proto::ListRequest;
 use informerd_testkit::{
     delete_namespace, deployed_config, documents, repo_root, unique_prefix,
-    wait_default_service_account, ControlPlane, Fixture, Kubectl, Resource, Server, Sidecar,
-    SidecarConfig,
+    wait_default_service_account, wait_service_account_may, ControlPlane, Fixture, Kubectl,
+    Resource, Server, Sidecar, SidecarConfig,
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
-    authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec},
     core::v1::{Container, Pod, PodSpec},
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -393,39 +392,9 @@ async fn the_rbac_suffices(admin: &Client, ns: &str, agent_ns: &str) -> anyhow::
         (agent_ns, "agent", pods("list")),
         (agent_ns, "agent", pods("watch")),
     ];
-    let reviews: Api<SubjectAccessReview> = Api::all(admin.clone());
     for (ns, account, (verb, group, resource)) in checks {
-        let review = SubjectAccessReview {
-            spec: SubjectAccessReviewSpec {
-                user: Some(format!("system:serviceaccount:{ns}:{account}")),
-                groups: Some(vec![
-                    "system:serviceaccounts".into(),
-                    format!("system:serviceaccounts:{ns}"),
-                    "system:authenticated".into(),
-                ]),
-                resource_attributes: Some(ResourceAttributes {
-                    verb: Some(verb.clone()),
-                    group: Some(group.clone()),
-                    resource: Some(resource.clone()),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            let answer = reviews.create(&PostParams::default(), &review).await?;
-            if answer.status.as_ref().is_some_and(|s| s.allowed) {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{ns}/{account} may not {verb} {resource} ({group:?}) cluster-wide: {:?}",
-                answer.status
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        wait_service_account_may(admin, (ns, account), (&verb, &group, &resource), PATIENCE)
+            .await?;
     }
     Ok(())
 }

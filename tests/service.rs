@@ -29,12 +29,11 @@ use informerd::proto::ListRequest;
 use informerd_client::{connect_with_token, AuthorizedCache, ConnectOptions, Token};
 use informerd_testkit::{
     deployed_config, documents, free_port, grant_pod_readers, repo_root, unique_prefix,
-    wait_default_service_account, Authorization, Ca, ControlPlane, Fixture, Kubectl, Sidecar,
-    SidecarConfig,
+    wait_default_service_account, wait_service_account_may, Authorization, Ca, ControlPlane,
+    Fixture, Kubectl, Sidecar, SidecarConfig,
 };
 use k8s_openapi::api::{
     apps::v1::Deployment,
-    authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec},
     core::v1::{Pod, Service},
     policy::v1::PodDisruptionBudget,
 };
@@ -315,39 +314,14 @@ async fn the_rbac_suffices(admin: &Client, ns: &str) -> anyhow::Result<()> {
         create("authentication.k8s.io", "tokenreviews"),
         create("authorization.k8s.io", "subjectaccessreviews"),
     ];
-    let reviews: Api<SubjectAccessReview> = Api::all(admin.clone());
     for (verb, group, resource) in checks {
-        let review = SubjectAccessReview {
-            spec: SubjectAccessReviewSpec {
-                user: Some(format!("system:serviceaccount:{ns}:informerd")),
-                groups: Some(vec![
-                    "system:serviceaccounts".into(),
-                    format!("system:serviceaccounts:{ns}"),
-                    "system:authenticated".into(),
-                ]),
-                resource_attributes: Some(ResourceAttributes {
-                    verb: Some(verb.clone()),
-                    group: Some(group.clone()),
-                    resource: Some(resource.clone()),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            let answer = reviews.create(&PostParams::default(), &review).await?;
-            if answer.status.as_ref().is_some_and(|s| s.allowed) {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "informerd may not {verb} {resource} ({group:?}) cluster-wide: {:?}",
-                answer.status
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        wait_service_account_may(
+            admin,
+            (ns, "informerd"),
+            (&verb, &group, &resource),
+            PATIENCE,
+        )
+        .await?;
     }
     Ok(())
 }

@@ -45,7 +45,7 @@ pub use pods::{create_pods, pod, Apply, PodManifest};
 pub use proxy::FaultProxy;
 pub use sidecar::Sidecar;
 pub use tls::{Ca, MountedSecret};
-pub use tokens::{forge_token, grant_pod_readers};
+pub use tokens::{forge_token, grant_pod_readers, wait_service_account_may};
 
 use std::{
     path::{Path, PathBuf},

@@ -199,3 +199,51 @@ pub async fn grant_pod_readers(
         .await?;
     Ok(())
 }
+
+/// Waits until the apiserver answers that the ServiceAccount `namespace/name` may `verb`
+/// `resource` (of API group `group`, "" for the core group) in every namespace, asking with a
+/// SubjectAccessReview as the ServiceAccount's own requests would be judged. Polls: the
+/// authorizer follows new bindings through its own informer. Panics, naming the permission and
+/// the last answer, if it is still refused after `patience`.
+pub async fn wait_service_account_may(
+    admin: &kube::Client,
+    (namespace, name): (&str, &str),
+    (verb, group, resource): (&str, &str, &str),
+    patience: std::time::Duration,
+) -> Result<()> {
+    use k8s_openapi::api::authorization::v1::{
+        ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+    };
+    let review = SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: Some(format!("system:serviceaccount:{namespace}:{name}")),
+            groups: Some(vec![
+                "system:serviceaccounts".into(),
+                format!("system:serviceaccounts:{namespace}"),
+                "system:authenticated".into(),
+            ]),
+            resource_attributes: Some(ResourceAttributes {
+                verb: Some(verb.into()),
+                group: Some(group.into()),
+                resource: Some(resource.into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let reviews: Api<SubjectAccessReview> = Api::all(admin.clone());
+    let deadline = std::time::Instant::now() + patience;
+    loop {
+        let answer = reviews.create(&PostParams::default(), &review).await?;
+        if answer.status.as_ref().is_some_and(|s| s.allowed) {
+            return Ok(());
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{namespace}/{name} may not {verb} {resource} ({group:?}) cluster-wide: {:?}",
+            answer.status
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
