@@ -22,7 +22,7 @@ help:
 	@echo "make node NODES=N  N real nodes in that control plane (kubelet, containerd, runc, CNI, kube-proxy;"
 	@echo "                   kube-scheduler): deploy/ runs as pods; docs/operating.md: Real nodes"
 	@echo "make node-down     stop the nodes"
-	@echo "make test-node     deploy/example and deploy/node as pods on two real nodes (make test runs it too)"
+	@echo "make test-node     deploy/example, deploy/node and deploy/service as pods on two real nodes (make test runs it too)"
 	@echo "make seed PODS=N NAMESPACES=M   create realistic pods in the running cluster"
 	@echo "make deploy-rbac   regenerate deploy/sidecar/rbac.yaml and deploy/service/rbac.yaml from their informerd.yaml"
 	@echo "make rust-package  cargo package of the Rust client and its API crate (make test runs it)"

@@ -269,6 +269,24 @@ async fn the_manifests_agree(
         target.collect::<Vec<_>>()
     );
 
+    // The Unix socket informerd always serves too, in a writable directory of the pod (the
+    // root filesystem is read-only).
+    let socket = server["socket"]
+        .as_str()
+        .unwrap_or(informerd::config::DEFAULT_SOCKET);
+    let (socket_dir, _) = socket.rsplit_once('/').expect("a path");
+    let mount = container
+        .volume_mounts
+        .iter()
+        .flatten()
+        .find(|m| m.mount_path == socket_dir)
+        .unwrap_or_else(|| panic!("the socket {socket} is in a mounted volume"));
+    let volume = pod.volumes.iter().flatten().find(|v| v.name == mount.name);
+    assert!(
+        volume.is_some_and(|v| v.empty_dir.is_some()) && mount.read_only != Some(true),
+        "the socket's directory is a writable emptyDir: {volume:?}"
+    );
+
     for file in ["certFile", "keyFile"] {
         let path = server["tls"][file].as_str().expect("server.tls");
         let (dir, _) = path.rsplit_once('/').expect("a path");

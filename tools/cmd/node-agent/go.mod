@@ -3,6 +3,7 @@ module informerd.io/tools/node-agent
 go 1.26.0
 
 require (
+	google.golang.org/grpc v1.79.3
 	informerd.io/clients/go v0.0.0
 	k8s.io/apimachinery v0.36.3
 )
@@ -21,7 +22,6 @@ require (
 	golang.org/x/text v0.33.0 // indirect
 	golang.org/x/time v0.14.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20251202230838-ff82c1b0f217 // indirect
-	google.golang.org/grpc v1.79.3 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	k8s.io/client-go v0.36.3 // indirect

@@ -4,11 +4,16 @@
 // epoch changes) and, every few seconds, a List; it prints one line each time, for the
 // real-node tests (tools/cmd/node/realnode_test.go) to read with kubectl logs:
 //
-//	agent node=NODE pods=N foreign=M informer=K epoch=E relists=R
+//	agent node=NODE pods=N foreign=M informer=K epoch=E relists=R full=F
 //	    the List's N pods, M of them on another node than NODE_NAME; the Informer's view (K
-//	    pods) at epoch E, and how many times it relisted (in full or by a delta resume)
+//	    pods) at epoch E, how many times it relisted (in full or by a delta resume), and how
+//	    many of those were in full
 //	agent node=NODE error=REASON code=CODE
 //	    what informerd answered the List instead
+//
+// With INFORMERD_ADDRESS (HOST:PORT) it reads a service-mode informerd (deploy/service) over TLS
+// instead: the server's certificate checked against INFORMERD_CA_FILE for the name
+// INFORMERD_SERVER_NAME, the token sent the same way.
 //
 // Decision: a module of its own (as tools/cmd/image), so that tools/go.mod, pinned to
 // Kubernetes' dependencies, does not take the client's.
@@ -20,13 +25,15 @@ import (
 	"os"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	informerd "informerd.io/clients/go"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func main() {
 	node := os.Getenv("NODE_NAME")
-	c, err := informerd.Dial(os.Getenv("INFORMERD_SOCKET"), informerd.WithTokenFile(os.Getenv("INFORMERD_TOKEN_FILE")))
+	c, err := dial()
 	if err != nil {
 		fmt.Printf("agent node=%s error=dial code=%v %v\n", node, informerd.Code(err), err)
 		os.Exit(1)
@@ -47,11 +54,25 @@ func main() {
 				}
 			}
 			s := inf.Stats()
-			fmt.Printf("agent node=%s pods=%d foreign=%d informer=%d epoch=%d relists=%d\n",
-				node, len(res.Items), foreign, s.Objects, s.Token.Epoch, s.Relists+s.DeltaResumes)
+			fmt.Printf("agent node=%s pods=%d foreign=%d informer=%d epoch=%d relists=%d full=%d\n",
+				node, len(res.Items), foreign, s.Objects, s.Token.Epoch, s.Relists+s.DeltaResumes, s.Relists)
 		}
 		time.Sleep(2 * time.Second)
 	}
+}
+
+// dial connects to the node's socket, or over TLS to INFORMERD_ADDRESS when it is set.
+func dial() (*informerd.Client, error) {
+	token := informerd.WithTokenFile(os.Getenv("INFORMERD_TOKEN_FILE"))
+	address := os.Getenv("INFORMERD_ADDRESS")
+	if address == "" {
+		return informerd.Dial(os.Getenv("INFORMERD_SOCKET"), token)
+	}
+	creds, err := credentials.NewClientTLSFromFile(os.Getenv("INFORMERD_CA_FILE"), os.Getenv("INFORMERD_SERVER_NAME"))
+	if err != nil {
+		return nil, err
+	}
+	return informerd.Dial(address, token, informerd.WithGRPCDialOptions(grpc.WithTransportCredentials(creds)))
 }
 
 func nodeName(pod map[string]any) string {
