@@ -27,7 +27,7 @@ use std::{
 use futures::TryStreamExt;
 use informerd::proto::ListRequest;
 use informerd_testkit::{
-    delete_namespace, deployed_config, documents, repo_root, unique_prefix,
+    delete_namespace, deployed_config, documents, informerd_rbac, repo_root, unique_prefix,
     wait_default_service_account, wait_service_account_may, ControlPlane, Fixture, Kubectl,
     Resource, Server, Sidecar, SidecarConfig,
 };
@@ -87,25 +87,11 @@ fn the_node_config_names_an_unset_node_name_at_its_reference() {
 /// committed file keeps its comments: the objects are compared, not the text.
 #[test]
 fn the_node_rbac_is_what_informerd_rbac_prints_for_the_node_config() {
-    let config = repo_root().join("deploy/node/informerd.yaml");
-    let out = Command::new(BIN)
-        .args(["rbac", "--service-account", "informerd"])
-        .args([
-            "--service-account-namespace",
-            BASE,
-            "--name",
-            BASE,
-            "--config",
-        ])
-        .arg(&config)
-        .env("NODE_NAME", "any")
-        .output()
-        .unwrap();
-    let printed = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let printed = informerd_rbac(
+        BIN.as_ref(),
+        "deploy/node/informerd.yaml",
+        ("informerd", BASE, BASE),
+        &[("NODE_NAME", "any")],
     );
     for review in ["tokenreviews", "subjectaccessreviews"] {
         assert!(

@@ -20,7 +20,6 @@
 
 use std::{
     collections::BTreeMap,
-    process::Command,
     time::{Duration, Instant},
 };
 
@@ -28,13 +27,13 @@ use futures::TryStreamExt;
 use informerd::proto::ListRequest;
 use informerd_client::{connect_with_token, AuthorizedCache, ConnectOptions, Token};
 use informerd_testkit::{
-    deployed_config, documents, free_port, grant_pod_readers, repo_root, unique_prefix,
-    wait_default_service_account, wait_service_account_may, Authorization, Ca, ControlPlane,
-    Fixture, Kubectl, Sidecar, SidecarConfig,
+    deployed_config, documents, free_port, grant_pod_readers, informerd_rbac, repo_root,
+    unique_prefix, wait_default_service_account, wait_service_account_may, Authorization, Ca,
+    ControlPlane, Fixture, Kubectl, Sidecar, SidecarConfig,
 };
 use k8s_openapi::api::{
     apps::v1::Deployment,
-    core::v1::{Pod, Service},
+    core::v1::{Container, Pod, PodSpec, Service, Volume, VolumeMount},
     policy::v1::PodDisruptionBudget,
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -60,24 +59,11 @@ const PATIENCE: Duration = Duration::from_secs(180);
 /// authorization needs. The objects are compared, not the text (the file keeps its comments).
 #[test]
 fn the_service_rbac_is_what_informerd_rbac_prints_for_the_service_config() {
-    let config = repo_root().join("deploy/service/informerd.yaml");
-    let out = Command::new(BIN)
-        .args(["rbac", "--service-account", "informerd"])
-        .args([
-            "--service-account-namespace",
-            BASE,
-            "--name",
-            BASE,
-            "--config",
-        ])
-        .arg(&config)
-        .output()
-        .unwrap();
-    let printed = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let printed = informerd_rbac(
+        BIN.as_ref(),
+        "deploy/service/informerd.yaml",
+        ("informerd", BASE, BASE),
+        &[],
     );
     let committed = std::fs::read_to_string(repo_root().join("deploy/service/rbac.yaml")).unwrap();
     assert_eq!(
@@ -275,33 +261,19 @@ async fn the_manifests_agree(
         .as_str()
         .unwrap_or(informerd::config::DEFAULT_SOCKET);
     let (socket_dir, _) = socket.rsplit_once('/').expect("a path");
-    let mount = container
-        .volume_mounts
-        .iter()
-        .flatten()
-        .find(|m| m.mount_path == socket_dir)
+    let (mount, volume) = volume_at(&pod, container, socket_dir)
         .unwrap_or_else(|| panic!("the socket {socket} is in a mounted volume"));
-    let volume = pod.volumes.iter().flatten().find(|v| v.name == mount.name);
     assert!(
-        volume.is_some_and(|v| v.empty_dir.is_some()) && mount.read_only != Some(true),
+        volume.empty_dir.is_some() && mount.read_only != Some(true),
         "the socket's directory is a writable emptyDir: {volume:?}"
     );
 
     for file in ["certFile", "keyFile"] {
         let path = server["tls"][file].as_str().expect("server.tls");
         let (dir, _) = path.rsplit_once('/').expect("a path");
-        let mount = container
-            .volume_mounts
-            .iter()
-            .flatten()
-            .find(|m| m.mount_path == dir)
+        let (_, volume) = volume_at(&pod, container, dir)
             .unwrap_or_else(|| panic!("server.tls.{file} {path} is in a mounted volume"));
-        let secret = pod
-            .volumes
-            .iter()
-            .flatten()
-            .find(|v| v.name == mount.name)
-            .and_then(|v| v.secret.as_ref()?.secret_name.clone());
+        let secret = volume.secret.as_ref().and_then(|s| s.secret_name.clone());
         assert_eq!(secret.as_deref(), Some("informerd-tls"), "{file}");
     }
 
@@ -316,6 +288,25 @@ async fn the_manifests_agree(
         "the budget covers the replicas"
     );
     Ok(())
+}
+
+/// The mount of `container` at `path` and the pod's volume it mounts.
+fn volume_at<'p>(
+    pod: &'p PodSpec,
+    container: &'p Container,
+    path: &str,
+) -> Option<(&'p VolumeMount, &'p Volume)> {
+    let mount = container
+        .volume_mounts
+        .iter()
+        .flatten()
+        .find(|m| m.mount_path == path)?;
+    let volume = pod
+        .volumes
+        .iter()
+        .flatten()
+        .find(|v| v.name == mount.name)?;
+    Some((mount, volume))
 }
 
 /// What the apiserver answers for informerd's ServiceAccount: list and watch of pods and nodes

@@ -4,7 +4,7 @@
 //! renders; and the informerd configuration those manifests deployed.
 
 use std::{
-    path::PathBuf,
+    path::{Path, PathBuf},
     process::{Command, Stdio},
 };
 
@@ -104,4 +104,35 @@ pub async fn deployed_config(
         .await?;
     let text = cm.data.unwrap_or_default().remove("informerd.yaml");
     Ok(serde_yaml::from_str(&text.expect("informerd.yaml in the ConfigMap")).expect("YAML"))
+}
+
+/// What `informerd rbac` (the binary `bin`) prints for the configuration `config` (relative to
+/// the repository) and the ServiceAccount `service_account` in `namespace`, its objects named
+/// `name`, with `env` set for the configuration's `${VARS}`; panics with its stderr if it fails.
+/// The deploy tests compare it with a base's committed rbac.yaml.
+pub fn informerd_rbac(
+    bin: &Path,
+    config: &str,
+    (service_account, namespace, name): (&str, &str, &str),
+    env: &[(&str, &str)],
+) -> String {
+    let out = std::process::Command::new(bin)
+        .args(["rbac", "--service-account", service_account])
+        .args([
+            "--service-account-namespace",
+            namespace,
+            "--name",
+            name,
+            "--config",
+        ])
+        .arg(repo_root().join(config))
+        .envs(env.iter().copied())
+        .output()
+        .expect("informerd rbac runs");
+    assert!(
+        out.status.success(),
+        "informerd rbac --config {config}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
