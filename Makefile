@@ -32,6 +32,8 @@ help:
 	@echo "                   (BENCH_PODS=10000,50000,100000,150000 by default; results in benches/results/compare.*)"
 	@echo "make bench-large   the same at 500,000 pods (BENCH_PODS=N), on a control plane of its own"
 	@echo "                   whose pods are written straight into etcd (benches/results/compare-500k.*)"
+	@echo "make bench-nvsentinel  100,000 GPU nodes and 1.4 million pods, one informerd and ten consumer"
+	@echo "                   processes, on a control plane of its own (benches/results/nvsentinel.*)"
 	@echo "make bench-adapters  controller heap: controller-runtime's own cache against the informerd"
 	@echo "                   adapter, 1 and 3 controllers, and kube-rs stores over the same pods"
 	@echo "                   (BENCH_PODS=10000,50000; benches/results/adapters.*)"
@@ -291,6 +293,7 @@ test: tools $(BIN)/grpcurl $(BIN)/kubectl $(BIN)/helm $(BIN)/staticcheck $(BIN)/
 	(cd tools && go vet ./... && $(abspath $(BIN))/staticcheck ./... && INFORMERD_KUBECONFIG=$(abspath $(TEST_CLUSTER_DIR))/kubeconfig go test ./...); \
 	(cd tools/cmd/image && go vet ./... && $(abspath $(BIN))/staticcheck ./... && INFORMERD_IMAGE=$(abspath $(IMAGE_OCI)) go test -count=1 -v ./...) 2>&1 | tee .cache/image-test.log; \
 	(cd tools/cmd/metricnames && go vet ./... && $(abspath $(BIN))/staticcheck ./... && go test -count=1 ./...); \
+	(cd tools/cmd/consumer && go vet ./... && $(abspath $(BIN))/staticcheck ./...); \
 	$(BIN)/promtool check rules $(MONITORING)/informerd-rules.yaml; \
 	$(BIN)/promtool test rules $(MONITORING)/tests/*.yaml; \
 	INFORMERD_CLUSTER_DIR=$(abspath $(TEST_CLUSTER_DIR)) cargo test --workspace 2>&1 | tee .cache/cargo-test.log; \
@@ -301,6 +304,7 @@ test: tools $(BIN)/grpcurl $(BIN)/kubectl $(BIN)/helm $(BIN)/staticcheck $(BIN)/
 	  INFORMERD_SEED_BIN=$(abspath $(BIN))/seed; \
 	(cd clients/go && go vet ./... && $(abspath $(BIN))/staticcheck ./... ./crcache/... && go test -count=1 -v ./... && cd crcache && go vet ./... && go test -count=1 -v ./...) 2>&1 | tee .cache/go-client-test.log; \
 	$(MAKE) --no-print-directory crcache-suite 2>&1 | tee .cache/crcache-suite-test.log; \
+	$(MAKE) --no-print-directory nvsentinel-short; \
 	clients/python/run-tests.sh -v 2>&1 | tee .cache/python-client-test.log; \
 	$(MAKE) --no-print-directory test-node 2>&1 | tee .cache/node-test.log; \
 	awk '/^test result:/ { p += $$4; f += $$6 } END { printf "tests: cargo %d passed, %d failed; ", p, f }' .cache/cargo-test.log; \
@@ -426,6 +430,36 @@ bench-delta: tools $(BIN)/seed
 	  $(if $(filter etcd,$(DELTA_SEED)),--controllers $(BENCH_LARGE_CONTROLLERS)); \
 	DELTA_PODS=$(DELTA_PODS) DELTA_SEED=$(DELTA_SEED) \
 	  INFORMERD_CLUSTER_DIR=$(abspath $(BENCH_DELTA_CLUSTER_DIR)) cargo bench --bench delta_resume
+
+# --- the NVSentinel profile (benches/nvsentinel.rs documents it): 100,000 GPU nodes and 1.4 million
+# DaemonSet pods written into etcd (about 20 minutes), one informerd caching both, ten consumer
+# processes (tools/cmd/consumer) reading through it. A private control plane, stopped at the end:
+# - etcd's backend quota raised to 16 GiB (tools/cmd/etcd's default is 8 GiB, about what is
+#   written; past its quota etcd refuses every write);
+# - no watch cache of pods and nodes in the apiserver (it would hold every object decoded, many
+#   GiB), so informerd's lists are served from etcd in pages, as bench-large's;
+# - no garbage collector (the pods' owners are not written) and no node lifecycle controller
+#   (no kubelet renews the fake nodes' leases: it would taint them and evict every pod).
+BENCH_NVS_CLUSTER_DIR := .cache/bench-nvsentinel-cluster
+.PHONY: bench-nvsentinel
+bench-nvsentinel: tools $(BIN)/seed
+	cd tools/cmd/consumer && go build -o $(abspath .cache)/consumer .
+	@set -eo pipefail; trap '$(BIN)/cluster down --dir $(BENCH_NVS_CLUSTER_DIR)' EXIT; \
+	$(BIN)/cluster up --dir $(BENCH_NVS_CLUSTER_DIR) --bin $(BIN) \
+	  --etcd-arg=--quota-backend-bytes=17179869184 \
+	  --apiserver-arg=--watch-cache-sizes=pods#0,nodes#0 --controllers $(BENCH_LARGE_CONTROLLERS); \
+	NVS_CONSUMER=$(abspath .cache)/consumer \
+	  INFORMERD_CLUSTER_DIR=$(abspath $(BENCH_NVS_CLUSTER_DIR)) cargo bench --bench nvsentinel
+
+# Its short form, in make test: 100 nodes and 1,400 pods, a debug build, nothing written.
+BENCH_NVS_SHORT_DIR := .cache/nvsentinel-short-cluster
+.PHONY: nvsentinel-short
+nvsentinel-short: tools $(BIN)/seed
+	cd tools/cmd/consumer && go build -o $(abspath .cache)/consumer .
+	@set -eo pipefail; trap '$(BIN)/cluster down --dir $(BENCH_NVS_SHORT_DIR)' EXIT; \
+	$(BIN)/cluster up --dir $(BENCH_NVS_SHORT_DIR) --bin $(BIN) --controllers $(BENCH_LARGE_CONTROLLERS); \
+	NVS_NODES=100 NVS_HOLD_SECONDS=5 NVS_OUT=- NVS_CONSUMER=$(abspath .cache)/consumer \
+	  INFORMERD_CLUSTER_DIR=$(abspath $(BENCH_NVS_SHORT_DIR)) cargo test --bench nvsentinel
 
 # --- controller heap, own cache against the informerd adapter (clients/go/crcache/cmd/heapbench
 # documents it; BENCH_PODS=10000,50000 by default); a private control plane, stopped at the end --

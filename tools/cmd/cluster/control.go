@@ -131,10 +131,10 @@ func start(l layout, bin string, opts options, attempt int) error {
 		return err
 	}
 
-	etcd, err := spawn(l, bin, "etcd",
+	etcd, err := spawn(l, bin, "etcd", append([]string{
 		"--data-dir", l.etcdData(),
 		"--listen-client-url", etcdURL,
-		"--listen-peer-url", fmt.Sprintf("http://127.0.0.1:%d", ports[1]))
+		"--listen-peer-url", fmt.Sprintf("http://127.0.0.1:%d", ports[1])}, opts.etcdArgs...)...)
 	if err != nil {
 		return fail(err)
 	}

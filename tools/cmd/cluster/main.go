@@ -27,7 +27,10 @@ import (
 // options are what `up` may change of the control plane it starts.
 type options struct {
 	apiserverArgs flagList
-	controllers   string
+	// etcdArgs are extra etcd flags: a benchmark of millions of objects raises the 2 GB
+	// backend quota (--quota-backend-bytes), past which etcd refuses every write.
+	etcdArgs    flagList
+	controllers string
 	// controllerManager false starts etcd and kube-apiserver alone, as controller-runtime's
 	// envtest does: no namespace gets a default ServiceAccount (so the apiserver's
 	// ServiceAccount admission plugin, which would refuse every pod, is disabled, as envtest
@@ -64,6 +67,7 @@ func main() {
 		bin := fs.String("bin", ".cache/bin", "directory holding etcd, kube-apiserver and kube-controller-manager")
 		var opts options
 		fs.Var(&opts.apiserverArgs, "apiserver-arg", "an extra kube-apiserver flag, as --FLAG=VALUE (repeatable)")
+		fs.Var(&opts.etcdArgs, "etcd-arg", "an extra etcd flag, as --FLAG=VALUE (repeatable)")
 		fs.StringVar(&opts.controllers, "controllers", defaultControllers,
 			"kube-controller-manager's --controllers: the controllers it runs")
 		fs.BoolVar(&opts.controllerManager, "controller-manager", true,

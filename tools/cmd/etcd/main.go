@@ -17,6 +17,8 @@ func main() {
 	dataDir := flag.String("data-dir", "", "directory for etcd's data (required)")
 	clientURL := flag.String("listen-client-url", "http://127.0.0.1:2379", "URL to serve clients on")
 	peerURL := flag.String("listen-peer-url", "http://127.0.0.1:2380", "URL for peer traffic (single member, loopback only)")
+	quota := flag.Int64("quota-backend-bytes", 8<<30, "the backend's size past which etcd refuses writes "+
+		"(make bench-nvsentinel writes about 8 GiB and raises it)")
 	flag.Parse()
 	if *dataDir == "" {
 		log.Fatal("etcd: --data-dir is required")
@@ -29,7 +31,7 @@ func main() {
 	// Keep the history small: the local cluster is for tests and benchmarks, not for keeping.
 	cfg.AutoCompactionMode = "periodic"
 	cfg.AutoCompactionRetention = "5m"
-	cfg.QuotaBackendBytes = 8 << 30
+	cfg.QuotaBackendBytes = *quota
 	cfg.UnsafeNoFsync = true // loopback test cluster: durability is not the point, speed is
 	cu, err := url.Parse(*clientURL)
 	if err != nil {

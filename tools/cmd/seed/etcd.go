@@ -25,6 +25,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -46,6 +47,15 @@ const etcdPodsPrefix = "/registry/pods/"
 type podEncoder struct {
 	codec runtime.Encoder
 	types managedfields.TypeConverter
+	// applied holds, per owner, the fields of its pods' apply (*metav1.FieldsV1).
+	//
+	// Decision: computed once per owner, not per pod. The fields an apply sets are the keys of
+	// its body, and every pod of an owner is applied from the same template: they differ in
+	// values (name, node, uids), never in which fields are set
+	// (TestEveryPodOfAnOwnerAppliesTheSameFields checks it for every kind). The apply's field
+	// set was over half of the seeder's CPU, and millions of DaemonSet pods
+	// (`make bench-nvsentinel`) share a handful of owners.
+	applied sync.Map
 }
 
 func newPodEncoder() *podEncoder {
@@ -68,7 +78,7 @@ func (e *podEncoder) stored(p *plan, o *owner, s *podSlot, i int) (string, []byt
 	}
 	// The API server never stores a resourceVersion: it is the revision of the etcd write.
 	pod.ResourceVersion = ""
-	if pod.ManagedFields, err = e.managedFields(planned, pod.CreationTimestamp); err != nil {
+	if pod.ManagedFields, err = e.managedFields(o, planned, pod.CreationTimestamp); err != nil {
 		return "", nil, fmt.Errorf("managedFields of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	var buf bytes.Buffer
@@ -89,18 +99,8 @@ var notManaged = fieldpath.NewSet(
 // managedFields are the two entries a seeded pod carries: the seeder's apply of metadata and
 // spec (the fields of the apply body), and the kubelet's update of the status subresource a
 // moment later (the fields that update added, as the API server records an update).
-func (e *podEncoder) managedFields(planned *plannedPod, created metav1.Time) ([]metav1.ManagedFieldsEntry, error) {
-	// An apply's fields are the body's, read as the field manager reads it: only what it sets.
-	var body map[string]any
-	if err := convert(planned.apply, &body); err != nil {
-		return nil, err
-	}
-	body["apiVersion"], body["kind"] = podType.APIVersion, podType.Kind
-	applied, err := e.types.ObjectToTyped(&unstructured.Unstructured{Object: body})
-	if err != nil {
-		return nil, err
-	}
-	applyFields, err := applied.ToFieldSet()
+func (e *podEncoder) managedFields(o *owner, planned *plannedPod, created metav1.Time) ([]metav1.ManagedFieldsEntry, error) {
+	applyV1, err := e.ownerApplyFields(o, planned)
 	if err != nil {
 		return nil, err
 	}
@@ -119,10 +119,6 @@ func (e *podEncoder) managedFields(planned *plannedPod, created metav1.Time) ([]
 	if err != nil {
 		return nil, err
 	}
-	applyV1, err := fieldsV1(applyFields)
-	if err != nil {
-		return nil, err
-	}
 	statusV1, err := fieldsV1(update.Added.Union(update.Modified))
 	if err != nil {
 		return nil, err
@@ -137,6 +133,39 @@ func (e *podEncoder) managedFields(planned *plannedPod, created metav1.Time) ([]
 }
 
 var podType = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+
+// ownerApplyFields are the fields of the apply of o's pods: planned's, computed for the first
+// pod of o the encoder sees (see applied).
+func (e *podEncoder) ownerApplyFields(o *owner, planned *plannedPod) (*metav1.FieldsV1, error) {
+	if v, ok := e.applied.Load(o); ok {
+		return v.(*metav1.FieldsV1), nil
+	}
+	v1, err := e.applyFields(planned)
+	if err != nil {
+		return nil, err
+	}
+	e.applied.Store(o, v1)
+	return v1, nil
+}
+
+// applyFields are the fields of one pod's apply: the body's, read as the field manager reads
+// it (only what it sets).
+func (e *podEncoder) applyFields(planned *plannedPod) (*metav1.FieldsV1, error) {
+	var body map[string]any
+	if err := convert(planned.apply, &body); err != nil {
+		return nil, err
+	}
+	body["apiVersion"], body["kind"] = podType.APIVersion, podType.Kind
+	applied, err := e.types.ObjectToTyped(&unstructured.Unstructured{Object: body})
+	if err != nil {
+		return nil, err
+	}
+	set, err := applied.ToFieldSet()
+	if err != nil {
+		return nil, err
+	}
+	return fieldsV1(set)
+}
 
 // fieldsV1 is set as managedFields records it.
 func fieldsV1(set *fieldpath.Set) (*metav1.FieldsV1, error) {

@@ -100,3 +100,37 @@ func checkManagedFields(t *testing.T, key string, entries []metav1.ManagedFields
 		t.Errorf("%s: the entries overlap:\napply %s\nstatus %s", key, a, s)
 	}
 }
+
+// The encoder computes an owner's apply fields once (podEncoder.applied): that is only right
+// if every pod of an owner sets the same fields, whatever its name, node, ordinal or uid.
+func TestEveryPodOfAnOwnerAppliesTheSameFields(t *testing.T) {
+	p := newPlan(3, "fields", 400, 2, 30, testBase)
+	assignUIDs(p)
+	enc := newPodEncoder()
+	kinds := map[ownerKind]bool{}
+	for _, o := range p.Owners {
+		var first string
+		for _, s := range o.Pods {
+			planned, err := planPod(p, o, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fields, err := enc.applyFields(planned)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first == "" {
+				first = string(fields.Raw)
+				kinds[o.Kind] = true
+			} else if string(fields.Raw) != first {
+				t.Fatalf("pod %s/%s of %s %s applies other fields than its first pod:\n%s\n%s",
+					o.Namespace, s.Name, o.Kind, o.Name, fields.Raw, first)
+			}
+		}
+	}
+	for _, k := range []ownerKind{kindReplicaSet, kindDaemonSet, kindStatefulSet, kindJob, kindBare} {
+		if !kinds[k] {
+			t.Errorf("the plan has no %s: the test does not cover it", k)
+		}
+	}
+}

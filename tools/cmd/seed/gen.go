@@ -177,7 +177,8 @@ func hostIPFor(node string) string {
 		h := sha256.Sum256([]byte(node))
 		i = int(h[0])<<8 | int(h[1])
 	}
-	return fmt.Sprintf("172.18.%d.%d", (i/250)%256, i%250+2)
+	// 250 nodes per /24 from 172.18.0.0 on: 64,000 nodes in 172.18.0.0/16, then 172.19...
+	return fmt.Sprintf("172.%d.%d.%d", 18+(i/250/256)%14, (i/250)%256, i%250+2)
 }
 
 func randString(r *rand.Rand, n int) string {

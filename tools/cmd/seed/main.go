@@ -5,6 +5,7 @@
 //	seed churn --kubeconfig FILE --namespaces M [--prefix seed] --rate OPS_PER_SEC --duration 30s [--seed 1] [--concurrency 32]
 //	seed clean --kubeconfig FILE [--prefix seed] [--wait 5m]
 //	seed dump  --pods N --namespaces M [--prefix seed] [--seed 1] [--out FILE]
+//	seed nodes --etcd URL --nodes N [--seed 1] [--concurrency 64]
 //
 // pods creates the namespaces PREFIX-0..PREFIX-(M-1) (labelled informerd.io/seed=true), the
 // owners (Deployments and their ReplicaSets, DaemonSets, StatefulSets, Jobs) and N pods owned
@@ -24,6 +25,10 @@
 //	churned N ops (U updates, L relabels, S status, D deletes, C creates) in Xs (Y ops/s)
 //
 // clean force-deletes the pods of the namespaces PREFIX-<n> and then the namespaces.
+//
+// nodes writes the Node objects node-0 .. node-(N-1), GPU nodes of about 13 KB each, straight
+// into the API server's etcd (nodes.go). `seed pods --daemonsets K` lays out K DaemonSets with
+// a pod on every node instead of --pods (daemonsets.go).
 //
 // dump needs no cluster: it writes the pods that pods would write, as the API server would
 // list them (`kubectl get pods -A -o json`), with creation times spread over weeks as in a
@@ -53,6 +58,7 @@ func usage() {
   seed churn --kubeconfig FILE --namespaces M [--prefix seed] --rate OPS_PER_SEC --duration 30s [--seed 1] [--concurrency 32]
   seed clean --kubeconfig FILE [--prefix seed] [--wait 5m]
   seed dump  --pods N --namespaces M [--prefix seed] [--seed 1] [--out FILE]
+  seed nodes --etcd URL --nodes N [--seed 1] [--concurrency 64]
 
 Run "seed COMMAND -h" for the flags of a command.
 `)
@@ -77,6 +83,8 @@ func main() {
 		err = runClean(ctx, args)
 	case "dump":
 		err = runDump(args)
+	case "nodes":
+		err = runNodes(ctx, args)
 	case "-h", "-help", "--help", "help":
 		usage()
 		return
@@ -125,6 +133,13 @@ func (c *commonFlags) check(fs *flag.FlagSet) error {
 		return usageError(fs, "--connections must be at least 1")
 	}
 	return nil
+}
+
+// isSet reports whether the flag name was given on the command line.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func usageError(fs *flag.FlagSet, format string, args ...any) error {

@@ -34,7 +34,9 @@ func runPods(ctx context.Context, args []string) error {
 			"then only deletions with grace period 0 (as seed clean does) remove them: nothing confirms a graceful deletion")
 		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the seeder to this file")
 		mode       = fs.String("mode", "apply", `how pods are written: "apply" (server-side apply of pod and status) or "create" (create, then update status, as controllers and kubelets do)`)
-		etcd       = fs.String("etcd", "", "write the pods straight into the API server's etcd at this client URL instead of through the API server "+
+		daemonsets = fs.Int("daemonsets", 0, "instead of --pods: this many DaemonSets, each with a pod on every one of --nodes nodes "+
+			"(daemonsets.go; the profile of GPU clusters, whose per-node agents are most of the pods)")
+		etcd = fs.String("etcd", "", "write the pods straight into the API server's etcd at this client URL instead of through the API server "+
 			"(hundreds of thousands of pods in minutes; owners are not written: only for a control plane without the garbage collector, see etcd.go)")
 	)
 	common.register(fs)
@@ -46,6 +48,9 @@ func runPods(ctx context.Context, args []string) error {
 	}
 	if *pods < 0 || *namespaces < 1 || *concurrency < 1 || *nodes < 1 {
 		return usageError(fs, "--pods must be >= 0, --namespaces, --concurrency and --nodes >= 1")
+	}
+	if *daemonsets < 0 || (*daemonsets > 0 && isSet(fs, "pods")) {
+		return usageError(fs, "--daemonsets must be >= 0, and it replaces --pods (there are --daemonsets x --nodes pods): give one of them")
 	}
 	if *mode != "apply" && *mode != "create" {
 		return usageError(fs, "--mode must be apply or create")
@@ -72,14 +77,19 @@ func runPods(ctx context.Context, args []string) error {
 	// The seeder allocates a lot of short-lived garbage and has memory to spare.
 	debug.SetGCPercent(400)
 	start := time.Now()
-	p := newPlanWith(*seed, common.prefix, *pods, *namespaces, *nodes, start.UTC(), *graceful)
+	var p *plan
+	if *daemonsets > 0 {
+		p = newDaemonSetPlan(*seed, common.prefix, *daemonsets, *namespaces, *nodes, start.UTC())
+	} else {
+		p = newPlanWith(*seed, common.prefix, *pods, *namespaces, *nodes, start.UTC(), *graceful)
+	}
 	s := &seeder{clients: clients, plan: p, concurrency: *concurrency, mode: *mode, etcd: *etcd}
 	if err := s.run(ctx); err != nil {
 		return err
 	}
 	elapsed := time.Since(start).Seconds()
 	fmt.Printf("seeded %d pods in %d namespaces in %.1fs (%.1f pods/s)\n",
-		*pods, *namespaces, elapsed, float64(*pods)/elapsed)
+		p.Pods, *namespaces, elapsed, float64(p.Pods)/elapsed)
 	return nil
 }
 
