@@ -438,6 +438,11 @@ bench-delta: tools $(BIN)/seed
 #   written; past its quota etcd refuses every write);
 # - no watch cache of pods and nodes in the apiserver (it would hold every object decoded, many
 #   GiB), so informerd's lists are served from etcd in pages, as bench-large's;
+# - no PodSecurity admission plugin: nothing here is admitted through it (the pods are written
+#   into etcd), and it is one more user of the apiserver's own informer of every pod. That
+#   informer stays: kube-apiserver's ServiceAccount token authenticator keeps listers of all
+#   pods and nodes (pkg/kubeapiserver/options/authentication.go), about 7 KB per pod, so the
+#   apiserver is this benchmark's largest process (docs/benchmarks.md);
 # - no garbage collector (the pods' owners are not written) and no node lifecycle controller
 #   (no kubelet renews the fake nodes' leases: it would taint them and evict every pod).
 BENCH_NVS_CLUSTER_DIR := .cache/bench-nvsentinel-cluster
@@ -447,7 +452,8 @@ bench-nvsentinel: tools $(BIN)/seed
 	@set -eo pipefail; trap '$(BIN)/cluster down --dir $(BENCH_NVS_CLUSTER_DIR)' EXIT; \
 	$(BIN)/cluster up --dir $(BENCH_NVS_CLUSTER_DIR) --bin $(BIN) \
 	  --etcd-arg=--quota-backend-bytes=17179869184 \
-	  --apiserver-arg=--watch-cache-sizes=pods#0,nodes#0 --controllers $(BENCH_LARGE_CONTROLLERS); \
+	  --apiserver-arg=--watch-cache-sizes=pods#0,nodes#0 --apiserver-arg=--disable-admission-plugins=PodSecurity \
+	  --controllers $(BENCH_LARGE_CONTROLLERS); \
 	NVS_CONSUMER=$(abspath .cache)/consumer \
 	  INFORMERD_CLUSTER_DIR=$(abspath $(BENCH_NVS_CLUSTER_DIR)) cargo bench --bench nvsentinel
 

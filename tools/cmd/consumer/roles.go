@@ -172,7 +172,7 @@ func listNodePods(ctx context.Context, c *informerd.Client, cfg config, t *tally
 	case ctx.Err() != nil:
 		return 0, false, nil
 	case err != nil && !t.isReady() && informerd.Code(err) == codes.InvalidArgument:
-		return 0, false, fmt.Errorf("List pods with the index %s=%s: %w (does informerd's configuration give pods an index %q on spec.nodeName?)", nodeIndex, node, err, nodeIndex)
+		return 0, false, fmt.Errorf("listing pods with the index %s=%s: %w (does informerd's configuration give pods an index %q on spec.nodeName?)", nodeIndex, node, err, nodeIndex)
 	case err != nil:
 		t.fail("List pods on %s (index %s): %v", node, nodeIndex, err)
 		return 0, false, nil

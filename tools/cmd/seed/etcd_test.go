@@ -120,11 +120,11 @@ func TestEveryPodOfAnOwnerAppliesTheSameFields(t *testing.T) {
 				t.Fatal(err)
 			}
 			if first == "" {
-				first = string(fields.Raw)
+				first = fields.GetRawString()
 				kinds[o.Kind] = true
-			} else if string(fields.Raw) != first {
+			} else if fields.GetRawString() != first {
 				t.Fatalf("pod %s/%s of %s %s applies other fields than its first pod:\n%s\n%s",
-					o.Namespace, s.Name, o.Kind, o.Name, fields.Raw, first)
+					o.Namespace, s.Name, o.Kind, o.Name, fields.GetRawString(), first)
 			}
 		}
 	}

@@ -30,7 +30,7 @@ func TestNodesAreStoredAsTheAPIServerStoresThem(t *testing.T) {
 		if node.Name != nodeName(i) || node.ResourceVersion != "" || len(node.ManagedFields) != 3 {
 			t.Fatalf("node %d: name %q resourceVersion %q, %d managedFields", i, node.Name, node.ResourceVersion, len(node.ManagedFields))
 		}
-		if ipam := string(node.ManagedFields[1].FieldsV1.Raw); !strings.Contains(ipam, node.Spec.PodCIDR) {
+		if ipam := string(node.ManagedFields[1].FieldsV1.GetRawString()); !strings.Contains(ipam, node.Spec.PodCIDR) {
 			t.Errorf("node %d: node-ipam's managedFields do not name its podCIDR %s: %s", i, node.Spec.PodCIDR, ipam)
 		}
 		if size < 11_000 || size > 16_000 {
@@ -57,8 +57,8 @@ func TestEveryNodeManagesTheSameFields(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, w := range []int{0, 2} { // 1, node-ipam's, names the node's own CIDR
-			if string(got[w].Raw) != string(first[w].Raw) {
-				t.Fatalf("node %d's writer %d manages other fields than node 0's:\n%s\n%s", i, w, got[w].Raw, first[w].Raw)
+			if string(got[w].GetRawString()) != string(first[w].GetRawString()) {
+				t.Fatalf("node %d's writer %d manages other fields than node 0's:\n%s\n%s", i, w, got[w].GetRawString(), first[w].GetRawString())
 			}
 		}
 	}
