@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
@@ -74,6 +75,13 @@ func retriable(err error) bool {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EPIPE),
 		utilnet.IsConnectionReset(err), utilnet.IsProbableEOF(err):
+		return true
+	}
+	// etcd itself (seed pods --etcd, seed nodes): a write that timed out in a stall (etcd
+	// re-reading its database after the page cache was dropped, at millions of objects) or
+	// while the server was unavailable. Our writes are idempotent puts of the same value.
+	if errors.Is(err, rpctypes.ErrTimeout) || errors.Is(err, rpctypes.ErrTimeoutDueToConnectionLost) ||
+		errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail) || errors.Is(err, rpctypes.ErrNoLeader) {
 		return true
 	}
 	var ne net.Error

@@ -208,7 +208,7 @@ func (s *seeder) writePodsToEtcd(ctx context.Context, endpoint string) error {
 		if err != nil {
 			return err
 		}
-		if _, err := cli.Put(ctx, key, string(value)); err != nil {
+		if err := retry(ctx, func() error { _, err := cli.Put(ctx, key, string(value)); return err }); err != nil {
 			return fmt.Errorf("writing pod %s to etcd: %w", key, err)
 		}
 		s.pods.Add(1)

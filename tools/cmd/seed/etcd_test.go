@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -132,5 +134,18 @@ func TestEveryPodOfAnOwnerAppliesTheSameFields(t *testing.T) {
 		if !kinds[k] {
 			t.Errorf("the plan has no %s: the test does not cover it", k)
 		}
+	}
+}
+
+// A write into etcd that timed out in a stall is tried again (the seeder's puts are
+// idempotent); a refused one is not.
+func TestEtcdTimeoutsAreRetried(t *testing.T) {
+	for _, err := range []error{rpctypes.ErrTimeout, fmt.Errorf("put: %w", rpctypes.ErrTimeoutDueToConnectionLost)} {
+		if !retriable(err) {
+			t.Errorf("%v is not retried", err)
+		}
+	}
+	if retriable(rpctypes.ErrNoSpace) {
+		t.Errorf("%v is retried: a full etcd stays full", rpctypes.ErrNoSpace)
 	}
 }

@@ -83,7 +83,8 @@ func runNodes(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		if _, err := cli.Put(ctx, etcdNodesPrefix+node.Name, string(value)); err != nil {
+		put := func() error { _, err := cli.Put(ctx, etcdNodesPrefix+node.Name, string(value)); return err }
+		if err := retry(ctx, put); err != nil {
 			return fmt.Errorf("writing node %s to etcd: %w", node.Name, err)
 		}
 		written.Add(1)
