@@ -446,26 +446,26 @@ bench-delta: tools $(BIN)/seed
 # - no garbage collector (the pods' owners are not written) and no node lifecycle controller
 #   (no kubelet renews the fake nodes' leases: it would taint them and evict every pod).
 BENCH_NVS_CLUSTER_DIR := .cache/bench-nvsentinel-cluster
-.PHONY: bench-nvsentinel
-bench-nvsentinel: tools $(BIN)/seed
+# $(1): the control plane's directory; $(2): the cargo command that runs the benchmark, with its
+# NVS_* settings.
+define nvsentinel_run
 	cd tools/cmd/consumer && go build -o $(abspath .cache)/consumer .
-	@set -eo pipefail; trap '$(BIN)/cluster down --dir $(BENCH_NVS_CLUSTER_DIR)' EXIT; \
-	$(BIN)/cluster up --dir $(BENCH_NVS_CLUSTER_DIR) --bin $(BIN) \
+	@set -eo pipefail; trap '$(BIN)/cluster down --dir $(1)' EXIT; \
+	$(BIN)/cluster up --dir $(1) --bin $(BIN) \
 	  --etcd-arg=--quota-backend-bytes=17179869184 \
 	  --apiserver-arg=--watch-cache-sizes=pods#0,nodes#0 --apiserver-arg=--disable-admission-plugins=PodSecurity \
 	  --controllers $(BENCH_LARGE_CONTROLLERS); \
-	NVS_CONSUMER=$(abspath .cache)/consumer \
-	  INFORMERD_CLUSTER_DIR=$(abspath $(BENCH_NVS_CLUSTER_DIR)) cargo bench --bench nvsentinel
+	NVS_CONSUMER=$(abspath .cache)/consumer INFORMERD_CLUSTER_DIR=$(abspath $(1)) $(2)
+endef
+.PHONY: bench-nvsentinel
+bench-nvsentinel: tools $(BIN)/seed
+	$(call nvsentinel_run,$(BENCH_NVS_CLUSTER_DIR),cargo bench --bench nvsentinel)
 
 # Its short form, in make test: 100 nodes and 1,400 pods, a debug build, nothing written.
 BENCH_NVS_SHORT_DIR := .cache/nvsentinel-short-cluster
 .PHONY: nvsentinel-short
 nvsentinel-short: tools $(BIN)/seed
-	cd tools/cmd/consumer && go build -o $(abspath .cache)/consumer .
-	@set -eo pipefail; trap '$(BIN)/cluster down --dir $(BENCH_NVS_SHORT_DIR)' EXIT; \
-	$(BIN)/cluster up --dir $(BENCH_NVS_SHORT_DIR) --bin $(BIN) --controllers $(BENCH_LARGE_CONTROLLERS); \
-	NVS_NODES=100 NVS_HOLD_SECONDS=5 NVS_OUT=- NVS_CONSUMER=$(abspath .cache)/consumer \
-	  INFORMERD_CLUSTER_DIR=$(abspath $(BENCH_NVS_SHORT_DIR)) cargo test --bench nvsentinel
+	$(call nvsentinel_run,$(BENCH_NVS_SHORT_DIR),NVS_NODES=100 NVS_HOLD_SECONDS=5 NVS_OUT=- cargo test --bench nvsentinel)
 
 # --- controller heap, own cache against the informerd adapter (clients/go/crcache/cmd/heapbench
 # documents it; BENCH_PODS=10000,50000 by default); a private control plane, stopped at the end --
