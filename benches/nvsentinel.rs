@@ -245,6 +245,12 @@ fn command(s: &Settings) -> String {
     if s.daemonsets != 14 {
         vars.push(format!("NVS_DAEMONSETS={}", s.daemonsets));
     }
+    if s.hold != Duration::from_secs(60) {
+        vars.push(format!("NVS_HOLD_SECONDS={}", s.hold.as_secs()));
+    }
+    if s.churn != 20 {
+        vars.push(format!("NVS_CHURN={}", s.churn));
+    }
     vars.push("make bench-nvsentinel".into());
     vars.join(" ")
 }
