@@ -28,8 +28,8 @@ use futures::TryStreamExt;
 use informerd::proto::ListRequest;
 use informerd_testkit::{
     delete_namespace, deployed_config, documents, informerd_rbac, repo_root, unique_prefix,
-    wait_default_service_account, wait_service_account_may, ControlPlane, Fixture, Kubectl,
-    Resource, Server, Sidecar, SidecarConfig,
+    volume_at, wait_default_service_account, wait_service_account_may, ControlPlane, Fixture,
+    Kubectl, Resource, Server, Sidecar, SidecarConfig,
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
@@ -335,16 +335,7 @@ async fn pod_spec(admin: &Client, ns: &str, name: &str) -> anyhow::Result<PodSpe
 
 /// The hostPath of the volume `container` mounts at `path`.
 fn host_path_at(pod: &PodSpec, container: &Container, path: &str) -> Option<String> {
-    let mount = container
-        .volume_mounts
-        .iter()
-        .flatten()
-        .find(|m| m.mount_path == path)?;
-    let volume = pod
-        .volumes
-        .iter()
-        .flatten()
-        .find(|v| v.name == mount.name)?;
+    let (_, volume) = volume_at(pod, container, path)?;
     Some(volume.host_path.as_ref()?.path.clone())
 }
 

@@ -28,12 +28,12 @@ use informerd::proto::ListRequest;
 use informerd_client::{connect_with_token, AuthorizedCache, ConnectOptions, Token};
 use informerd_testkit::{
     deployed_config, documents, free_port, grant_pod_readers, informerd_rbac, repo_root,
-    unique_prefix, wait_default_service_account, wait_service_account_may, Authorization, Ca,
-    ControlPlane, Fixture, Kubectl, Sidecar, SidecarConfig,
+    unique_prefix, volume_at, wait_default_service_account, wait_service_account_may,
+    Authorization, Ca, ControlPlane, Fixture, Kubectl, Sidecar, SidecarConfig,
 };
 use k8s_openapi::api::{
     apps::v1::Deployment,
-    core::v1::{Container, Pod, PodSpec, Service, Volume, VolumeMount},
+    core::v1::{Pod, Service},
     policy::v1::PodDisruptionBudget,
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -288,25 +288,6 @@ async fn the_manifests_agree(
         "the budget covers the replicas"
     );
     Ok(())
-}
-
-/// The mount of `container` at `path` and the pod's volume it mounts.
-fn volume_at<'p>(
-    pod: &'p PodSpec,
-    container: &'p Container,
-    path: &str,
-) -> Option<(&'p VolumeMount, &'p Volume)> {
-    let mount = container
-        .volume_mounts
-        .iter()
-        .flatten()
-        .find(|m| m.mount_path == path)?;
-    let volume = pod
-        .volumes
-        .iter()
-        .flatten()
-        .find(|v| v.name == mount.name)?;
-    Some((mount, volume))
 }
 
 /// What the apiserver answers for informerd's ServiceAccount: list and watch of pods and nodes

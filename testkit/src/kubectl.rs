@@ -8,7 +8,7 @@ use std::{
     process::{Command, Stdio},
 };
 
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Container, PodSpec, Volume, VolumeMount};
 use kube::{Api, Client};
 
 use crate::{repo_root, ControlPlane, Result};
@@ -135,4 +135,24 @@ pub fn informerd_rbac(
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The mount of `container` at `path` in a deployed manifest's pod, and the pod's volume it
+/// mounts: what the deploy tests check a socket or certificate directory against.
+pub fn volume_at<'p>(
+    pod: &'p PodSpec,
+    container: &'p Container,
+    path: &str,
+) -> Option<(&'p VolumeMount, &'p Volume)> {
+    let mount = container
+        .volume_mounts
+        .iter()
+        .flatten()
+        .find(|m| m.mount_path == path)?;
+    let volume = pod
+        .volumes
+        .iter()
+        .flatten()
+        .find(|v| v.name == mount.name)?;
+    Some((mount, volume))
 }

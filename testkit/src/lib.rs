@@ -39,7 +39,7 @@ pub use config::{
 };
 pub use fixture::Fixture;
 pub use grpc::{connect, wait_synced};
-pub use kubectl::{deployed_config, documents, informerd_rbac, unique_prefix, Kubectl};
+pub use kubectl::{deployed_config, documents, informerd_rbac, unique_prefix, volume_at, Kubectl};
 pub use metrics::{metrics_text, scrape_metrics, Sample, Samples};
 pub use pods::{create_pods, pod, Apply, PodManifest};
 pub use proxy::FaultProxy;
