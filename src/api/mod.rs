@@ -14,7 +14,8 @@
 //!   every served resource by name, the configuration's and the on-demand ones (one lookup).
 //!   `ensure`: the Ensure RPC, which starts on-demand caches, and the reaper that stops them.
 //! - `query`: the filters of a request, validated once, matched per object. `mask`: the
-//!   fields a request asks for, and how objects are rendered.
+//!   fields a request asks for, and how objects are rendered. `initial`: what an initial
+//!   state or a key queue's resync reads, a page at a time.
 //! - `watch`: one hub per resource broadcasts decoded changes; each watcher filters, applies
 //!   transitions and predicates, and has a bounded buffer.
 //! - `keys`: WatchKeys, a coalescing key queue per stream, fed by the watch hub.
@@ -34,6 +35,7 @@ mod authz;
 mod buffer;
 mod clusters;
 mod ensure;
+mod initial;
 mod keys;
 mod limits;
 mod list;

@@ -225,6 +225,12 @@ impl Query {
         self.fields.requirements().is_empty() || self.fields.matches(&stored.to_json_value())
     }
 
+    /// Whether [`Query::candidates`] come from an index lookup rather than a namespace or
+    /// every object.
+    pub fn uses_index(&self) -> bool {
+        self.index.is_some()
+    }
+
     /// The candidates (a superset of the matches, all at one revision): by index when the
     /// request names one, otherwise by namespace.
     pub fn candidates(&self, resource: &Resource) -> (u64, Vec<StoredObject>) {

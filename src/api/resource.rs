@@ -40,12 +40,14 @@ pub struct Resource {
 /// its initial state (from the snapshot until SYNCED) and a WatchKeys stream taking the keys
 /// of a resync. The others wait their turn.
 ///
-/// Decision: 4. A snapshot holds a copy of every object it lists (about 400 bytes a pod in
+/// Decision: 4. A snapshot held a copy of every object it listed (about 400 bytes a pod in
 /// the controller profile), so a storm of clients starting over at once held one each: 300
 /// clients over 100,000 pods passed 10 GiB within a minute (issue 35, `make bench-storm`).
 /// Four bound that to four snapshots, and still keep two cores busy: the initial states are
 /// CPU-bound, so running all of them at once made none finish sooner. A client that stops
-/// reading gives its permit back within the stall timeout (`api/send.rs`).
+/// reading gives its permit back within the stall timeout (`api/send.rs`). Since issue 32 an
+/// initial state without an index lookup reads its snapshot a page at a time (`initial.rs`:
+/// 4 bytes an object, and one page), and the permits stay for the CPU.
 pub const SNAPSHOTS: usize = 4;
 
 /// How many `EventType`s the proto has (the numbers 0..EVENT_TYPES).

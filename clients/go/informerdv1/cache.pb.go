@@ -1265,9 +1265,11 @@ type WatchEvent struct {
 	Epoch uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	// The revision of this change: resume with since = (epoch, revision) after handling it.
 	// Exception: the ADDED events of the initial state (send_initial_state) carry the revision
-	// of each object's last change and come in key order; they are not resume points. Resume
-	// points start at SYNCED, which carries the revision of the whole initial state; a watch
-	// that breaks before SYNCED starts again.
+	// of each object's last change and come in no particular order (key them: a whole
+	// resource's initial state is read from the cache a page at a time, in the order the cache
+	// holds the objects); they are not resume points. Resume points start at SYNCED, which
+	// carries the revision of the whole initial state; a watch that breaks before SYNCED
+	// starts again.
 	Revision uint64 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
 	// DELETED of a deleted object: its last stored state, with the resourceVersion of the
 	// deletion; of an object that left this watch's filters: its last state within them, with

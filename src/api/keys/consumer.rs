@@ -18,6 +18,7 @@ use tonic::{Status, Streaming};
 use super::counts::StreamGauge;
 use super::queue::{Delivery, KeyId, Queue};
 use super::spec::KeysSpec;
+use crate::api::initial::Initial;
 use crate::api::reason::invalid;
 use crate::api::watch::{shutting_down, Broadcast, Event};
 use crate::api::Resource;
@@ -66,28 +67,45 @@ impl Consumer {
     async fn resync(&mut self) {
         // The snapshot is held only while its keys are taken; the queue keeps the keys.
         let permit = self.resource.snapshot_permit().await;
-        let (revision, candidates) = self.spec.watch.query.candidates(&self.resource);
-        let mut keys = Vec::with_capacity(candidates.len());
-        for stored in candidates {
-            tokio::task::consume_budget().await;
-            let query = &self.spec.watch.query;
-            if let Some(object) = query.decode_if_matches(&self.resource, &stored) {
-                if self.spec.owners.is_none() {
-                    // The stored key's strings, shared rather than copied.
-                    let key = stored.key().clone();
-                    keys.push((KeyId { owner: false, key }, stored.revision()));
-                    continue;
-                }
-                for id in self.ids(&object) {
-                    keys.push((id, stored.revision()));
-                }
+        let (revision, keys) = loop {
+            let (revision, initial) = Initial::read(&self.spec.watch.query, &self.resource);
+            // Expired (`store/pages.rs`): nothing was sent yet, so read again, at a newer
+            // revision.
+            if let Ok(keys) = self.keys_of(initial).await {
+                break (revision, keys);
             }
-        }
+        };
         drop(permit);
         self.position = self.position.max(revision);
         self.resource.key_counts().resynced();
         self.control.push_back(KeyEventType::ResyncStart);
         self.queue.resync(keys, Instant::now());
+    }
+
+    /// The keys of every candidate the view wants, with its revision.
+    async fn keys_of(&self, mut initial: Initial) -> Result<Vec<(KeyId, u64)>, StoreError> {
+        let mut keys = Vec::new();
+        loop {
+            let page = initial.next_page()?;
+            if page.is_empty() {
+                return Ok(keys);
+            }
+            for stored in page {
+                tokio::task::consume_budget().await;
+                let query = &self.spec.watch.query;
+                if let Some(object) = query.decode_if_matches(&self.resource, &stored) {
+                    if self.spec.owners.is_none() {
+                        // The stored key's strings, shared rather than copied.
+                        let key = stored.key().clone();
+                        keys.push((KeyId { owner: false, key }, stored.revision()));
+                        continue;
+                    }
+                    for id in self.ids(&object) {
+                        keys.push((id, stored.revision()));
+                    }
+                }
+            }
+        }
     }
 
     /// The stream: follows the hub, takes acks, sends keys, until the client leaves or the API

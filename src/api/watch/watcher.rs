@@ -15,11 +15,12 @@ use super::spec::{Start, WatchSpec};
 use super::{shutting_down, WatchStream, WATCHER_BUFFER};
 use crate::api::authz::Revoked;
 use crate::api::buffer;
+use crate::api::initial::Initial;
 use crate::api::reason::{self, Reason};
 use crate::api::send::{send_buffered_or_give_up, spawn_stream, GaveUp, STALL_TIMEOUT};
 use crate::api::Resource;
 use crate::proto::{self, EventType};
-use crate::store::{Change, ChangeKind};
+use crate::store::{Change, ChangeKind, StoreError, StoredObject};
 
 /// Starts a watcher; the stream ends when it is ended (with a status), `revoked` fires, or the
 /// client goes away.
@@ -107,8 +108,33 @@ impl Watcher {
             permit = self.resource.snapshot_permit() => permit,
             _ = self.tx.closed() => return Err(None),
         };
-        let (revision, candidates) = self.spec.query.candidates(&self.resource);
-        for stored in candidates {
+        let (revision, mut initial) = Initial::read(&self.spec.query, &self.resource);
+        loop {
+            // Before SYNCED, the client starts over (`send_initial_state`), as after falling
+            // behind: see `store/pages.rs` for when a page is Expired.
+            let page = initial
+                .next_page()
+                .map_err(|e| Some(self.initial_expired(&e)))?;
+            if page.is_empty() {
+                break;
+            }
+            self.send_page(page, &mut held).await?;
+        }
+        self.position = revision;
+        let mut synced = self.event(EventType::Synced, revision, None);
+        synced.gone = held.map(Held::gone).unwrap_or_default();
+        self.send_event(synced).await?;
+        self.synced = true;
+        Ok(())
+    }
+
+    /// Sends the matching objects of one page of the initial state as ADDED.
+    async fn send_page(
+        &mut self,
+        page: Vec<StoredObject>,
+        held: &mut Option<Held>,
+    ) -> Result<(), End> {
+        for stored in page {
             // Decoding many objects: let the runtime's other tasks run.
             tokio::task::consume_budget().await;
             // A held object out of this watch's view stays held: SYNCED then says it is gone.
@@ -128,12 +154,16 @@ impl Watcher {
             self.send(EventType::Added, stored.revision(), Some(rendered))
                 .await?;
         }
-        self.position = revision;
-        let mut synced = self.event(EventType::Synced, revision, None);
-        synced.gone = held.map(Held::gone).unwrap_or_default();
-        self.send_event(synced).await?;
-        self.synced = true;
         Ok(())
+    }
+
+    /// The status that ends an initial state the store's change log no longer reaches back
+    /// to.
+    fn initial_expired(&self, error: &StoreError) -> Status {
+        Reason::Expired.status(format!(
+            "the initial state could not be read to its end: {error}; it had not reached \
+             SYNCED, so watch again with send_initial_state"
+        ))
     }
 
     /// Handles each change the hub broadcasts (and, where the hub's ring did not keep up, the

@@ -16,10 +16,10 @@
 //! `codec` (the encoding, over `atoms` and `scalar`), `slots` (the current objects, found by
 //! key), `index` (secondary indexes), `log` (the change log), `retired` (what readers still
 //! hold), all behind the lock of `state`; atoms and slots keep their bytes in an `arena` and
-//! find them through `ids` tables; `reader` is the read-only [`Store`] and `object` the
-//! values it hands out. This file holds only the public vocabulary: the options, the error
-//! and the re-exports. It must not hold logic of its own, nor let the api write: the api gets
-//! the read-only [`Store`], the fleet the [`Writer`].
+//! find them through `ids` tables; `reader` is the read-only [`Store`], `pages` its snapshots
+//! read a page at a time, and `object` the values it hands out. This file holds only the
+//! public vocabulary: the options, the error and the re-exports. It must not hold logic of its
+//! own, nor let the api write: the api gets the read-only [`Store`], the fleet the [`Writer`].
 
 mod arena;
 mod atoms;
@@ -32,6 +32,7 @@ mod log;
 mod object;
 mod packed;
 mod paged;
+mod pages;
 mod reader;
 mod retired;
 mod scalar;
@@ -52,6 +53,7 @@ use serde_json::Value;
 pub use breakdown::{AtomBreakdown, AtomKindStats};
 pub(crate) use codec::Selection;
 pub use object::{Change, ChangeKind, ObjectKey, StoredObject};
+pub use pages::Pages;
 pub use reader::{Store, StoreStats};
 pub use snapshot::{layout, Restore, RestoreError, StoreImage};
 pub use version::{at_least, is_older, newer};

@@ -56,7 +56,7 @@ impl fmt::Debug for Store {
 
 /// Which namespace a read is about, as its atom: `Some(None)` for all of them, `None` when
 /// no stored object is in `namespace`.
-fn namespace_filter(atoms: &Atoms, namespace: Option<&str>) -> Option<Option<AtomId>> {
+pub(super) fn namespace_filter(atoms: &Atoms, namespace: Option<&str>) -> Option<Option<AtomId>> {
     match namespace {
         None => Some(None),
         Some(ns) => atoms.lookup(KIND_STR, ns.as_bytes()).map(Some),

@@ -202,11 +202,21 @@ impl Slots {
 
     /// The current objects, or those in namespace `ns` (given as its atom).
     pub(super) fn occupied(&self, ns: Option<AtomId>) -> impl Iterator<Item = &[u8]> + '_ {
+        self.occupied_in(ns).map(|(_, blob)| blob)
+    }
+
+    /// The occupied slots, or those holding an object of namespace `ns`.
+    pub(super) fn occupied_slots(&self, ns: Option<AtomId>) -> impl Iterator<Item = u32> + '_ {
+        self.occupied_in(ns).map(|(slot, _)| slot)
+    }
+
+    fn occupied_in(&self, ns: Option<AtomId>) -> impl Iterator<Item = (u32, &[u8])> + '_ {
         self.at
             .iter()
-            .filter(|&&at| at != NOWHERE)
-            .map(|&at| self.arena.sized(at).0)
-            .filter(move |blob| ns.is_none() || codec::parse_header(blob).namespace == ns)
+            .zip(0u32..)
+            .filter(|&(&at, _)| at != NOWHERE)
+            .map(|(&at, slot)| (slot, self.arena.sized(at).0))
+            .filter(move |(_, blob)| ns.is_none() || codec::parse_header(blob).namespace == ns)
     }
 
     /// What the slots hold besides the blobs' own bytes: locations, free list, key table, and

@@ -5,6 +5,7 @@ mod atoms;
 mod codec;
 mod index;
 mod log;
+mod pages;
 mod path;
 mod reader;
 mod writer;

@@ -1,0 +1,142 @@
+//! Snapshots read a page at a time: each page as of the snapshot's revision, whatever changed
+//! between the pages, and Expired once the log no longer holds what was.
+
+use std::collections::BTreeMap;
+
+use super::*;
+
+/// Every object of `pages`, read `per_page` at a time, by key: its revision and JSON.
+fn read_all(pages: &mut Pages, per_page: usize) -> BTreeMap<ObjectKey, (u64, Value)> {
+    let mut out = BTreeMap::new();
+    loop {
+        let page = pages.next_page(per_page).expect("the log reaches back");
+        if page.is_empty() {
+            return out;
+        }
+        assert!(page.len() <= per_page);
+        for o in page {
+            let old = out.insert(o.key().clone(), (o.revision(), o.to_json_value()));
+            assert!(old.is_none(), "{:?} read twice", o.key());
+        }
+    }
+}
+
+fn as_map(list: Vec<StoredObject>) -> BTreeMap<ObjectKey, (u64, Value)> {
+    list.into_iter()
+        .map(|o| (o.key().clone(), (o.revision(), o.to_json_value())))
+        .collect()
+}
+
+#[test]
+fn pages_read_after_changes_are_the_objects_as_of_the_snapshot() {
+    let store = Writer::new(StoreOptions::default());
+    for ns in ["a", "b"] {
+        for i in 0..10 {
+            store
+                .apply(pod(ns, &format!("p{i}"), "n1", 100 + i))
+                .unwrap();
+        }
+    }
+    let (revision, listed) = store.list(None);
+    let (_, listed_b) = store.list(Some("b"));
+    let mut pages = store.pages(None);
+    let mut pages_b = store.pages(Some("b"));
+    assert_eq!((pages.revision(), pages.len()), (revision, 20));
+    assert_eq!(pages_b.len(), 10);
+
+    // After the snapshot: modified (twice), deleted, deleted and its slot taken by a new
+    // object, added; and every object of namespace a deleted, then re-added under new names.
+    store.apply(pod("b", "p0", "n2", 200)).unwrap();
+    store.apply(pod("b", "p0", "n3", 201)).unwrap();
+    store.delete(&key("b", "p1"));
+    store.delete(&key("b", "p2"));
+    store.apply(pod("b", "new", "n1", 202)).unwrap();
+    for i in 0..10 {
+        store.delete(&key("a", &format!("p{i}")));
+    }
+    for i in 0..3 {
+        store
+            .apply(pod("a", &format!("q{i}"), "n1", 300 + i))
+            .unwrap();
+    }
+    assert_ne!(store.revision(), revision);
+
+    assert_eq!(read_all(&mut pages, 3), as_map(listed));
+    assert_eq!(read_all(&mut pages_b, 4), as_map(listed_b));
+    assert!(pages.next_page(3).unwrap().is_empty(), "read to the end");
+}
+
+#[test]
+fn a_store_emptied_and_refilled_still_reads_as_it_was() {
+    // Emptied, the store starts its slots over: the new objects take the old slot numbers.
+    let store = Writer::new(StoreOptions::default());
+    for i in 0..4 {
+        store
+            .apply(pod("a", &format!("p{i}"), "n1", 10 + i))
+            .unwrap();
+    }
+    let (_, listed) = store.list(None);
+    let mut pages = store.pages(None);
+    let first = pages.next_page(1).unwrap();
+    for i in 0..4 {
+        store.delete(&key("a", &format!("p{i}")));
+    }
+    for i in 0..4 {
+        store
+            .apply(pod("a", &format!("r{i}"), "n1", 20 + i))
+            .unwrap();
+    }
+    let mut read = as_map(first);
+    read.extend(read_all(&mut pages, 2));
+    assert_eq!(read, as_map(listed));
+}
+
+#[test]
+fn pages_added_to_while_read_leave_out_what_came_after() {
+    let store = Writer::new(StoreOptions::default());
+    store.apply(pod("a", "p0", "n1", 1)).unwrap();
+    let mut pages = store.pages(Some("a"));
+    store.apply(pod("a", "p1", "n1", 2)).unwrap();
+    let read = read_all(&mut pages, 10);
+    assert_eq!(read.keys().collect::<Vec<_>>(), vec![&key("a", "p0")]);
+    assert!(
+        store.pages(Some("zzz")).is_empty(),
+        "no object in that namespace"
+    );
+}
+
+#[test]
+fn a_page_the_log_no_longer_reaches_back_to_is_expired() {
+    let store = Writer::new(StoreOptions {
+        log_max_events: 3,
+        ..StoreOptions::default()
+    });
+    for i in 0..4 {
+        store
+            .apply(pod("a", &format!("p{i}"), "n1", 10 + i))
+            .unwrap();
+    }
+    let mut pages = store.pages(None);
+    let revision = pages.revision();
+    // Objects unchanged since still read; more changes than the log keeps, then a page
+    // holding a changed object is Expired rather than a newer or missing state.
+    for rv in 0..4 {
+        store.apply(pod("a", "p3", "n2", 20 + rv)).unwrap();
+    }
+    let mut read = 0;
+    let err = loop {
+        match pages.next_page(1) {
+            Ok(page) if page.is_empty() => panic!("p3 changed past the log, yet was read"),
+            Ok(page) => {
+                assert!(page.iter().all(|o| o.revision() <= revision));
+                read += page.len();
+            }
+            Err(e) => break e,
+        }
+    };
+    assert!(read < 4);
+    assert!(
+        matches!(err, StoreError::Expired { requested, .. } if requested == revision),
+        "{err}"
+    );
+}
