@@ -442,7 +442,12 @@ bench-delta: tools $(BIN)/seed
 #   into etcd), and it is one more user of the apiserver's own informer of every pod. That
 #   informer stays: kube-apiserver's ServiceAccount token authenticator keeps listers of all
 #   pods and nodes (pkg/kubeapiserver/options/authentication.go), about 7 KB per pod, so the
-#   apiserver is this benchmark's largest process (docs/benchmarks.md);
+#   apiserver is this benchmark's largest process (docs/benchmarks.md): it runs with Go's
+#   default GOGC and a 14 GiB GOMEMLIMIT, where the 8 GiB of other clusters made it spend its
+#   CPU collecting and serve lists at 150 pods/s;
+# - etcd's history kept 2 hours, not 5 minutes, and no compaction by the apiserver (every 5
+#   minutes by default): a paginated list from etcd that takes longer than the history
+#   (700,000 pods did) ends with 410 Expired and starts over, again and again;
 # - no garbage collector (the pods' owners are not written) and no node lifecycle controller
 #   (no kubelet renews the fake nodes' leases: it would taint them and evict every pod).
 BENCH_NVS_CLUSTER_DIR := .cache/bench-nvsentinel-cluster
@@ -452,8 +457,9 @@ define nvsentinel_run
 	cd tools/cmd/consumer && go build -o $(abspath .cache)/consumer .
 	@set -eo pipefail; trap '$(BIN)/cluster down --dir $(1)' EXIT; \
 	$(BIN)/cluster up --dir $(1) --bin $(BIN) \
-	  --etcd-arg=--quota-backend-bytes=17179869184 \
+	  --etcd-arg=--quota-backend-bytes=17179869184 --apiserver-gogc=100 --apiserver-memory-limit=14GiB \
 	  --apiserver-arg=--watch-cache-sizes=pods#0,nodes#0 --apiserver-arg=--disable-admission-plugins=PodSecurity \
+	  --apiserver-arg=--etcd-compaction-interval=0 --etcd-arg=--auto-compaction-retention=2h \
 	  --controllers $(BENCH_LARGE_CONTROLLERS); \
 	NVS_CONSUMER=$(abspath .cache)/consumer INFORMERD_CLUSTER_DIR=$(abspath $(1)) $(2)
 endef

@@ -155,7 +155,7 @@ func start(l layout, bin string, opts options, attempt int) error {
 
 	// Seeding and benchmarks write objects as fast as the apiserver takes them, and a third of
 	// its CPU went to garbage collection at Go's default GOGC=100. A loopback test cluster has
-	// memory to spare: collect less often, within a ceiling.
+	// memory to spare: collect less often, within a ceiling (both `up` flags).
 	apiserverArgs := append([]string{
 		"--etcd-servers", etcdURL,
 		"--bind-address", "127.0.0.1",
@@ -190,7 +190,7 @@ func start(l layout, bin string, opts options, attempt int) error {
 		"--feature-gates", "ShardedListAndWatch=true",
 		"--v", "1"}, envtestArgs(opts)...)
 	apiserverArgs = append(apiserverArgs, opts.apiserverArgs...)
-	apiserver, err := spawnEnv(l, bin, "kube-apiserver", []string{"GOGC=400", "GOMEMLIMIT=8GiB"}, apiserverArgs...)
+	apiserver, err := spawnEnv(l, bin, "kube-apiserver", []string{"GOGC=" + opts.apiserverGOGC, "GOMEMLIMIT=" + opts.apiserverMemoryLimit}, apiserverArgs...)
 	if err != nil {
 		return fail(err)
 	}

@@ -31,6 +31,13 @@ type options struct {
 	// backend quota (--quota-backend-bytes), past which etcd refuses every write.
 	etcdArgs    flagList
 	controllers string
+	// apiserverGOGC and apiserverMemoryLimit are the apiserver's GOGC and GOMEMLIMIT. Its
+	// ServiceAccount token authenticator keeps an informer of every pod and node whatever the
+	// flags (pkg/kubeapiserver/options/authentication.go), so the apiserver of a cluster of a
+	// million pods holds them all: the NVSentinel profile (1.4 million pods) raises the limit
+	// and collects at Go's default pace instead of thrashing against 8 GiB.
+	apiserverGOGC        string
+	apiserverMemoryLimit string
 	// controllerManager false starts etcd and kube-apiserver alone, as controller-runtime's
 	// envtest does: no namespace gets a default ServiceAccount (so the apiserver's
 	// ServiceAccount admission plugin, which would refuse every pod, is disabled, as envtest
@@ -68,6 +75,9 @@ func main() {
 		var opts options
 		fs.Var(&opts.apiserverArgs, "apiserver-arg", "an extra kube-apiserver flag, as --FLAG=VALUE (repeatable)")
 		fs.Var(&opts.etcdArgs, "etcd-arg", "an extra etcd flag, as --FLAG=VALUE (repeatable)")
+		fs.StringVar(&opts.apiserverGOGC, "apiserver-gogc", "400", "kube-apiserver's GOGC")
+		fs.StringVar(&opts.apiserverMemoryLimit, "apiserver-memory-limit", "8GiB",
+			"kube-apiserver's GOMEMLIMIT: the heap it collects to stay within")
 		fs.StringVar(&opts.controllers, "controllers", defaultControllers,
 			"kube-controller-manager's --controllers: the controllers it runs")
 		fs.BoolVar(&opts.controllerManager, "controller-manager", true,

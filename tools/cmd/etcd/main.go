@@ -19,6 +19,9 @@ func main() {
 	peerURL := flag.String("listen-peer-url", "http://127.0.0.1:2380", "URL for peer traffic (single member, loopback only)")
 	quota := flag.Int64("quota-backend-bytes", 8<<30, "the backend's size past which etcd refuses writes "+
 		"(make bench-nvsentinel writes about 8 GiB and raises it)")
+	retention := flag.String("auto-compaction-retention", "5m", "how much history etcd keeps "+
+		"(periodic compaction): a paginated list older than this ends with 410 Expired and starts "+
+		"over, so make bench-nvsentinel, whose lists of pods from etcd take longer, raises it")
 	flag.Parse()
 	if *dataDir == "" {
 		log.Fatal("etcd: --data-dir is required")
@@ -30,7 +33,7 @@ func main() {
 	cfg.LogLevel = "warn"
 	// Keep the history small: the local cluster is for tests and benchmarks, not for keeping.
 	cfg.AutoCompactionMode = "periodic"
-	cfg.AutoCompactionRetention = "5m"
+	cfg.AutoCompactionRetention = *retention
 	cfg.QuotaBackendBytes = *quota
 	cfg.UnsafeNoFsync = true // loopback test cluster: durability is not the point, speed is
 	cu, err := url.Parse(*clientURL)
