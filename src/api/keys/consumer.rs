@@ -23,7 +23,7 @@ use crate::api::reason::invalid;
 use crate::api::watch::{shutting_down, Broadcast, Event};
 use crate::api::Resource;
 use crate::proto::{self, watch_keys_request, KeyEventType};
-use crate::store::{ChangeKind, ObjectKey, StoreError};
+use crate::store::{ChangeKind, ObjectKey, StoreError, StoredObject};
 
 /// How often a PROGRESS event may say that the resume token moved.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
@@ -92,19 +92,26 @@ impl Consumer {
             }
             for stored in page {
                 tokio::task::consume_budget().await;
-                let query = &self.spec.watch.query;
-                if let Some(object) = query.decode_if_matches(&self.resource, &stored) {
-                    if self.spec.owners.is_none() {
-                        // The stored key's strings, shared rather than copied.
-                        let key = stored.key().clone();
-                        keys.push((KeyId { owner: false, key }, stored.revision()));
-                        continue;
-                    }
-                    for id in self.ids(&object) {
-                        keys.push((id, stored.revision()));
-                    }
-                }
+                self.push_keys(&stored, &mut keys);
             }
+        }
+    }
+
+    /// The keys `stored` stands for in this view (none when the view does not want it): its
+    /// own, or its owners'.
+    fn push_keys(&self, stored: &StoredObject, keys: &mut Vec<(KeyId, u64)>) {
+        let query = &self.spec.watch.query;
+        let Some(object) = query.decode_if_matches(&self.resource, stored) else {
+            return;
+        };
+        if self.spec.owners.is_none() {
+            // The stored key's strings, shared rather than copied.
+            let key = stored.key().clone();
+            keys.push((KeyId { owner: false, key }, stored.revision()));
+            return;
+        }
+        for id in self.ids(&object) {
+            keys.push((id, stored.revision()));
         }
     }
 

@@ -21,6 +21,22 @@ fn read_all(pages: &mut Pages, per_page: usize) -> BTreeMap<ObjectKey, (u64, Val
     }
 }
 
+/// Applies pods `ns`/`{prefix}0..n`, with resourceVersions from `rv`.
+fn apply_pods(store: &Writer, ns: &str, prefix: &str, n: u64, rv: u64) {
+    for i in 0..n {
+        store
+            .apply(pod(ns, &format!("{prefix}{i}"), "n1", rv + i))
+            .unwrap();
+    }
+}
+
+/// Deletes pods `ns`/`{prefix}0..n`.
+fn delete_pods(store: &Writer, ns: &str, prefix: &str, n: u64) {
+    for i in 0..n {
+        store.delete(&key(ns, &format!("{prefix}{i}")));
+    }
+}
+
 fn as_map(list: Vec<StoredObject>) -> BTreeMap<ObjectKey, (u64, Value)> {
     list.into_iter()
         .map(|o| (o.key().clone(), (o.revision(), o.to_json_value())))
@@ -51,14 +67,8 @@ fn pages_read_after_changes_are_the_objects_as_of_the_snapshot() {
     store.delete(&key("b", "p1"));
     store.delete(&key("b", "p2"));
     store.apply(pod("b", "new", "n1", 202)).unwrap();
-    for i in 0..10 {
-        store.delete(&key("a", &format!("p{i}")));
-    }
-    for i in 0..3 {
-        store
-            .apply(pod("a", &format!("q{i}"), "n1", 300 + i))
-            .unwrap();
-    }
+    delete_pods(&store, "a", "p", 10);
+    apply_pods(&store, "a", "q", 3, 300);
     assert_ne!(store.revision(), revision);
 
     assert_eq!(read_all(&mut pages, 3), as_map(listed));
@@ -70,22 +80,12 @@ fn pages_read_after_changes_are_the_objects_as_of_the_snapshot() {
 fn a_store_emptied_and_refilled_still_reads_as_it_was() {
     // Emptied, the store starts its slots over: the new objects take the old slot numbers.
     let store = Writer::new(StoreOptions::default());
-    for i in 0..4 {
-        store
-            .apply(pod("a", &format!("p{i}"), "n1", 10 + i))
-            .unwrap();
-    }
+    apply_pods(&store, "a", "p", 4, 10);
     let (_, listed) = store.list(None);
     let mut pages = store.pages(None);
     let first = pages.next_page(1).unwrap();
-    for i in 0..4 {
-        store.delete(&key("a", &format!("p{i}")));
-    }
-    for i in 0..4 {
-        store
-            .apply(pod("a", &format!("r{i}"), "n1", 20 + i))
-            .unwrap();
-    }
+    delete_pods(&store, "a", "p", 4);
+    apply_pods(&store, "a", "r", 4, 20);
     let mut read = as_map(first);
     read.extend(read_all(&mut pages, 2));
     assert_eq!(read, as_map(listed));
