@@ -59,10 +59,11 @@ type WorkQueue struct {
 	cancel   context.CancelFunc
 	finished chan struct{}
 
-	// sendMu serializes acks: a gRPC stream takes one sender at a time.
-	sendMu sync.Mutex
-	mu     sync.Mutex
-	stream informerdv1.Cache_WatchKeysClient
+	// acks wait here for sendAcks, which sends them in one message; ackReady wakes it.
+	acks     []*informerdv1.KeyAck
+	ackReady chan struct{}
+	mu       sync.Mutex
+	stream   informerdv1.Cache_WatchKeysClient
 	// The revision each key was handed out with by the current stream, until Done acks it.
 	sent   map[QueueKey]uint64
 	token  *informerdv1.ResumeToken
@@ -88,6 +89,7 @@ func NewWorkQueue(ctx context.Context, c *Client, resource string, cfg WorkQueue
 		cancel:   cancel,
 		finished: make(chan struct{}),
 		sent:     map[QueueKey]uint64{},
+		ackReady: make(chan struct{}, 1),
 	}
 	// The first subscription's refusal is the caller's error.
 	stream, err := w.subscribe(ctx, c, sub)
@@ -97,6 +99,7 @@ func NewWorkQueue(ctx context.Context, c *Client, resource string, cfg WorkQueue
 		return nil, err
 	}
 	go w.run(ctx, c, sub, stream)
+	go w.sendAcks(ctx)
 	return w, nil
 }
 
@@ -157,6 +160,7 @@ func (w *WorkQueue) subscribe(ctx context.Context, c *Client, sub *informerdv1.K
 	w.mu.Lock()
 	w.stream = stream
 	w.sent = map[QueueKey]uint64{}
+	w.acks = nil
 	w.mu.Unlock()
 	return stream, nil
 }
@@ -241,16 +245,42 @@ func (w *WorkQueue) Done(key QueueKey) {
 	w.mu.Lock()
 	revision, ok := w.sent[key]
 	delete(w.sent, key)
-	stream := w.stream
-	w.mu.Unlock()
-	if !ok || stream == nil {
-		return
+	if ok && w.stream != nil {
+		w.acks = append(w.acks, &informerdv1.KeyAck{Key: &informerdv1.Key{Kind: key.Kind, Namespace: key.Namespace, Name: key.Name}, Revision: revision})
 	}
-	ack := &informerdv1.KeyAck{Key: &informerdv1.Key{Kind: key.Kind, Namespace: key.Namespace, Name: key.Name}, Revision: revision}
-	// A failed send means the stream broke: the next subscription sends the key again.
-	w.sendMu.Lock()
-	defer w.sendMu.Unlock()
-	_ = stream.Send(&informerdv1.WatchKeysRequest{Request: &informerdv1.WatchKeysRequest_Ack{Ack: &informerdv1.KeyAcks{Acks: []*informerdv1.KeyAck{ack}}}})
+	w.mu.Unlock()
+	select {
+	case w.ackReady <- struct{}{}:
+	default:
+	}
+}
+
+// sendAcks sends the acks that Done leaves, every ack waiting in one message, until ctx ends.
+//
+// Decision: a goroutine of its own rather than a Send in Done. A worker that acks key by key
+// would send a small message per key, and the sidecar's HTTP/2 server ends a connection on
+// which about 2,000 small DATA frames wait unread (GOAWAY ENHANCE_YOUR_CALM,
+// "too_many_data_frames"): a first resync of 140,000 pods did that several times under load,
+// and each time the queue subscribed again with no token and received every key again. Here
+// the acks that come while a Send is under way go together in the next one, so the busier
+// the sidecar, the fewer the messages.
+func (w *WorkQueue) sendAcks(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.ackReady:
+		}
+		w.mu.Lock()
+		acks, stream := w.acks, w.stream
+		w.acks = nil
+		w.mu.Unlock()
+		if len(acks) == 0 || stream == nil {
+			continue
+		}
+		// A failed send means the stream broke: the next subscription sends the keys again.
+		_ = stream.Send(&informerdv1.WatchKeysRequest{Request: &informerdv1.WatchKeysRequest_Ack{Ack: &informerdv1.KeyAcks{Acks: acks}}})
+	}
 }
 
 // Forget ends the key's rate limiting (after a successful reconcile).

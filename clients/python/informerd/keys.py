@@ -24,7 +24,7 @@ import grpc
 from ._client import Client, Predicate, ResumeToken
 from ._errors import closed_channel, from_rpc_error
 from ._keys_model import Key, KeyEvent, KeyEventType, ack_of, key_event_from_pb
-from ._requests import acks_request, keys_subscription
+from ._requests import acks_request, coalesce_acks, keys_subscription
 from .v1 import cache_pb2 as pb
 
 __all__ = ["Key", "KeyEvent", "KeyEventType", "KeyWatch", "watch_keys"]
@@ -49,10 +49,17 @@ class KeyWatch:
 
     def _request_iterator(self) -> Iterator[pb.WatchKeysRequest]:
         while True:
-            request = self._requests.get()
-            if request is _DONE:
+            # What is queued goes at once, its acks in one message (`coalesce_acks`).
+            batch = [self._requests.get()]
+            while True:
+                try:
+                    batch.append(self._requests.get_nowait())
+                except queue.Empty:
+                    break
+            done = next((i for i, r in enumerate(batch) if r is _DONE), None)
+            yield from coalesce_acks(batch[:done])
+            if done is not None:
                 return
-            yield request
 
     def __iter__(self) -> Iterator[KeyEvent]:
         try:

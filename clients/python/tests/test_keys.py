@@ -13,7 +13,9 @@ import grpc
 import pytest
 from helpers import pod
 
-from informerd import InformerdError, KeyEvent, KeyEventType, KeyWatch, NotFoundError
+from informerd import InformerdError, Key, KeyEvent, KeyEventType, KeyWatch, NotFoundError
+from informerd._requests import acks_request, coalesce_acks
+from informerd.v1 import cache_pb2 as pb
 
 
 def reader(keys: KeyWatch) -> queue.Queue:
@@ -151,3 +153,19 @@ def test_keys_carry_their_object_when_asked(core, namespaces, sidecar, api):
         while (ev := take(out, 60)) is not None and ev.type is not KeyEventType.KEY:
             pass
         assert ev is not None and ev.object is None, "keys alone unless asked"
+
+
+def test_queued_acks_go_in_one_message() -> None:
+    def ack(name: str) -> pb.WatchKeysRequest:
+        request = acks_request([(Key(kind="Pod", namespace="ns", name=name), 1)])
+        assert request is not None
+        return request
+
+    subscribe = pb.WatchKeysRequest(subscribe=pb.KeysSubscription(resource="pods"))
+    merged = coalesce_acks([subscribe, ack("a"), ack("b"), ack("c")])
+    assert len(merged) == 2
+    assert merged[0].HasField("subscribe")
+    assert [a.key.name for a in merged[1].ack.acks] == ["a", "b", "c"]
+    # Order is kept: acks on either side of another request stay on their side.
+    merged = coalesce_acks([ack("a"), subscribe, ack("b")])
+    assert [r.WhichOneof("request") for r in merged] == ["ack", "subscribe", "ack"]

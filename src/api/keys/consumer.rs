@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 use tokio::time::Instant;
@@ -60,6 +60,11 @@ impl Consumer {
                 return;
             }
         }
+        tracing::debug!(
+            resource = %self.resource.name(),
+            since = ?self.spec.since,
+            "WatchKeys: a new stream resyncs (no token, or one the change log no longer reaches)"
+        );
         self.resync().await;
     }
 
@@ -83,8 +88,13 @@ impl Consumer {
     }
 
     /// The keys of every candidate the view wants, with its revision.
+    ///
+    /// Decision: sized for every candidate up front (for the owners of a view, one each, grown
+    /// past that if an object has several), and handed to the queue as it is: grown by
+    /// doubling, then copied into the queue, a resync of 140,000 pods held three times its
+    /// keys for a moment (the NVSentinel profile, issue 32).
     async fn keys_of(&self, mut initial: Initial) -> Result<Vec<(KeyId, u64)>, StoreError> {
-        let mut keys = Vec::new();
+        let mut keys = Vec::with_capacity(initial.len());
         loop {
             let page = initial.next_page()?;
             if page.is_empty() {
@@ -145,12 +155,9 @@ impl Consumer {
                     }
                     Err(broadcast::error::RecvError::Closed) => return Err(Some(shutting_down())),
                 },
-                message = inbound.next(), if inbound_open => match message {
-                    Some(Ok(request)) => self.on_request(request)?,
-                    // The client closed its side: no more acks, keys may still be sent.
-                    None => inbound_open = false,
-                    Some(Err(_)) => return Err(None),
-                },
+                message = inbound.next(), if inbound_open => {
+                    inbound_open = self.on_inbound(message, &mut inbound)?;
+                }
                 permit = tx.reserve(), if sendable => {
                     let Ok(permit) = permit else { return Err(None) };
                     if let Some(event) = self.next_event() {
@@ -172,6 +179,33 @@ impl Consumer {
             let queue = &self.queue;
             self.gauge
                 .report(queue.pending() + queue.in_flight(), queue.bytes());
+        }
+    }
+
+    /// Takes `message` and every request the client has sent since, in this turn; false once
+    /// the client has closed its side (no more acks; keys may still be sent).
+    ///
+    /// Decision: all of them at once, not one per turn of the loop. A client that acks key by
+    /// key sends a small DATA frame per ack, and h2 ends the whole connection (GOAWAY
+    /// `ENHANCE_YOUR_CALM`, "too_many_data_frames") once about 2,000 of them wait unread: the
+    /// NVSentinel profile's two Go key queues lost their connection that way four times
+    /// during a first resync of 140,000 keys, and each started over with no token, sending
+    /// every key again (issue 32).
+    fn on_inbound(
+        &mut self,
+        mut message: Option<Result<proto::WatchKeysRequest, Status>>,
+        inbound: &mut Streaming<proto::WatchKeysRequest>,
+    ) -> Result<bool, End> {
+        loop {
+            match message {
+                Some(Ok(request)) => self.on_request(request)?,
+                None => return Ok(false),
+                Some(Err(_)) => return Err(None),
+            }
+            match inbound.next().now_or_never() {
+                Some(next) => message = next,
+                None => return Ok(true),
+            }
         }
     }
 
@@ -320,7 +354,13 @@ impl Consumer {
                     self.handle(&Event::from_change(change));
                 }
             }
-            Err(StoreError::Expired { .. } | StoreError::FutureRevision { .. }) => {
+            Err(e @ (StoreError::Expired { .. } | StoreError::FutureRevision { .. })) => {
+                tracing::debug!(
+                    resource = %self.resource.name(),
+                    position = self.position,
+                    error = %e,
+                    "WatchKeys: the change log no longer reaches the stream's position; resyncing"
+                );
                 self.resync().await;
             }
             Err(other) => {

@@ -24,7 +24,7 @@ import grpc.aio
 from .._errors import closed_channel, from_rpc_error
 from .._keys_model import Key, KeyEvent, KeyEventType, ack_of, key_event_from_pb
 from .._model import Predicate, ResumeToken
-from .._requests import acks_request, keys_subscription
+from .._requests import acks_request, coalesce_acks, keys_subscription
 from ..v1 import cache_pb2 as pb
 from ._client import Client, _cancelled_by
 
@@ -50,10 +50,15 @@ class KeyWatch:
 
     async def _request_iterator(self) -> AsyncIterator[pb.WatchKeysRequest]:
         while True:
-            request = await self._requests.get()
-            if request is None:
+            # What is queued goes at once, its acks in one message (`coalesce_acks`).
+            batch = [await self._requests.get()]
+            while not self._requests.empty():
+                batch.append(self._requests.get_nowait())
+            done = next((i for i, r in enumerate(batch) if r is None), None)
+            for request in coalesce_acks([r for r in batch[:done] if r is not None]):
+                yield request
+            if done is not None:
                 return
-            yield request
 
     def __aiter__(self) -> AsyncIterator[KeyEvent]:
         return self._events()
