@@ -11,6 +11,16 @@
 //! Decision: [`BUFFER_BYTES`] per watcher, 8 MiB: thousands of typical objects (a pod as
 //! cached is 1 to 10 KB), so a reading client never waits on it, and the sidecar's worst case
 //! stays `maxWatchers` × 8 MiB of rendered events, not × 1024 objects of any size.
+//!
+//! A watch's initial state narrows its buffer to [`INITIAL_BYTES`] until SYNCED
+//! ([`Sender::narrow`], [`Sender::widen`]).
+//!
+//! Decision: the initial state is read from a snapshot as the client takes it, so rendering
+//! far ahead of the client buys nothing, and the NVSentinel profile (issue 32) showed what it
+//! costs: five informers starting at once, each of 10,000 nodes or pods, held up to 8 MiB
+//! each of rendered objects the client had not read yet (informerd's RSS went from 81 to
+//! 115 MiB while they started, and came back to 75). Changes after SYNCED come as they
+//! happen, and a slow client must not lose them: the whole budget is theirs.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -22,6 +32,11 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 /// The bytes of rendered events one watcher's buffer holds at most (see the module's Decision).
 pub const BUFFER_BYTES: usize = 8 << 20;
+
+/// The bytes a narrowed buffer holds at most: an initial state's (see the module's Decision).
+/// Sixteen pages' worth of typical objects, more than the connection's own windows let the
+/// client have in flight.
+pub const INITIAL_BYTES: usize = 1 << 20;
 
 /// Why a send did not go through.
 #[derive(Debug, PartialEq, Eq)]
@@ -46,6 +61,9 @@ pub struct Sender<T> {
     tx: mpsc::Sender<(T, OwnedSemaphorePermit)>,
     bytes: Arc<Semaphore>,
     budget: usize,
+    /// While narrowed, the permits set aside (the budget less the narrowed one), and the
+    /// narrowed budget.
+    narrowed: Option<(OwnedSemaphorePermit, usize)>,
 }
 
 /// The receiving side: the events, each giving its bytes back once taken.
@@ -59,6 +77,7 @@ pub fn channel<T: Send + 'static>(events: usize, bytes: usize) -> (Sender<T>, Re
         tx,
         bytes: Arc::new(Semaphore::new(budget)),
         budget,
+        narrowed: None,
     };
     // The permit is dropped as the event is handed on: its bytes are the stream's to send now.
     let receiver = tokio_stream::wrappers::ReceiverStream::new(rx).map(|(item, _bytes)| item);
@@ -97,14 +116,33 @@ impl<T: Message> Sender<T> {
         })
     }
 
+    /// Narrows the buffer to `bytes` until [`Sender::widen`], by setting aside the rest of the
+    /// budget. Only while the buffer is empty (at a watch's start); otherwise it stays as it is.
+    pub fn narrow(&mut self, bytes: usize) {
+        let bytes = bytes.clamp(1, self.budget);
+        let aside = u32::try_from(self.budget - bytes).unwrap_or(u32::MAX);
+        if self.narrowed.is_some() || aside == 0 {
+            return;
+        }
+        if let Ok(permit) = self.bytes.clone().try_acquire_many_owned(aside) {
+            self.narrowed = Some((permit, bytes));
+        }
+    }
+
+    /// Gives the buffer its whole budget back.
+    pub fn widen(&mut self) {
+        self.narrowed = None;
+    }
+
     /// Completes when the receiving end is gone.
     pub async fn closed(&self) {
         self.tx.closed().await;
     }
 
-    /// The bytes `item` takes of the budget; the whole budget at most.
+    /// The bytes `item` takes of the budget; the whole (narrowed) budget at most.
     fn permits(&self, item: &T) -> u32 {
-        let n = item.encoded_len().clamp(1, self.budget);
+        let budget = self.narrowed.as_ref().map_or(self.budget, |(_, b)| *b);
+        let n = item.encoded_len().clamp(1, budget);
         u32::try_from(n).unwrap_or(u32::MAX)
     }
 }
@@ -148,6 +186,33 @@ mod tests {
         assert_eq!(rx.next().await.map(|e| e.encoded_len() > 5000), Some(true));
         drop(rx);
         assert_eq!(tx.try_send(event(1)), Err(NotSent::Closed));
+    }
+
+    #[tokio::test]
+    async fn a_narrowed_buffer_holds_less_until_widened() {
+        let (mut tx, mut rx) = channel::<proto::WatchEvent>(1024, 10_000);
+        tx.narrow(1000);
+        tx.try_send(event(600)).expect("room for the first");
+        assert_eq!(
+            tx.try_send(event(600)),
+            Err(NotSent::Full),
+            "over the narrowed bytes"
+        );
+        // Larger than the narrowed budget: alone, once the buffer is empty, not never.
+        assert!(rx.next().await.is_some());
+        tx.try_send(event(5000))
+            .expect("a big event goes alone into an empty narrowed buffer");
+        assert_eq!(tx.try_send(event(1)), Err(NotSent::Full));
+        assert!(rx.next().await.is_some());
+        tx.widen();
+        for _ in 0..5 {
+            tx.try_send(event(1500))
+                .expect("the whole budget once widened");
+        }
+        // Narrowing a buffer that holds events would wait on them: it is left as it is.
+        tx.widen();
+        tx.narrow(1000);
+        tx.try_send(event(600)).expect("not narrowed");
     }
 
     #[tokio::test]

@@ -38,6 +38,14 @@ impl Initial {
         (pages.revision(), Initial::Paged(pages))
     }
 
+    /// How many candidates it holds, given or not: at most as many as the view has.
+    pub fn len(&self) -> usize {
+        match self {
+            Initial::Found(found) => found.len(),
+            Initial::Paged(pages) => pages.len(),
+        }
+    }
+
     /// The next candidates, none once all have been given; Expired when the store's change
     /// log no longer reaches back to the revision (`store/pages.rs`).
     pub fn next_page(&mut self) -> Result<Vec<StoredObject>, StoreError> {

@@ -151,15 +151,14 @@ impl Queue {
     /// Starts a resync with the keys of the view (and their last revisions): each is sent once
     /// more, and the mark stays at 0 until they are all acknowledged. They become entries a
     /// window at a time ([`RESYNC_WINDOW`]).
-    pub fn resync(&mut self, keys: impl IntoIterator<Item = (KeyId, u64)>, now: Instant) {
+    pub fn resync(&mut self, keys: Vec<(KeyId, u64)>, now: Instant) {
         // The keys of an earlier resync not yet entries: this one's view replaces them.
         for (id, _) in std::mem::take(&mut self.resync_rest) {
             self.key_bytes -= key_bytes(&id);
         }
-        for (id, revision) in keys {
-            self.key_bytes += key_bytes(&id);
-            self.resync_rest.push_back((id, revision));
-        }
+        self.key_bytes += keys.iter().map(|(id, _)| key_bytes(id)).sum::<usize>();
+        // The caller's allocation becomes the queue's (no copy: see `Consumer::keys_of`).
+        self.resync_rest = VecDeque::from(keys);
         self.resync_at.get_or_insert(now);
         self.resync_left.get_or_insert(0);
         self.fill_resync_window();

@@ -10,8 +10,9 @@
 //! - When the broadcast ring overflows for a watcher (it lags by more than [`HUB_CAPACITY`](hub::HUB_CAPACITY)
 //!   changes), the watcher reads what it missed from the store's change log instead: the ring
 //!   only saves decoding work, the log is the source of truth.
-//! - Each watcher has a buffer of [`WATCHER_BUFFER`] events and 8 MiB of them (`api/buffer.rs`:
-//!   rendered large objects must not add up to an OOM kill). A client that reads keeps it from
+//! - Each watcher has a buffer of [`WATCHER_BUFFER`] events and 8 MiB of them, 1 MiB until
+//!   SYNCED (`api/buffer.rs`: rendered large objects must not add up to an OOM kill, and an
+//!   initial state is rendered as the client reads it, not ahead). A client that reads keeps it from
 //!   staying full; a watcher whose buffer stays full for [`STALL_TIMEOUT`](crate::api::send::STALL_TIMEOUT) is ended with
 //!   `RESOURCE_EXHAUSTED`/`FellBehind` after the events already buffered, and resumes from the
 //!   revision of the last event it received. So a burst (a large initial state, a replay, a

@@ -109,6 +109,8 @@ impl Watcher {
             _ = self.tx.closed() => return Err(None),
         };
         let (revision, mut initial) = Initial::read(&self.spec.query, &self.resource);
+        // Rendered no further ahead of the client than `INITIAL_BYTES` (`buffer.rs`).
+        self.tx.narrow(buffer::INITIAL_BYTES);
         loop {
             // Before SYNCED, the client starts over (`send_initial_state`), as after falling
             // behind: see `store/pages.rs` for when a page is Expired.
@@ -124,6 +126,7 @@ impl Watcher {
         let mut synced = self.event(EventType::Synced, revision, None);
         synced.gone = held.map(Held::gone).unwrap_or_default();
         self.send_event(synced).await?;
+        self.tx.widen();
         self.synced = true;
         Ok(())
     }

@@ -105,7 +105,7 @@ fn the_mark_is_the_revision_before_the_oldest_unacknowledged_change() {
 fn a_resync_sends_every_key_once_then_ends_and_holds_the_mark_until_acknowledged() {
     let t0 = Instant::now();
     let mut q = queue(0, 0);
-    q.resync((0..5).map(|i| (id(&format!("p{i}")), 3)), t0);
+    q.resync((0..5).map(|i| (id(&format!("p{i}")), 3)).collect(), t0);
     assert_eq!(q.mark_revision(3), None);
     assert!(!q.resync_done());
     let sent = drain(&mut q, t0);
@@ -144,7 +144,7 @@ fn a_large_resync_is_entries_a_window_at_a_time_and_sends_every_key_once() {
     let later = t0 + MS * 5_000;
     let keys = 3 * RESYNC_WINDOW + 7;
     let mut q = queue(300, 3_000);
-    q.resync((0..keys).map(|i| (id(&format!("p{i}")), 3)), t0);
+    q.resync((0..keys).map(|i| (id(&format!("p{i}")), 3)).collect(), t0);
     assert_eq!(q.entries.len(), RESYNC_WINDOW, "only a window is entries");
     assert!(
         q.bytes() < 200 * keys,
@@ -185,10 +185,12 @@ fn a_new_resync_replaces_the_keys_an_earlier_one_has_not_sent() {
     let t0 = Instant::now();
     let mut q = queue(0, 0);
     q.resync(
-        (0..2 * RESYNC_WINDOW).map(|i| (id(&format!("old{i}")), 1)),
+        (0..2 * RESYNC_WINDOW)
+            .map(|i| (id(&format!("old{i}")), 1))
+            .collect(),
         t0,
     );
-    q.resync([(id("new"), 2)], t0);
+    q.resync(vec![(id("new"), 2)], t0);
     let sent = drain(&mut q, t0);
     assert_eq!(
         sent.len(),
