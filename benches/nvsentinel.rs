@@ -38,7 +38,9 @@ use common::{env_or, process::cpu_ticks, process::exited, results};
 use informerd::proto::{cache_client::CacheClient, StatusRequest, StatusResponse};
 use informerd::transform::{CONTROLLER_DROP, CONTROLLER_KEEP};
 use informerd::vocab::memory::status_bytes;
-use informerd_testkit::{connect, ControlPlane, Index, Resource, Sidecar, SidecarConfig};
+use informerd_testkit::{
+    connect, free_port, scrape_metrics, ControlPlane, Index, Resource, Sidecar, SidecarConfig,
+};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde::Serialize;
@@ -120,6 +122,12 @@ struct Informerd {
     /// The stores' encoded objects and shared strings, per resource.
     pods_store_bytes: u64,
     nodes_store_bytes: u64,
+    /// The pod key queues' resyncs and keys sent over the run (`/metrics`): two queues, one
+    /// resync each, send each pod's key twice; more says the queues started over.
+    key_resyncs: u64,
+    keys_sent: u64,
+    /// Lines of the sidecar's log at WARN or ERROR.
+    log_warnings: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -158,7 +166,8 @@ async fn bench() -> anyhow::Result<()> {
     let kube = cp.client().await?;
     seed(cp, &kube, &s).await?;
 
-    let sidecar = Sidecar::start(Path::new(BIN), cp, &config())?;
+    let metrics_port = free_port();
+    let sidecar = Sidecar::start(Path::new(BIN), cp, &config(metrics_port))?;
     let pid = sidecar.pid().context("the sidecar has no pid")?;
     let mut api = connect(&sidecar).await?;
     let t0 = Instant::now();
@@ -196,6 +205,21 @@ async fn bench() -> anyhow::Result<()> {
         .await?
         .into_inner()
         .allocated_bytes;
+    let metrics = scrape_metrics(metrics_port).await?;
+    let pods_metric = |name: &str| metrics.sum(name, &[("resource", "pods")]) as u64;
+    let key_resyncs = pods_metric("informerd_watch_keys_resyncs_total");
+    let keys_sent = pods_metric("informerd_watch_keys_sent_total");
+    // The whole log stays beside the build for whoever looks into a run (RUST_LOG is passed
+    // on to the sidecar).
+    let log = sidecar.plain_log();
+    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache");
+    std::fs::create_dir_all(&cache)?;
+    std::fs::write(cache.join("nvsentinel-informerd.log"), &log)?;
+    let log_warnings = log
+        .lines()
+        .filter(|l| l.contains(" WARN ") || l.contains(" ERROR "))
+        .map(str::to_string)
+        .collect();
     let mut out = Vec::new();
     for (c, (ready_seconds, objects)) in running.into_iter().zip(ready) {
         out.push(c.stop(ready_seconds, objects).await?);
@@ -219,6 +243,9 @@ async fn bench() -> anyhow::Result<()> {
             allocated_bytes: allocated,
             pods_store_bytes: pods_store,
             nodes_store_bytes: nodes_store,
+            key_resyncs,
+            keys_sent,
+            log_warnings,
         },
         consumers_steady_rss_bytes: out.iter().map(|c| c.steady_rss_bytes).sum(),
         consumers_peak_rss_bytes: out.iter().map(|c| c.peak_rss_bytes).sum(),
@@ -262,7 +289,7 @@ fn command(s: &Settings) -> String {
 /// The cache such a cluster's components need: pods with the controller profile and an index
 /// of the node each is on; nodes without their images (most of a node's size) and
 /// managedFields.
-fn config() -> SidecarConfig {
+fn config(metrics_port: u16) -> SidecarConfig {
     let pods = Resource::new("pods", "v1", "Pod")
         .keep(CONTROLLER_KEEP.iter().copied())
         .drop(CONTROLLER_DROP.iter().copied())
@@ -276,7 +303,10 @@ fn config() -> SidecarConfig {
             "status.allocatable",
         ])
         .drop(["metadata.managedFields"]);
-    SidecarConfig::new().resource(pods).resource(nodes)
+    SidecarConfig::new()
+        .server(|s| s.metrics_port(metrics_port))
+        .resource(pods)
+        .resource(nodes)
 }
 
 /// Seeds what is missing: the nodes, then the pods (both idempotent).
@@ -494,7 +524,9 @@ fn markdown(r: &Report) -> String {
          MiB | {} MiB | {} MiB | {} MiB ({:.0} B/pod) | {} MiB ({:.0} B/node) |\n\n\
          RSS synced: VmRSS once synced, before any consumer (in brackets VmHWM then, the initial \
          sync's peak); steady: VmRSS at the end of the hold, the consumers connected; peak: \
-         VmHWM over the run, the initial sync and the consumers' initial states included.\n\n",
+         VmHWM over the run, the initial sync and the consumers' initial states included.\n\n\
+         The pod key queues: {} resyncs, {} keys sent ({:.2} per pod). The sidecar's log: {} \
+         lines at WARN or ERROR{}.\n\n",
         i.pods,
         i.nodes,
         i.sync_seconds,
@@ -508,6 +540,14 @@ fn markdown(r: &Report) -> String {
         i.pods_store_bytes as f64 / i.pods.max(1) as f64,
         mib(i.nodes_store_bytes),
         i.nodes_store_bytes as f64 / i.nodes.max(1) as f64,
+        i.key_resyncs,
+        i.keys_sent,
+        i.keys_sent as f64 / i.pods.max(1) as f64,
+        i.log_warnings.len(),
+        i.log_warnings
+            .first()
+            .map(|l| format!(", the first: `{l}`"))
+            .unwrap_or_default(),
     );
     md += "## The consumers\n\n| role | what it does | ready after | initial objects | steady \
            RSS | peak RSS | calls | events | errors |\n| --- | --- | ---: | ---: | ---: | ---: \
