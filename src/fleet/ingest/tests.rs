@@ -389,3 +389,28 @@ fn an_object_decoded_onto_a_tape_is_stored_as_the_same_object_decoded_whole() {
     expected["metadata"]["resourceVersion"] = json!("2");
     assert_eq!(p.store.get(&key).expect("stored").to_json_value(), expected);
 }
+
+/// A scope's first list into a store that holds none of its objects keeps no set of the keys
+/// listed (nothing can have vanished); a relist keeps one, and deletes what it did not list.
+#[test]
+fn only_a_list_over_objects_already_held_keeps_the_keys_it_saw() {
+    let p = pipeline(None);
+    let mut a = ScopeIngest::new(p.clone(), Some("a".into()));
+    a.handle(watcher::Event::Init);
+    assert!(a.listing.as_ref().is_some_and(|l| l.seen.is_none()));
+    for o in x_and_y() {
+        a.handle(watcher::Event::InitApply(o));
+    }
+    assert_eq!(a.handle(watcher::Event::InitDone), Progress::Synced);
+    assert_eq!(p.store.keys(Some("a")).len(), 2);
+    // Another namespace's first list, the store holding a's objects: none of its own.
+    let mut b = ScopeIngest::new(p.clone(), Some("b".into()));
+    b.handle(watcher::Event::Init);
+    assert!(b.listing.as_ref().is_some_and(|l| l.seen.is_none()));
+    // a's relist: its objects are held, so the keys are kept and y, not listed, goes.
+    a.handle(watcher::Event::Init);
+    assert!(a.listing.as_ref().is_some_and(|l| l.seen.is_some()));
+    a.handle(watcher::Event::InitApply(pod("a", "x", "1", "keep")));
+    a.handle(watcher::Event::InitDone);
+    assert_eq!(p.store.keys(Some("a")).len(), 1);
+}
