@@ -114,6 +114,10 @@ struct Informerd {
     synced_rss_bytes: u64,
     /// VmHWM once synced: the initial sync's peak, before any consumer.
     synced_peak_rss_bytes: u64,
+    /// The most allocated bytes (jemalloc's count) of the sync, sampled every 200 ms, and once
+    /// synced.
+    sync_peak_allocated_bytes: u64,
+    synced_allocated_bytes: u64,
     /// VmRSS at the end of the hold, the consumers connected.
     steady_rss_bytes: u64,
     /// VmHWM over the whole run.
@@ -171,7 +175,7 @@ async fn bench() -> anyhow::Result<()> {
     let pid = sidecar.pid().context("the sidecar has no pid")?;
     let mut api = connect(&sidecar).await?;
     let t0 = Instant::now();
-    let status = wait_synced(&mut api, pid).await?;
+    let (status, sync_allocated) = wait_synced(&mut api, pid).await?;
     let sync_seconds = t0.elapsed().as_secs_f64();
     let cpu_seconds = cpu_ticks(pid).unwrap_or(0) as f64 / common::process::clock_ticks() as f64;
     let synced_rss = status_bytes(pid, "VmRSS").unwrap_or(0);
@@ -238,6 +242,8 @@ async fn bench() -> anyhow::Result<()> {
             cpu_seconds,
             synced_rss_bytes: synced_rss,
             synced_peak_rss_bytes: synced_peak_rss,
+            sync_peak_allocated_bytes: sync_allocated,
+            synced_allocated_bytes: status.allocated_bytes,
             steady_rss_bytes: steady_rss,
             peak_rss_bytes: peak_rss,
             allocated_bytes: allocated,
@@ -357,12 +363,19 @@ fn run(cmd: &mut std::process::Command) -> anyhow::Result<()> {
 
 /// Polls Status until every resource is synced (an hour at most: 1.4 million pods are listed
 /// from etcd in pages).
-async fn wait_synced(api: &mut CacheClient<Channel>, pid: u32) -> anyhow::Result<StatusResponse> {
+/// Waits until informerd has synced; its status then, and the most allocated bytes its status
+/// reported on the way (every 200 ms).
+async fn wait_synced(
+    api: &mut CacheClient<Channel>,
+    pid: u32,
+) -> anyhow::Result<(StatusResponse, u64)> {
     let deadline = Instant::now() + Duration::from_secs(3600);
+    let mut allocated = 0;
     loop {
         let status = api.status(StatusRequest::default()).await?.into_inner();
+        allocated = allocated.max(status.allocated_bytes);
         if status.synced {
-            return Ok(status);
+            return Ok((status, allocated));
         }
         if exited(pid) {
             bail!("informerd exited before it synced");
@@ -525,6 +538,8 @@ fn markdown(r: &Report) -> String {
          RSS synced: VmRSS once synced, before any consumer (in brackets VmHWM then, the initial \
          sync's peak); steady: VmRSS at the end of the hold, the consumers connected; peak: \
          VmHWM over the run, the initial sync and the consumers' initial states included.\n\n\
+         Allocated (jemalloc's count) during the sync: at most {} MiB (sampled every 200 ms), \
+         {} MiB once synced.\n\n\
          The pod key queues: {} resyncs, {} keys sent ({:.2} per pod). The sidecar's log: {} \
          lines at WARN or ERROR{}.\n\n",
         i.pods,
@@ -540,6 +555,8 @@ fn markdown(r: &Report) -> String {
         i.pods_store_bytes as f64 / i.pods.max(1) as f64,
         mib(i.nodes_store_bytes),
         i.nodes_store_bytes as f64 / i.nodes.max(1) as f64,
+        mib(i.sync_peak_allocated_bytes),
+        mib(i.synced_allocated_bytes),
         i.key_resyncs,
         i.keys_sent,
         i.keys_sent as f64 / i.pods.max(1) as f64,
