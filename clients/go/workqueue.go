@@ -169,6 +169,8 @@ func (w *WorkQueue) subscribe(ctx context.Context, c *Client, sub *informerdv1.K
 func (w *WorkQueue) run(ctx context.Context, c *Client, sub *informerdv1.KeysSubscription, stream informerdv1.Cache_WatchKeysClient) {
 	defer close(w.finished)
 	defer w.queue.ShutDown()
+	// Ends sendAcks too: with no stream to come, nothing is left to acknowledge.
+	defer w.cancel()
 	for {
 		err := w.receive(stream)
 		if ctx.Err() != nil {
