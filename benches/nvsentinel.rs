@@ -362,9 +362,8 @@ fn run(cmd: &mut std::process::Command) -> anyhow::Result<()> {
 }
 
 /// Polls Status until every resource is synced (an hour at most: 1.4 million pods are listed
-/// from etcd in pages).
-/// Waits until informerd has synced; its status then, and the most allocated bytes its status
-/// reported on the way (every 200 ms).
+/// from etcd in pages); its status then, and the most allocated bytes its status reported on
+/// the way (every 200 ms).
 async fn wait_synced(
     api: &mut CacheClient<Channel>,
     pid: u32,

@@ -64,7 +64,6 @@ pub struct ScopeIngest {
 }
 
 /// What the list in progress has delivered so far.
-#[derive(Default)]
 struct Listing {
     /// The keys of the objects it listed that the store holds; `None` when the scope held
     /// nothing as the list began, so that nothing can have vanished.
@@ -77,6 +76,16 @@ struct Listing {
     seen: Option<AHashSet<ObjectKey>>,
     /// The newest resourceVersion among its objects (see the module's decision).
     newest: Option<String>,
+}
+
+impl Listing {
+    /// A list that starts now; `track` when it must keep the keys it sees.
+    fn new(track: bool) -> Self {
+        Listing {
+            seen: track.then(AHashSet::default),
+            newest: None,
+        }
+    }
 }
 
 /// What happened to the scope on one event.
@@ -108,12 +117,8 @@ impl ScopeIngest {
     pub fn handle(&mut self, event: watcher::Event<Projected>) -> Progress {
         match event {
             watcher::Event::Init => {
-                let store = &self.pipeline.store;
-                let held = !store.is_empty() && !store.keys(self.namespace.as_deref()).is_empty();
-                self.listing = Some(Listing {
-                    seen: held.then(AHashSet::default),
-                    newest: None,
-                });
+                let held = self.pipeline.store.holds_any(self.namespace.as_deref());
+                self.listing = Some(Listing::new(held));
                 Progress::ListStarted
             }
             watcher::Event::InitApply(obj) => {
@@ -133,10 +138,7 @@ impl ScopeIngest {
             watcher::Event::InitDone => {
                 // Without a listing (no Init, which kube's watcher always sends first), every
                 // object of the scope is one the list did not deliver.
-                let listing = self.listing.take().unwrap_or_else(|| Listing {
-                    seen: Some(AHashSet::default()),
-                    newest: None,
-                });
+                let listing = self.listing.take().unwrap_or_else(|| Listing::new(true));
                 let (Some(seen), at) = (&listing.seen, listing.newest.as_deref()) else {
                     return Progress::Synced;
                 };

@@ -115,6 +115,14 @@ impl Store {
         ))
     }
 
+    /// Whether any object is stored, or any in one namespace: [`Store::keys`]'s emptiness,
+    /// without a key made.
+    pub fn holds_any(&self, namespace: Option<&str>) -> bool {
+        let st = self.shared.read();
+        namespace_filter(&st.atoms, namespace)
+            .is_some_and(|ns| st.slots.occupied_slots(ns).next().is_some())
+    }
+
     /// Keys of all objects, or of those in one namespace.
     pub fn keys(&self, namespace: Option<&str>) -> Vec<ObjectKey> {
         let st = self.shared.read();
