@@ -9,6 +9,8 @@
 //!   gives a resync, not a gap;
 //! - with `send_objects`, each key carries what a Get returns (masked by `fields`), a deletion
 //!   and an owner's key carry none;
+//! - a resync of an empty view ends at once; one that outlives the change log reads the rest
+//!   of its view at a newer revision and sends no key twice;
 //! - bad subscriptions are INVALID_ARGUMENT naming the field.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,7 +30,7 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{json, Value};
-use tonic::transport::Channel;
+use tonic::transport::{Channel, Endpoint, Uri};
 use tonic::{Code, Streaming};
 
 const BIN: &str = env!("CARGO_BIN_EXE_informerd");
@@ -51,6 +53,15 @@ impl std::ops::Deref for Fixture {
 
 impl Fixture {
     async fn new(base: &str, transform: Transform) -> anyhow::Result<Fixture> {
+        Fixture::with_config(base, transform, |c| c).await
+    }
+
+    /// [`Fixture::new`], with `edit` applied to the sidecar's configuration.
+    async fn with_config(
+        base: &str,
+        transform: Transform,
+        edit: impl FnOnce(SidecarConfig) -> SidecarConfig,
+    ) -> anyhow::Result<Fixture> {
         let mut base = testkit::Fixture::new(base).await?;
         wait_default_service_account(base.kube(), base.ns()).await?;
         let metrics = free_port();
@@ -61,7 +72,7 @@ impl Fixture {
                     .transform(transform),
             )
             .server(|s| s.metrics_port(metrics));
-        base.start_sidecar(BIN.as_ref(), &config)?;
+        base.start_sidecar(BIN.as_ref(), &edit(config))?;
         let mut api = base.cache().await?;
         wait_synced(&mut api).await?;
         Ok(Fixture { base, api, metrics })
@@ -98,6 +109,23 @@ impl Fixture {
             last = self.key_metrics().await?;
         }
         anyhow::bail!("the WatchKeys metrics did not show {what} in 60 s: {last:?}")
+    }
+
+    /// A client whose connection takes at most `window` bytes of a stream before it reads:
+    /// the sidecar can send no more than that, plus what its own buffers hold, ahead of it.
+    async fn client_with_window(&self, window: u32) -> anyhow::Result<CacheClient<Channel>> {
+        let socket = self.sidecar().socket().to_path_buf();
+        let channel = Endpoint::from_static("http://informerd")
+            .initial_stream_window_size(window)
+            .connect_with_connector(tower::service_fn(move |_: Uri| {
+                let socket = socket.clone();
+                async move {
+                    let stream = tokio::net::UnixStream::connect(socket).await?;
+                    Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
+                }
+            }))
+            .await?;
+        Ok(CacheClient::new(channel))
     }
 
     fn pods(&self) -> Api<Pod> {
@@ -477,6 +505,76 @@ async fn resume_sends_the_keys_changed_since_and_a_restart_resyncs() -> anyhow::
     let want: BTreeSet<String> = fx.apiserver_state().await?.into_keys().collect();
     assert_eq!(resynced, want, "every key once, p2 gone");
     assert!(!resynced.contains("p2"));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resync_of_an_empty_view_ends_at_once() -> anyhow::Result<()> {
+    let fx = Fixture::new("keys-empty", drop_managed_fields()).await?;
+    let (mut events, acker) = watch_keys(&mut fx.api.clone(), fx.subscription()).await?;
+    assert_eq!(read_resync(&mut events, &acker).await, Vec::<String>::new());
+    Ok(())
+}
+
+/// A resync is read a page at a time as its keys are sent. This one's consumer does not read
+/// while the pods it has not reached change more often than the change log keeps: its next
+/// page is then past the log, and the resync reads the rest of the view at the newer revision
+/// (`Pages::resume`) instead of starting over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resync_that_outlives_the_change_log_sends_every_key_and_none_twice() -> anyhow::Result<()>
+{
+    // Decision: sizes from what the sidecar reads ahead of a consumer that does not read: two
+    // windows of keys and a page (`RESYNC_WINDOW`, `initial.rs`: 2,304), and the keys sent
+    // into a 1 KiB stream window, tonic's 32 KiB of encoded messages and the stream's 64-event
+    // buffer (under 700 keys of about 60 bytes). So of 3,500 pods, created in order 16 at a
+    // time, the last 300 are in pages not yet read, and 300 changes are past a log of 50.
+    const PODS: usize = 3_500;
+    const TOUCHED: usize = 300;
+    let mut fx = Fixture::with_config("keys-outlive", drop_managed_fields(), |c| {
+        c.change_log_max_events(50)
+    })
+    .await?;
+    fx.create_pods(PODS).await?;
+    fx.wait_caught_up().await?;
+    let mut api = fx.client_with_window(1024).await?;
+    let (mut events, acker) = watch_keys(&mut api, fx.subscription()).await?;
+    // The resync has its revision once it has sent a key.
+    fx.key_metrics_until("a key sent", |m| m[2] >= 1.0).await?;
+    let touched: Vec<String> = (PODS - TOUCHED..PODS).map(|i| format!("p{i}")).collect();
+    fx.touch(&touched, 1).await?;
+    fx.wait_caught_up().await?;
+
+    let mut sent: BTreeMap<String, usize> = BTreeMap::new();
+    for name in read_resync(&mut events, &acker).await {
+        *sent.entry(name).or_default() += 1;
+    }
+    // Then the changes not merged into the resync, until quiet.
+    while let Some(event) = next(&mut events, Duration::from_secs(3)).await {
+        if event.r#type() == KeyEventType::Key {
+            *sent.entry(event.key.clone().unwrap().name).or_default() += 1;
+            assert!(acker.ack_event(&event));
+        }
+    }
+    let [_, _, _, resyncs, _, _] = fx.key_metrics().await?;
+    let m: Samples = scrape_metrics(fx.metrics).await?;
+    let resumes = m.sum(
+        "informerd_watch_keys_resync_resumes_total",
+        &[("resource", "pods")],
+    );
+    println!(
+        "{PODS} pods, {TOUCHED} changed during the resync: {resumes} resumes, {} keys sent",
+        sent.values().sum::<usize>()
+    );
+    assert!(
+        resumes >= 1.0,
+        "the resync's later pages were past the change log"
+    );
+    assert_eq!(resyncs, 1.0, "one resync, never started over");
+    assert_eq!(sent.len(), PODS, "every pod's key");
+    for (name, n) in &sent {
+        let limit = if touched.contains(name) { 2 } else { 1 };
+        assert!(*n <= limit, "{name} sent {n} times");
+    }
     Ok(())
 }
 

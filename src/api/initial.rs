@@ -38,11 +38,20 @@ impl Initial {
         (pages.revision(), Initial::Paged(pages))
     }
 
-    /// How many candidates it holds, given or not: at most as many as the view has.
-    pub fn len(&self) -> usize {
+    /// How many candidates are still to be given.
+    pub fn remaining(&self) -> usize {
         match self {
             Initial::Found(found) => found.len(),
-            Initial::Paged(pages) => pages.len(),
+            Initial::Paged(pages) => pages.remaining(),
+        }
+    }
+
+    /// After an Expired page: the candidates not yet given, at the store's current revision
+    /// ([`Pages::resume`], for a reader that also takes every change since). An index lookup's
+    /// candidates, already copied, never expire.
+    pub fn resume(&mut self) {
+        if let Initial::Paged(pages) = self {
+            *pages = pages.resume();
         }
     }
 

@@ -44,6 +44,9 @@ pub struct Consumer {
     pub last_token: Option<u64>,
     /// This stream's share of the resource's WatchKeys gauges.
     pub gauge: StreamGauge,
+    /// The candidates of the resync under way not read yet (`None`: every one read, or no
+    /// resync).
+    pub resync_reader: Option<Initial>,
 }
 
 impl Consumer {
@@ -68,43 +71,71 @@ impl Consumer {
         self.resync().await;
     }
 
-    /// Every key of the view, once more.
+    /// Every key of the view, once more: the resync starts here, its keys are read as they
+    /// are sent ([`Consumer::read_resync`]).
+    ///
+    /// Decision: no snapshot permit (`SNAPSHOTS`). A resync reads a page when its queue runs
+    /// low, at the pace its client reads keys, so it holds neither a copy of the view nor the
+    /// CPU for long; a permit held that long would keep watchers' initial states waiting.
     async fn resync(&mut self) {
-        // The snapshot is held only while its keys are taken; the queue keeps the keys.
-        let permit = self.resource.snapshot_permit().await;
-        let (revision, keys) = loop {
-            let (revision, initial) = Initial::read(&self.spec.watch.query, &self.resource);
-            // Expired (`store/pages.rs`): nothing was sent yet, so read again, at a newer
-            // revision.
-            if let Ok(keys) = self.keys_of(initial).await {
-                break (revision, keys);
-            }
-        };
-        drop(permit);
+        let (revision, reader) = Initial::read(&self.spec.watch.query, &self.resource);
         self.position = self.position.max(revision);
         self.resource.key_counts().resynced();
         self.control.push_back(KeyEventType::ResyncStart);
-        self.queue.resync(keys, Instant::now());
+        self.queue.begin_resync(Instant::now());
+        self.resync_reader = Some(reader);
+        self.read_resync().await;
     }
 
-    /// The keys of every candidate the view wants, with its revision.
+    /// Adds the keys of the resync's next pages to the queue while it wants more; once every
+    /// page is read, ends the resync's keys.
     ///
-    /// Decision: sized for every candidate up front (for the owners of a view, one each, grown
-    /// past that if an object has several), and handed to the queue as it is: grown by
-    /// doubling, then copied into the queue, a resync of 140,000 pods held three times its
-    /// keys for a moment (the NVSentinel profile, issue 32).
-    async fn keys_of(&self, mut initial: Initial) -> Result<Vec<(KeyId, u64)>, StoreError> {
-        let mut keys = Vec::with_capacity(initial.len());
-        loop {
-            let page = initial.next_page()?;
+    /// Decision: a page that is Expired (the change log no longer reaches the resync's
+    /// revision) is read again, with the pages after it, at the store's current revision
+    /// ([`Initial::resume`]): with the changes since, which the stream marks from the hub,
+    /// that is the whole view, and no key already sent is sent again.
+    async fn read_resync(&mut self) {
+        while self.queue.wants_resync_keys() {
+            let Some(reader) = &mut self.resync_reader else {
+                return;
+            };
+            let page = match reader.next_page() {
+                Ok(page) => page,
+                Err(error) => {
+                    tracing::debug!(
+                        resource = %self.resource.name(),
+                        %error,
+                        "WatchKeys: a resync's next page is past the change log; reading the \
+                         rest of the view at the current revision"
+                    );
+                    reader.resume();
+                    self.resource.key_counts().resync_resumed();
+                    continue;
+                }
+            };
             if page.is_empty() {
-                return Ok(keys);
+                self.resync_reader = None;
+                self.queue.end_resync_keys();
+                // Every key was sent before its last page was read, or the view has none: no
+                // key's delivery is left to say that the resync ended.
+                if self.queue.resync_done() {
+                    self.control.push_back(KeyEventType::ResyncEnd);
+                }
+                return;
             }
+            let mut keys = Vec::with_capacity(page.len());
             for stored in page {
                 tokio::task::consume_budget().await;
                 self.push_keys(&stored, &mut keys);
             }
+            self.queue.add_resync_keys(keys);
         }
+    }
+
+    /// Keys pending: the queue's, and, for a resync under way, one per candidate it has still
+    /// to read (an upper bound when the view filters them).
+    fn pending(&self) -> usize {
+        self.queue.pending() + self.resync_reader.as_ref().map_or(0, Initial::remaining)
     }
 
     /// The keys `stored` stands for in this view (none when the view does not want it): its
@@ -138,6 +169,9 @@ impl Consumer {
         let mut inbound_open = true;
         let tx = self.tx.clone();
         loop {
+            if self.queue.wants_resync_keys() {
+                self.read_resync().await;
+            }
             let next = self.queue.next_ready_at();
             let sendable = !self.control.is_empty() || next.is_some_and(|at| at <= Instant::now());
             let wake = next.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
@@ -176,9 +210,8 @@ impl Consumer {
                 () = tx.closed() => return Err(None),
                 _ = stop.changed() => return Err(self.last_words().await),
             }
-            let queue = &self.queue;
-            self.gauge
-                .report(queue.pending() + queue.in_flight(), queue.bytes());
+            let queued = self.pending() + self.queue.in_flight();
+            self.gauge.report(queued, self.queue.bytes());
         }
     }
 
@@ -260,7 +293,7 @@ impl Consumer {
                 epoch: self.resource.store().epoch(),
                 revision,
             }),
-            pending: self.queue.pending() as u64,
+            pending: self.pending() as u64,
             in_flight: self.queue.in_flight() as u64,
             queue_bytes: self.queue.bytes() as u64,
             object,

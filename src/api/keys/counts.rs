@@ -17,6 +17,7 @@ pub struct KeyCounts {
     changes: AtomicU64,
     sent: AtomicU64,
     resyncs: AtomicU64,
+    resumes: AtomicU64,
     pending: AtomicI64,
     bytes: AtomicI64,
 }
@@ -33,6 +34,9 @@ pub struct KeyCountsSnapshot {
     /// Resyncs started (every key once more: no token, a token too old or of another epoch,
     /// or a change log that no longer reached back).
     pub resyncs: u64,
+    /// Resyncs that outlived the change log and read the rest of their view at a newer
+    /// revision (`Pages::resume`).
+    pub resumes: u64,
     /// Keys pending or in flight, over every open stream.
     pub pending: i64,
     /// The queues' estimated bytes, over every open stream.
@@ -46,6 +50,7 @@ impl KeyCounts {
             changes: self.changes.load(Ordering::Relaxed),
             sent: self.sent.load(Ordering::Relaxed),
             resyncs: self.resyncs.load(Ordering::Relaxed),
+            resumes: self.resumes.load(Ordering::Relaxed),
             pending: self.pending.load(Ordering::Relaxed),
             bytes: self.bytes.load(Ordering::Relaxed),
         }
@@ -61,6 +66,10 @@ impl KeyCounts {
 
     pub fn resynced(&self) {
         self.resyncs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn resync_resumed(&self) {
+        self.resumes.fetch_add(1, Ordering::Relaxed);
     }
 }
 

@@ -140,6 +140,7 @@ pub async fn watch_keys(
         position: 0,
         control: VecDeque::new(),
         last_token: None,
+        resync_reader: None,
     };
     let resource = consumer.resource.clone();
     let task = async move {

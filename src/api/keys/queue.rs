@@ -4,7 +4,8 @@
 //! resume token. Pure: time comes in as arguments, so tests drive it without a clock.
 //!
 //! A resync's keys become entries [`RESYNC_WINDOW`] at a time, as earlier ones are sent: the
-//! rest wait as a plain list of keys.
+//! next ones wait as a plain list of keys, which its reader (`consumer.rs`) tops up from the
+//! store a page at a time.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
@@ -83,6 +84,8 @@ pub struct Queue {
     /// Keys of the resync under way not yet entries (see [`RESYNC_WINDOW`]), with their
     /// revisions.
     resync_rest: VecDeque<(KeyId, u64)>,
+    /// More keys of the resync under way are to come ([`Queue::add_resync_keys`]).
+    resync_open: bool,
     /// When the resync under way began: its keys count as changed then.
     resync_at: Option<Instant>,
     in_flight: usize,
@@ -99,6 +102,7 @@ impl Queue {
             unacked: BTreeMap::new(),
             resync_left: None,
             resync_rest: VecDeque::new(),
+            resync_open: false,
             resync_at: None,
             in_flight: 0,
             key_bytes: 0,
@@ -148,20 +152,42 @@ impl Queue {
         }
     }
 
-    /// Starts a resync with the keys of the view (and their last revisions): each is sent once
-    /// more, and the mark stays at 0 until they are all acknowledged. They become entries a
-    /// window at a time ([`RESYNC_WINDOW`]).
-    pub fn resync(&mut self, keys: Vec<(KeyId, u64)>, now: Instant) {
+    /// Starts a resync of the view: each of its keys is sent once more, and the mark stays at 0
+    /// until they are all acknowledged. Its keys come with [`Queue::add_resync_keys`] until
+    /// [`Queue::end_resync_keys`], and become entries a window at a time ([`RESYNC_WINDOW`]).
+    pub fn begin_resync(&mut self, now: Instant) {
         // The keys of an earlier resync not yet entries: this one's view replaces them.
         for (id, _) in std::mem::take(&mut self.resync_rest) {
             self.key_bytes -= key_bytes(&id);
         }
-        self.key_bytes += keys.iter().map(|(id, _)| key_bytes(id)).sum::<usize>();
-        // The caller's allocation becomes the queue's (no copy: see `Consumer::keys_of`).
-        self.resync_rest = VecDeque::from(keys);
         self.resync_at.get_or_insert(now);
         self.resync_left.get_or_insert(0);
+        self.resync_open = true;
+    }
+
+    /// More keys of the resync under way, with their last revisions.
+    pub fn add_resync_keys(&mut self, keys: impl IntoIterator<Item = (KeyId, u64)>) {
+        for (id, revision) in keys {
+            self.key_bytes += key_bytes(&id);
+            self.resync_rest.push_back((id, revision));
+        }
         self.fill_resync_window();
+    }
+
+    /// The resync under way has all its keys.
+    pub fn end_resync_keys(&mut self) {
+        self.resync_open = false;
+    }
+
+    /// Whether the resync under way waits for more keys: it has fewer than a window waiting.
+    ///
+    /// Decision: its reader adds a page when fewer than [`RESYNC_WINDOW`] wait, so the window
+    /// never runs dry while keys remain, and the queue holds at most a window and a page of
+    /// keys that are not entries (issue 32: a resync of the view's every key held about 100
+    /// bytes a key for as long as the client took to read them; 140,000 pods in two queues
+    /// were most of informerd's peak in the NVSentinel profile).
+    pub fn wants_resync_keys(&self) -> bool {
+        self.resync_open && self.resync_rest.len() < RESYNC_WINDOW
     }
 
     /// Makes entries of the resync's waiting keys until [`RESYNC_WINDOW`] are unsent.
@@ -192,7 +218,7 @@ impl Queue {
 
     /// Whether a resync has just been sent whole (true once per resync).
     pub fn resync_done(&mut self) -> bool {
-        if self.resync_left == Some(0) && self.resync_rest.is_empty() {
+        if self.resync_left == Some(0) && self.resync_rest.is_empty() && !self.resync_open {
             self.resync_left = None;
             self.resync_at = None;
             return true;
@@ -285,7 +311,7 @@ impl Queue {
     /// The revision up to which every change was sent and acknowledged, given that every
     /// change up to `position` was marked; `None` while a resync is not acknowledged.
     pub fn mark_revision(&self, position: u64) -> Option<u64> {
-        if !self.resync_rest.is_empty() {
+        if self.resync_open || !self.resync_rest.is_empty() {
             return None;
         }
         match self.unacked.keys().next() {
@@ -295,7 +321,8 @@ impl Queue {
         }
     }
 
-    /// Keys pending (not in flight), a resync's waiting keys included.
+    /// Keys pending (not in flight), the resync's keys waiting in the queue included (not those
+    /// its reader has yet to add).
     pub fn pending(&self) -> usize {
         self.entries.len() - self.in_flight + self.resync_rest.len()
     }

@@ -1,6 +1,6 @@
 //! What the WatchKeys streams do, read from the API at each scrape, by resource: streams open,
 //! changes marked in their queues against keys sent (their difference is what the queues
-//! coalesced), resyncs, and what the queues hold now (a consumer falling behind shows here,
+//! coalesced), resyncs and how many outlived the change log, and what the queues hold now (a consumer falling behind shows here,
 //! since WatchKeys never ends a slow one).
 
 use std::fmt;
@@ -25,6 +25,12 @@ const RESYNCS: Descriptor = family(
     "watch_keys_resyncs",
     "WatchKeys resyncs (every key once more): a stream without a usable resume token, or \
      whose changes the change log no longer held",
+);
+const RESUMES: Descriptor = family(
+    "watch_keys_resync_resumes",
+    "WatchKeys resyncs that outlived the change log and read the rest of their view at a \
+     newer revision (no key sent twice); steady growth says changeLog.maxEvents is short for \
+     how fast consumers read a resync",
 );
 const PENDING: Descriptor = family(
     "watch_keys_pending",
@@ -78,6 +84,7 @@ pub(super) fn encode_keys(
     counters(e, &CHANGES, total(|c| c.changes))?;
     counters(e, &SENT, total(|c| c.sent))?;
     counters(e, &RESYNCS, total(|c| c.resyncs))?;
+    counters(e, &RESUMES, total(|c| c.resumes))?;
     gauges(e, &PENDING, each(|c| c.pending))?;
     gauges(e, &QUEUE, each(|c| c.bytes))
 }

@@ -26,6 +26,7 @@ impl Collector for Fixed {
             changes: 120,
             sent: 30,
             resyncs: 2,
+            resumes: 1,
             pending: 7,
             bytes: 4096,
         };
@@ -58,6 +59,7 @@ fn watch_keys_queues_are_exposed_per_resource() {
         "informerd_watch_keys_changes_total{resource=\"pods\"} 120",
         "informerd_watch_keys_sent_total{resource=\"pods\"} 30",
         "informerd_watch_keys_resyncs_total{resource=\"pods\"} 2",
+        "informerd_watch_keys_resync_resumes_total{resource=\"pods\"} 1",
         "informerd_watch_keys_pending{resource=\"pods\"} 7",
         "informerd_watch_keys_queue_bytes{resource=\"pods\"} 4096",
         "# UNIT informerd_watch_keys_queue_bytes bytes",

@@ -23,6 +23,10 @@
 //! and the log keeps 10,000 changes by default, so this takes a resource changing faster than
 //! a whole initial state can be read, over and over.
 //!
+//! A key queue's resync reads its pages as its keys are sent, for as long as that takes, so it
+//! may outlive the log's reach: [`Pages::resume`] reads the slots not yet read again at the
+//! store's newer revision (see its comment for why that loses nothing).
+//!
 //! Decision: the objects come in slot order, not sorted by key as [`Store::list`]'s: an
 //! initial state is a set (a watch's client keys it, a queue dedups it), and sorting would
 //! need every key at once, which is what this avoids.
@@ -41,6 +45,8 @@ use super::{Blob, ChangeKind, Store, StoreError, StoredObject};
 pub struct Pages {
     shared: Arc<Shared>,
     revision: u64,
+    /// The namespace it reads (`None`: every object).
+    namespace: Option<String>,
     /// The slots occupied at `revision`, in slot order.
     slots: Vec<u32>,
     /// How many of `slots` have been read.
@@ -51,21 +57,55 @@ impl Store {
     /// Every object, or those in one namespace, at the current revision, to be read a page at
     /// a time ([`Pages::next_page`]); see the module's comment for what that saves and costs.
     pub fn pages(&self, namespace: Option<&str>) -> Pages {
-        let st = self.shared.read();
-        let slots = match namespace_filter(&st.atoms, namespace) {
-            Some(ns) => st.slots.occupied_slots(ns).collect(),
-            None => Vec::new(),
-        };
-        Pages {
-            shared: self.shared.clone(),
-            revision: st.revision,
-            slots,
-            read: 0,
-        }
+        Pages::read(&self.shared, namespace.map(str::to_string), 0)
     }
 }
 
 impl Pages {
+    /// The slots from `first` on occupied now in `namespace`.
+    fn read(shared: &Arc<Shared>, namespace: Option<String>, first: u32) -> Pages {
+        let st = shared.read();
+        let slots = match namespace_filter(&st.atoms, namespace.as_deref()) {
+            Some(ns) => st
+                .slots
+                .occupied_slots(ns)
+                .filter(|&s| s >= first)
+                .collect(),
+            None => Vec::new(),
+        };
+        let revision = st.revision;
+        drop(st);
+        Pages {
+            shared: shared.clone(),
+            revision,
+            namespace,
+            slots,
+            read: 0,
+        }
+    }
+
+    /// What is left to read, at the store's current revision R' instead of R: the objects in
+    /// the slots after the last one read. For a reader that also takes every change after R
+    /// (a key queue marks them from the watch hub), the two together lose nothing: an object
+    /// of a slot already read, or of a later one, that changed, came or went after R is one of
+    /// those changes; one that did not is read as it was at R, whichever pages it is in.
+    ///
+    /// Decision: this is what a key queue does when its resync's next page is Expired, instead
+    /// of sending every key once more; a watcher's initial state cannot (its client expects
+    /// one revision) and ends instead.
+    pub fn resume(&self) -> Pages {
+        let first = match self.read {
+            0 => 0,
+            read => self.slots[read - 1] + 1,
+        };
+        Pages::read(&self.shared, self.namespace.clone(), first)
+    }
+
+    /// How many objects are still to be read.
+    pub fn remaining(&self) -> usize {
+        self.slots.len() - self.read
+    }
+
     /// The revision every object read from it is at.
     pub fn revision(&self) -> u64 {
         self.revision

@@ -19,6 +19,13 @@ fn queue(debounce_ms: u64, max_delay_ms: u64) -> Queue {
     })
 }
 
+/// A resync whose keys are all known at once.
+fn resync(q: &mut Queue, keys: Vec<(KeyId, u64)>, now: Instant) {
+    q.begin_resync(now);
+    q.add_resync_keys(keys);
+    q.end_resync_keys();
+}
+
 fn drain(q: &mut Queue, now: Instant) -> Vec<(String, u64)> {
     std::iter::from_fn(|| q.take_ready(now))
         .map(|d| (d.id.key.name.to_string(), d.revision))
@@ -105,7 +112,11 @@ fn the_mark_is_the_revision_before_the_oldest_unacknowledged_change() {
 fn a_resync_sends_every_key_once_then_ends_and_holds_the_mark_until_acknowledged() {
     let t0 = Instant::now();
     let mut q = queue(0, 0);
-    q.resync((0..5).map(|i| (id(&format!("p{i}")), 3)).collect(), t0);
+    resync(
+        &mut q,
+        (0..5).map(|i| (id(&format!("p{i}")), 3)).collect(),
+        t0,
+    );
     assert_eq!(q.mark_revision(3), None);
     assert!(!q.resync_done());
     let sent = drain(&mut q, t0);
@@ -144,7 +155,11 @@ fn a_large_resync_is_entries_a_window_at_a_time_and_sends_every_key_once() {
     let later = t0 + MS * 5_000;
     let keys = 3 * RESYNC_WINDOW + 7;
     let mut q = queue(300, 3_000);
-    q.resync((0..keys).map(|i| (id(&format!("p{i}")), 3)).collect(), t0);
+    resync(
+        &mut q,
+        (0..keys).map(|i| (id(&format!("p{i}")), 3)).collect(),
+        t0,
+    );
     assert_eq!(q.entries.len(), RESYNC_WINDOW, "only a window is entries");
     assert!(
         q.bytes() < 200 * keys,
@@ -184,13 +199,14 @@ fn a_large_resync_is_entries_a_window_at_a_time_and_sends_every_key_once() {
 fn a_new_resync_replaces_the_keys_an_earlier_one_has_not_sent() {
     let t0 = Instant::now();
     let mut q = queue(0, 0);
-    q.resync(
+    resync(
+        &mut q,
         (0..2 * RESYNC_WINDOW)
             .map(|i| (id(&format!("old{i}")), 1))
             .collect(),
         t0,
     );
-    q.resync(vec![(id("new"), 2)], t0);
+    resync(&mut q, vec![(id("new"), 2)], t0);
     let sent = drain(&mut q, t0);
     assert_eq!(
         sent.len(),
@@ -202,4 +218,46 @@ fn a_new_resync_replaces_the_keys_an_earlier_one_has_not_sent() {
         .iter()
         .any(|(n, _)| n == &format!("old{}", 2 * RESYNC_WINDOW - 1)));
     assert!(q.resync_done());
+}
+
+/// Every ready key, each acknowledged as it is taken.
+fn drain_acked(q: &mut Queue, now: Instant) -> Vec<(String, u64)> {
+    let mut sent = Vec::new();
+    while let Some(d) = q.take_ready(now) {
+        assert!(q.ack(&d.id, d.revision));
+        sent.push((d.id.key.name.to_string(), d.revision));
+    }
+    sent
+}
+
+#[test]
+fn a_resync_read_in_parts_ends_only_after_its_last_part_is_acknowledged() {
+    let t0 = Instant::now();
+    let mut q = queue(0, 0);
+    q.begin_resync(t0);
+    assert!(q.wants_resync_keys(), "nothing waits yet");
+    q.add_resync_keys((0..2 * RESYNC_WINDOW).map(|i| (id(&format!("a{i}")), 3)));
+    assert!(
+        !q.wants_resync_keys(),
+        "a window is entries and a window waits"
+    );
+    let sent = drain_acked(&mut q, t0);
+    assert_eq!(sent.len(), 2 * RESYNC_WINDOW);
+    assert!(q.wants_resync_keys());
+    assert!(!q.resync_done(), "more keys may come");
+    assert_eq!(q.mark_revision(9), None, "no token while keys may come");
+    q.add_resync_keys([(id("b"), 4)]);
+    q.end_resync_keys();
+    assert!(!q.wants_resync_keys());
+    assert_eq!(drain_acked(&mut q, t0), vec![("b".to_string(), 4)]);
+    assert!(q.resync_done());
+    assert_eq!(q.mark_revision(9), Some(9));
+}
+
+#[test]
+fn a_resync_of_an_empty_view_is_done_at_once() {
+    let mut q = queue(0, 0);
+    resync(&mut q, Vec::new(), Instant::now());
+    assert!(q.resync_done());
+    assert_eq!(q.mark_revision(4), Some(4));
 }

@@ -140,3 +140,42 @@ fn a_page_the_log_no_longer_reaches_back_to_is_expired() {
         "{err}"
     );
 }
+
+#[test]
+fn pages_resumed_after_expiry_read_the_slots_not_yet_read_as_they_are_now() {
+    let store = Writer::new(StoreOptions {
+        log_max_events: 3,
+        ..StoreOptions::default()
+    });
+    apply_pods(&store, "a", "p", 4, 10);
+    let mut pages = store.pages(Some("a"));
+    let first = as_map(pages.next_page(1).unwrap());
+    assert_eq!(first.keys().collect::<Vec<_>>(), vec![&key("a", "p0")]);
+    // Past the log's reach: p3 changes four times; then p0 (read) and p1 (not read) go.
+    for rv in 0..4 {
+        store.apply(pod("a", "p3", "n2", 20 + rv)).unwrap();
+    }
+    store.delete(&key("a", "p0"));
+    store.delete(&key("a", "p1"));
+    assert!(matches!(
+        pages.next_page(10),
+        Err(StoreError::Expired { .. })
+    ));
+
+    let mut resumed = pages.resume();
+    assert_eq!(resumed.revision(), store.revision());
+    assert_eq!(resumed.remaining(), 2, "p2 and p3: p0 was read, p1 is gone");
+    let (_, now) = store.list(Some("a"));
+    assert_eq!(read_all(&mut resumed, 10), as_map(now), "as they are now");
+    assert_eq!(resumed.remaining(), 0);
+
+    // Resumed before any page was read: every object, as it is now.
+    let mut fresh = store.pages(Some("a"));
+    let all = read_all(&mut fresh.resume(), 10);
+    assert_eq!(all, as_map(store.list(Some("a")).1));
+    assert_eq!(
+        fresh.next_page(10).unwrap().len(),
+        2,
+        "the original is untouched"
+    );
+}
