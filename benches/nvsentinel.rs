@@ -118,6 +118,9 @@ struct Informerd {
     /// synced.
     sync_peak_allocated_bytes: u64,
     synced_allocated_bytes: u64,
+    /// The most allocated bytes from the consumers' start to the end of the hold, sampled
+    /// every 200 ms: where the peak over the steady memory is, when it is not the sync's.
+    consumers_peak_allocated_bytes: u64,
     /// VmRSS at the end of the hold, the consumers connected.
     steady_rss_bytes: u64,
     /// VmHWM over the whole run.
@@ -191,6 +194,7 @@ async fn bench() -> anyhow::Result<()> {
         synced_rss as f64 / MIB
     );
 
+    let sampler = AllocatedSampler::start(api.clone());
     let socket = sidecar.socket().to_path_buf();
     let mut running = Vec::new();
     for (role, extra) in consumers() {
@@ -202,6 +206,7 @@ async fn bench() -> anyhow::Result<()> {
     }
     eprintln!("nvsentinel: ten consumers ready; holding {:?}", s.hold);
     let node_updates = churn(&kube, &s).await?;
+    let consumers_peak_allocated = sampler.stop().await;
     let steady_rss = status_bytes(pid, "VmRSS").unwrap_or(0);
     let peak_rss = status_bytes(pid, "VmHWM").unwrap_or(0);
     let allocated = api
@@ -244,6 +249,7 @@ async fn bench() -> anyhow::Result<()> {
             synced_peak_rss_bytes: synced_peak_rss,
             sync_peak_allocated_bytes: sync_allocated,
             synced_allocated_bytes: status.allocated_bytes,
+            consumers_peak_allocated_bytes: consumers_peak_allocated,
             steady_rss_bytes: steady_rss,
             peak_rss_bytes: peak_rss,
             allocated_bytes: allocated,
@@ -359,6 +365,38 @@ fn run(cmd: &mut std::process::Command) -> anyhow::Result<()> {
     anyhow::ensure!(out.status.success(), "{cmd:?}: {}", out.status);
     eprintln!("{}", String::from_utf8_lossy(&out.stdout).trim());
     Ok(())
+}
+
+/// Samples the sidecar's allocated bytes (Status) every 200 ms, keeping the most, until
+/// stopped.
+struct AllocatedSampler {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<u64>,
+}
+
+impl AllocatedSampler {
+    fn start(mut api: CacheClient<Channel>) -> AllocatedSampler {
+        let (stop, mut stopped) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(async move {
+            let mut most = 0;
+            loop {
+                if let Ok(status) = api.status(StatusRequest::default()).await {
+                    most = most.max(status.into_inner().allocated_bytes);
+                }
+                tokio::select! {
+                    _ = &mut stopped => return most,
+                    () = tokio::time::sleep(Duration::from_millis(200)) => {}
+                }
+            }
+        });
+        AllocatedSampler { stop, task }
+    }
+
+    /// The most allocated bytes sampled.
+    async fn stop(self) -> u64 {
+        let _ = self.stop.send(());
+        self.task.await.unwrap_or(0)
+    }
 }
 
 /// Polls Status until every resource is synced (an hour at most: 1.4 million pods are listed
@@ -538,7 +576,8 @@ fn markdown(r: &Report) -> String {
          sync's peak); steady: VmRSS at the end of the hold, the consumers connected; peak: \
          VmHWM over the run, the initial sync and the consumers' initial states included.\n\n\
          Allocated (jemalloc's count) during the sync: at most {} MiB (sampled every 200 ms), \
-         {} MiB once synced.\n\n\
+         {} MiB once synced; from the consumers' start to the end of the hold: at most {} \
+         MiB, {} MiB at its end.\n\n\
          The pod key queues: {} resyncs, {} keys sent ({:.2} per pod). The sidecar's log: {} \
          lines at WARN or ERROR{}.\n\n",
         i.pods,
@@ -556,6 +595,8 @@ fn markdown(r: &Report) -> String {
         i.nodes_store_bytes as f64 / i.nodes.max(1) as f64,
         mib(i.sync_peak_allocated_bytes),
         mib(i.synced_allocated_bytes),
+        mib(i.consumers_peak_allocated_bytes),
+        mib(i.allocated_bytes),
         i.key_resyncs,
         i.keys_sent,
         i.keys_sent as f64 / i.pods.max(1) as f64,

@@ -10,7 +10,7 @@ use super::Resource;
 use crate::filter::Shard;
 use crate::filter::{FieldOp, FieldSelector, LabelSelector, Requirement, StringsExpr};
 use crate::proto;
-use crate::store::StoredObject;
+use crate::store::{Pages, StoredObject};
 
 /// The filter fields of a List or Watch request.
 pub struct QueryRequest<'a> {
@@ -225,12 +225,6 @@ impl Query {
         self.fields.requirements().is_empty() || self.fields.matches(&stored.to_json_value())
     }
 
-    /// Whether [`Query::candidates`] come from an index lookup rather than a namespace or
-    /// every object.
-    pub fn uses_index(&self) -> bool {
-        self.index.is_some()
-    }
-
     /// The candidates (a superset of the matches, all at one revision): by index when the
     /// request names one, otherwise by namespace.
     pub fn candidates(&self, resource: &Resource) -> (u64, Vec<StoredObject>) {
@@ -240,6 +234,18 @@ impl Query {
                 .list_by_index(&resource.indexes()[*i].name, value)
                 .expect("the index was found in the configuration"),
             None => store.list(self.namespace.as_deref()),
+        }
+    }
+
+    /// [`Query::candidates`] to be read a page at a time, at the store's current revision
+    /// (`store/pages.rs`): a watch's initial state and a key queue's resync.
+    pub fn pages(&self, resource: &Resource) -> Pages {
+        let store = resource.store();
+        match &self.index {
+            Some((i, value)) => store
+                .pages_by_index(&resource.indexes()[*i].name, value)
+                .expect("the index was found in the configuration"),
+            None => store.pages(self.namespace.as_deref()),
         }
     }
 }

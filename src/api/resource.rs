@@ -37,8 +37,8 @@ pub struct Resource {
 }
 
 /// How many streams of a resource may hold a snapshot of its objects at once: a Watch sending
-/// its initial state (from the snapshot until SYNCED) and a WatchKeys stream taking the keys
-/// of a resync. The others wait their turn.
+/// its initial state (from the snapshot until SYNCED), and a large List. The others wait
+/// their turn.
 ///
 /// Decision: 4. A snapshot held a copy of every object it listed (about 400 bytes a pod in
 /// the controller profile), so a storm of clients starting over at once held one each: 300
@@ -46,8 +46,9 @@ pub struct Resource {
 /// Four bound that to four snapshots, and still keep two cores busy: the initial states are
 /// CPU-bound, so running all of them at once made none finish sooner. A client that stops
 /// reading gives its permit back within the stall timeout (`api/send.rs`). Since issue 32 an
-/// initial state without an index lookup reads its snapshot a page at a time (`initial.rs`:
-/// 4 bytes an object, and one page), and the permits stay for the CPU.
+/// initial state reads its snapshot a page at a time (`initial.rs`: 4 bytes an object, and
+/// one page), and the permits stay for the CPU; a key queue's resync, read at its client's
+/// pace, takes none (`keys/consumer.rs`).
 pub const SNAPSHOTS: usize = 4;
 
 /// How many `EventType`s the proto has (the numbers 0..EVENT_TYPES).

@@ -179,3 +179,41 @@ fn pages_resumed_after_expiry_read_the_slots_not_yet_read_as_they_are_now() {
         "the original is untouched"
     );
 }
+
+#[test]
+fn pages_of_an_index_value_read_its_objects_as_of_the_snapshot_and_resume_from_it() {
+    let store = Writer::new(StoreOptions {
+        log_max_events: 4,
+        ..node_index()
+    });
+    for i in 0..6 {
+        let node = if i % 2 == 0 { "n1" } else { "n2" };
+        store
+            .apply(pod("a", &format!("p{i}"), node, 10 + i))
+            .unwrap();
+    }
+    let (_, listed) = store.list_by_index("node", "n1").unwrap();
+    let mut pages = store.pages_by_index("node", "n1").unwrap();
+    assert_eq!(pages.len(), 3);
+    // p0 moves to another node after the snapshot: still read, as it was.
+    store.apply(pod("a", "p0", "n2", 20)).unwrap();
+    let first = pages.next_page(1).unwrap();
+    assert_eq!(as_map(first.clone()), as_map(listed[..1].to_vec()));
+    assert_eq!(read_all(&mut pages, 1), as_map(listed[1..].to_vec()));
+
+    // Past the log: the rest is read as it is now, the object that left the value excluded.
+    let mut pages = store.pages_by_index("node", "n1").unwrap();
+    pages.next_page(1).unwrap();
+    for rv in 0..5 {
+        store.apply(pod("a", "p4", "n1", 30 + rv)).unwrap();
+    }
+    store.apply(pod("a", "p2", "n2", 40)).unwrap();
+    assert!(pages.next_page(2).is_err());
+    let resumed = read_all(&mut pages.resume(), 2);
+    let (_, now) = store.list_by_index("node", "n1").unwrap();
+    assert_eq!(resumed, as_map(now));
+    assert!(matches!(
+        store.pages_by_index("zone", "a"),
+        Err(StoreError::UnknownIndex { .. })
+    ));
+}
