@@ -118,9 +118,10 @@ struct Informerd {
     /// synced.
     sync_peak_allocated_bytes: u64,
     synced_allocated_bytes: u64,
-    /// The most allocated bytes from the consumers' start to the end of the hold, sampled
-    /// every 200 ms: where the peak over the steady memory is, when it is not the sync's.
-    consumers_peak_allocated_bytes: u64,
+    /// The most allocated bytes while the consumers start (until all are ready), then during
+    /// the hold, sampled every 200 ms: where the peak over the steady memory is.
+    start_peak_allocated_bytes: u64,
+    hold_peak_allocated_bytes: u64,
     /// VmRSS at the end of the hold, the consumers connected.
     steady_rss_bytes: u64,
     /// VmHWM over the whole run.
@@ -204,9 +205,11 @@ async fn bench() -> anyhow::Result<()> {
     for c in &mut running {
         ready.push(c.wait_ready().await?);
     }
+    let start_peak_allocated = sampler.stop().await;
     eprintln!("nvsentinel: ten consumers ready; holding {:?}", s.hold);
+    let sampler = AllocatedSampler::start(api.clone());
     let node_updates = churn(&kube, &s).await?;
-    let consumers_peak_allocated = sampler.stop().await;
+    let hold_peak_allocated = sampler.stop().await;
     let steady_rss = status_bytes(pid, "VmRSS").unwrap_or(0);
     let peak_rss = status_bytes(pid, "VmHWM").unwrap_or(0);
     let allocated = api
@@ -249,7 +252,8 @@ async fn bench() -> anyhow::Result<()> {
             synced_peak_rss_bytes: synced_peak_rss,
             sync_peak_allocated_bytes: sync_allocated,
             synced_allocated_bytes: status.allocated_bytes,
-            consumers_peak_allocated_bytes: consumers_peak_allocated,
+            start_peak_allocated_bytes: start_peak_allocated,
+            hold_peak_allocated_bytes: hold_peak_allocated,
             steady_rss_bytes: steady_rss,
             peak_rss_bytes: peak_rss,
             allocated_bytes: allocated,
@@ -576,8 +580,8 @@ fn markdown(r: &Report) -> String {
          sync's peak); steady: VmRSS at the end of the hold, the consumers connected; peak: \
          VmHWM over the run, the initial sync and the consumers' initial states included.\n\n\
          Allocated (jemalloc's count) during the sync: at most {} MiB (sampled every 200 ms), \
-         {} MiB once synced; from the consumers' start to the end of the hold: at most {} \
-         MiB, {} MiB at its end.\n\n\
+         {} MiB once synced; while the consumers start: at most {} MiB; during the hold: at \
+         most {} MiB, {} MiB at its end.\n\n\
          The pod key queues: {} resyncs, {} keys sent ({:.2} per pod). The sidecar's log: {} \
          lines at WARN or ERROR{}.\n\n",
         i.pods,
@@ -595,7 +599,8 @@ fn markdown(r: &Report) -> String {
         i.nodes_store_bytes as f64 / i.nodes.max(1) as f64,
         mib(i.sync_peak_allocated_bytes),
         mib(i.synced_allocated_bytes),
-        mib(i.consumers_peak_allocated_bytes),
+        mib(i.start_peak_allocated_bytes),
+        mib(i.hold_peak_allocated_bytes),
         mib(i.allocated_bytes),
         i.key_resyncs,
         i.keys_sent,

@@ -34,9 +34,10 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 pub const BUFFER_BYTES: usize = 8 << 20;
 
 /// The bytes a narrowed buffer holds at most: an initial state's (see the module's Decision).
-/// Sixteen pages' worth of typical objects, more than the connection's own windows let the
-/// client have in flight.
-pub const INITIAL_BYTES: usize = 1 << 20;
+/// 256 KiB: a page or more of typical objects rendered ahead. The initial state's rendering,
+/// not the buffer, is what a client waits for; the connection's windows hold what is in
+/// flight.
+pub const INITIAL_BYTES: usize = 256 << 10;
 
 /// Why a send did not go through.
 #[derive(Debug, PartialEq, Eq)]
