@@ -15,8 +15,10 @@
 //! - `SERVING_WATCH_RATE`, `SERVING_WATCH_SECONDS`: the writes during each fan-out (default 100
 //!   writes/s for 10 s);
 //! - `SERVING_CALLS`: the kinds of call measured, comma-separated (default all: `get`,
-//!   `list_node_index`, `list_label_selector`, `list_namespace_masked`; the empty call always),
-//!   to profile the sidecar on one kind.
+//!   `get_typed`, `list_node_index`, `list_label_selector`, `list_label_selector_typed`,
+//!   `list_namespace_masked`; the empty call always), to profile the sidecar on one kind. The
+//!   `_typed` calls are made as the typed clients make them, with `omit_labels` (they decode
+//!   the JSON alone).
 //!
 //! Setup. Fresh namespaces of its own (deleted at the end), so that the run needs nothing but
 //! a running control plane and measures the same objects every time: `SERVING_PODS` pods,
@@ -208,17 +210,23 @@ fn main() -> ExitCode {
 enum Kind {
     Empty,
     Get,
+    /// A `Get` as the typed clients make it (`omit_labels`: they decode the JSON alone).
+    GetTyped,
     ListNode,
     ListSelector,
+    /// A `List` by selector as the typed clients make it (`omit_labels`).
+    ListSelectorTyped,
     ListNamespace,
 }
 
 impl Kind {
-    const ALL: [Kind; 5] = [
+    const ALL: [Kind; 7] = [
         Kind::Empty,
         Kind::Get,
+        Kind::GetTyped,
         Kind::ListNode,
         Kind::ListSelector,
+        Kind::ListSelectorTyped,
         Kind::ListNamespace,
     ];
 
@@ -247,8 +255,10 @@ impl Kind {
         match self {
             Kind::Empty => "empty",
             Kind::Get => "get",
+            Kind::GetTyped => "get_typed",
             Kind::ListNode => "list_node_index",
             Kind::ListSelector => "list_label_selector",
+            Kind::ListSelectorTyped => "list_label_selector_typed",
             Kind::ListNamespace => "list_namespace_masked",
         }
     }
@@ -257,8 +267,12 @@ impl Kind {
         match self {
             Kind::Empty => "empty: Health/Check",
             Kind::Get => "`Get` a random pod",
+            Kind::GetTyped => "`Get` a random pod, as the typed clients (`omit_labels`)",
             Kind::ListNode => "`List` one node's pods (index)",
             Kind::ListSelector => "`List` one app's pods (label selector, label index)",
+            Kind::ListSelectorTyped => {
+                "`List` one app's pods, as the typed clients (`omit_labels`)"
+            }
             Kind::ListNamespace => "`List` a namespace, `fields: [status.phase]`",
         }
     }
@@ -266,8 +280,10 @@ impl Kind {
     fn rpc(self) -> &'static str {
         match self {
             Kind::Empty => "grpc.health.v1.Health/Check",
-            Kind::Get => "informerd.v1.Cache/Get",
-            Kind::ListNode | Kind::ListSelector | Kind::ListNamespace => "informerd.v1.Cache/List",
+            Kind::Get | Kind::GetTyped => "informerd.v1.Cache/Get",
+            Kind::ListNode | Kind::ListSelector | Kind::ListSelectorTyped | Kind::ListNamespace => {
+                "informerd.v1.Cache/List"
+            }
         }
     }
 }
@@ -288,13 +304,24 @@ impl Caller {
     async fn call(&mut self, kind: Kind, rng: &mut StdRng) -> Result<Received, String> {
         match kind {
             Kind::Empty => self.empty().await,
-            Kind::Get => self.get(rng.random_range(0..self.layout.pods())).await,
+            Kind::Get => {
+                self.get(rng.random_range(0..self.layout.pods()), false)
+                    .await
+            }
+            Kind::GetTyped => {
+                self.get(rng.random_range(0..self.layout.pods()), true)
+                    .await
+            }
             Kind::ListNode => {
                 self.list_node(rng.random_range(0..self.per_node.len()))
                     .await
             }
             Kind::ListSelector => {
-                self.list_selector(rng.random_range(0..self.layout.apps()))
+                self.list_selector(rng.random_range(0..self.layout.apps()), false)
+                    .await
+            }
+            Kind::ListSelectorTyped => {
+                self.list_selector(rng.random_range(0..self.layout.apps()), true)
                     .await
             }
             Kind::ListNamespace => {
@@ -322,8 +349,8 @@ impl Caller {
         })
     }
 
-    /// `Get` of pod `i`.
-    async fn get(&mut self, i: usize) -> Result<Received, String> {
+    /// `Get` of pod `i` (without the labels map: `omit_labels`).
+    async fn get(&mut self, i: usize, omit_labels: bool) -> Result<Received, String> {
         let name = &self.layout.names[i];
         let r = self
             .api
@@ -331,6 +358,7 @@ impl Caller {
                 resource: RESOURCE.into(),
                 namespace: self.layout.namespace_of(i).to_string(),
                 name: name.clone(),
+                omit_labels,
                 ..Default::default()
             })
             .await
@@ -370,14 +398,16 @@ impl Caller {
         Ok(got)
     }
 
-    /// `List` of app `a`'s pods by its label selector, in its namespace: exactly its pods.
-    async fn list_selector(&mut self, a: usize) -> Result<Received, String> {
+    /// `List` of app `a`'s pods by its label selector, in its namespace: exactly its pods
+    /// (without the labels maps: `omit_labels`).
+    async fn list_selector(&mut self, a: usize, omit_labels: bool) -> Result<Received, String> {
         let layout = self.layout.clone();
         let (ns, selector, count) = layout.app(a);
         let req = ListRequest {
             resource: RESOURCE.into(),
             namespace: ns.to_string(),
             label_selector: selector.clone(),
+            omit_labels,
             ..Default::default()
         };
         let prefix = format!("{}-", app_name(a));
@@ -1066,12 +1096,15 @@ impl Run {
         out.extend(self.table_markdown());
         out.push(String::new());
         out.extend(self.target_markdown(Kind::Get, "`Get`"));
+        out.extend(self.target_markdown(Kind::GetTyped, "`Get` as the typed clients make it"));
+        let list = format!(
+            "`List` by label selector ({PODS_PER_APP} pods of a namespace of {})",
+            s.pods.min(PODS_PER_NAMESPACE)
+        );
+        out.extend(self.target_markdown(Kind::ListSelector, &list));
         out.extend(self.target_markdown(
-            Kind::ListSelector,
-            &format!(
-                "`List` by label selector ({PODS_PER_APP} pods of a namespace of {})",
-                s.pods.min(PODS_PER_NAMESPACE)
-            ),
+            Kind::ListSelectorTyped,
+            &format!("{list} as the typed clients make it (`omit_labels`)"),
         ));
         if self.measured(Kind::ListNode) && self.measured(Kind::ListNamespace) {
             out.push(self.per_object_markdown());
@@ -1284,6 +1317,8 @@ impl Run {
             },
             "target_get_within_2x_empty": self.target_json(Kind::Get),
             "target_list_label_selector_within_2x_empty": self.target_json(Kind::ListSelector),
+            "target_list_label_selector_typed_within_2x_empty":
+                self.target_json(Kind::ListSelectorTyped),
             "serving": self.levels_json(),
             "sidecar_memory_holding_the_pods": self.memory.json(),
             "sidecar_memory_after_load": {

@@ -303,6 +303,71 @@ async fn list_returns_only_the_requested_fields_and_the_identity() -> anyhow::Re
     Ok(())
 }
 
+/// `omit_labels`: the labels map is empty, the labels stay in the JSON; a watcher that omits
+/// them beside one that does not (the two share one rendering of each change) each get theirs.
+#[tokio::test]
+async fn omit_labels_leaves_the_map_empty_and_the_json_whole() -> anyhow::Result<()> {
+    let mut f = Fixture::new("api-omit", 2, |c| c).await?;
+    let labels_in = |o: &proto::Object| -> Value {
+        let json: Value = serde_json::from_slice(&o.json).expect("JSON");
+        json["metadata"]["labels"].clone()
+    };
+    let get = |omit_labels| GetRequest {
+        resource: "pods".into(),
+        namespace: f.ns().to_owned(),
+        name: "p0".into(),
+        omit_labels,
+        ..Default::default()
+    };
+    let (with, without) = (get(false), get(true));
+    let with = f.api.get(with).await?.into_inner().object.unwrap();
+    let without = f.api.get(without).await?.into_inner().object.unwrap();
+    assert_eq!(with.labels.get("app").map(String::as_str), Some("a"));
+    assert!(without.labels.is_empty(), "{:?}", without.labels);
+    assert_eq!(
+        (labels_in(&without), &without.json),
+        (json!({"app": "a"}), &with.json)
+    );
+
+    let (chunks, _) = f
+        .list(ListRequest {
+            label_selector: "app=a".into(),
+            omit_labels: true,
+            ..f.list_req()
+        })
+        .await?;
+    let listed: Vec<&proto::Object> = chunks.iter().flat_map(|c| &c.objects).collect();
+    assert_eq!(listed.len(), 1);
+    assert!(listed[0].labels.is_empty());
+    assert_eq!(labels_in(listed[0]), json!({"app": "a"}));
+
+    let mut watches = Vec::new();
+    for omit_labels in [false, true] {
+        let req = WatchRequest {
+            omit_labels,
+            ..f.watch_req(Some(Start::SendInitialState(true)))
+        };
+        let mut stream = f.api.watch(req).await?.into_inner();
+        while kind(&next(&mut stream).await) != EventType::Synced {}
+        watches.push(stream);
+    }
+    f.label("p0", json!({"round": "1"})).await?;
+    let mut modified = Vec::new();
+    for stream in &mut watches {
+        let event = next(stream).await;
+        assert_eq!((kind(&event), name(&event)), (EventType::Modified, "p0"));
+        modified.push(event.object.unwrap());
+    }
+    assert_eq!(
+        modified[0].labels.get("round").map(String::as_str),
+        Some("1")
+    );
+    assert!(modified[1].labels.is_empty(), "{:?}", modified[1].labels);
+    assert_eq!(modified[0].json, modified[1].json);
+    assert_eq!(labels_in(&modified[1]), json!({"app": "a", "round": "1"}));
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_bad_list_request_names_its_field_and_an_unknown_resource_the_served_ones(
 ) -> anyhow::Result<()> {

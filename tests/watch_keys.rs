@@ -730,6 +730,13 @@ async fn bad_subscriptions_name_the_field() -> anyhow::Result<()> {
         ),
         (
             KeysSubscription {
+                omit_labels: true,
+                ..fx.subscription()
+            },
+            "subscribe.omit_labels: applies to the objects that send_objects asks for",
+        ),
+        (
+            KeysSubscription {
                 send_objects: true,
                 fields: vec!["metadata.labels".into(), "spec..x".into()],
                 ..fx.subscription()

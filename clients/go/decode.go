@@ -75,6 +75,14 @@ var metaTime = jsonv2.WithUnmarshalers(jsonv2.UnmarshalFromFunc(func(dec *jsonte
 	return errors.ErrUnsupported
 }))
 
+// decodesJSON tells whether decode[T] reads only an object's JSON: T is not an ObjectReceiver,
+// which is handed the whole proto object. Reads into such a T ask the sidecar to omit the
+// labels map (OmitLabels), which they would decode for nothing.
+func decodesJSON[T any]() bool {
+	_, receives := any(new(T)).(ObjectReceiver)
+	return !receives
+}
+
 func decode[T any](obj *informerdv1.Object) (*T, error) {
 	if obj == nil {
 		return nil, fmt.Errorf("informerd: the response carries no object")

@@ -235,6 +235,7 @@ func isPermanent(err error) bool {
 // session runs one Watch stream until it ends; progress tells whether any event came.
 func (inf *Informer[T]) session(ctx context.Context) (progress bool, err error) {
 	o := WatchOptions{followed: inf.opts.followed, waitForSync: true}
+	o.omitLabels = o.omitLabels || decodesJSON[T]()
 	inf.mu.Lock()
 	token := inf.token
 	listing := token.IsZero()

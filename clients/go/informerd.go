@@ -133,6 +133,9 @@ func (c *Client) Get(ctx context.Context, resource, namespace, name string, opts
 
 // GetAs is Get decoding the object into a *T, e.g. GetAs[corev1.Pod].
 func GetAs[T any](ctx context.Context, c *Client, resource, namespace, name string, opts ...GetOption) (*T, error) {
+	if decodesJSON[T]() {
+		opts = append(opts[:len(opts):len(opts)], OmitLabels())
+	}
 	resp, err := c.GetObject(ctx, resource, namespace, name, opts...)
 	if err != nil {
 		return nil, err
@@ -152,6 +155,7 @@ func (c *Client) GetObject(ctx context.Context, resource, namespace, name string
 		MinResourceVersion: o.minResourceVersion,
 		Fields:             o.fields,
 		WaitForSync:        o.waitForSync,
+		OmitLabels:         o.omitLabels,
 	}
 	var header, trailer metadata.MD
 	resp, err := c.cache.Get(ctx, req, grpc.Header(&header), grpc.Trailer(&trailer))
@@ -178,6 +182,9 @@ func (c *Client) List(ctx context.Context, resource string, opts ...ListOption) 
 
 // ListAs is List decoding the objects into *T, e.g. ListAs[corev1.Pod].
 func ListAs[T any](ctx context.Context, c *Client, resource string, opts ...ListOption) (*ListResult[T], error) {
+	if decodesJSON[T]() {
+		opts = append(opts[:len(opts):len(opts)], OmitLabels())
+	}
 	res := &ListResult[T]{}
 	var derr error
 	token, synced, err := c.ListObjects(ctx, resource, func(obj *informerdv1.Object) {
@@ -217,6 +224,7 @@ func (c *Client) ListObjects(ctx context.Context, resource string, fn func(*info
 		ChunkSize:          o.chunkSize,
 		MinResourceVersion: o.minResourceVersion,
 		Limit:              o.limit,
+		OmitLabels:         o.omitLabels,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -222,6 +222,25 @@ func TestListEverything(t *testing.T) {
 		if resp.GetObject().GetLabels()["tier"] != want.Labels["tier"] || resp.GetObject().GetUid() != string(want.UID) {
 			t.Errorf("GetObject identity: %v", resp.GetObject())
 		}
+		// OmitLabels: no labels map, the labels still in the JSON that GetAs and ListAs decode.
+		bare, err := c.GetObject(ctx, "pods", ns, "pod-7", informerd.OmitLabels())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bare.GetObject().GetLabels()) != 0 || string(bare.GetObject().GetJson()) != string(resp.GetObject().GetJson()) {
+			t.Errorf("GetObject with OmitLabels: labels %v, JSON equal %v", bare.GetObject().GetLabels(), string(bare.GetObject().GetJson()) == string(resp.GetObject().GetJson()))
+		}
+		var listed []*informerdv1.Object
+		if _, _, err := c.ListObjects(ctx, "pods", func(o *informerdv1.Object) { listed = append(listed, o) },
+			informerd.InNamespace(ns), informerd.WithLabelSelector("tier="+want.Labels["tier"]), informerd.OmitLabels()); err != nil {
+			t.Fatal(err)
+		}
+		if len(listed) == 0 || len(listed[0].GetLabels()) != 0 {
+			t.Errorf("ListObjects with OmitLabels: %d objects, the first's labels %v", len(listed), listed)
+		}
+		if p.Labels["tier"] != want.Labels["tier"] {
+			t.Errorf("GetAs (which omits the labels map): labels %v, want tier %q", p.Labels, want.Labels["tier"])
+		}
 	})
 
 	t.Run("read your writes", func(t *testing.T) {

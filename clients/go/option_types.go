@@ -102,6 +102,27 @@ func (f FieldsOption) ApplyToWatch(o *WatchOptions) { o.fields = append(o.fields
 // ApplyToInformer applies WithFields to the options of NewInformer.
 func (f FieldsOption) ApplyToInformer(o *InformerOptions) { o.fields = append(o.fields, f...) }
 
+// OmitLabelsOption is what OmitLabels returns: Get, List, Watch and NewInformer take it.
+type OmitLabelsOption struct{}
+
+// OmitLabels leaves each object's proto labels map (informerdv1.Object.Labels) empty: the
+// labels stay in the object's JSON, as the fields say. A caller that decodes the JSON saves the
+// sidecar building the map and itself decoding it. GetAs, ListAs and a typed Informer set it
+// themselves, unless their type is an ObjectReceiver (which may read the map).
+func OmitLabels() OmitLabelsOption { return OmitLabelsOption{} }
+
+// ApplyToGet applies OmitLabels to the options of Get.
+func (OmitLabelsOption) ApplyToGet(o *GetOptions) { o.omitLabels = true }
+
+// ApplyToList applies OmitLabels to the options of List.
+func (OmitLabelsOption) ApplyToList(o *ListOptions) { o.omitLabels = true }
+
+// ApplyToWatch applies OmitLabels to the options of Watch.
+func (OmitLabelsOption) ApplyToWatch(o *WatchOptions) { o.omitLabels = true }
+
+// ApplyToInformer applies OmitLabels to the options of NewInformer.
+func (OmitLabelsOption) ApplyToInformer(o *InformerOptions) { o.omitLabels = true }
+
 // ResourceVersionOption is what MinResourceVersion returns: Get and List take it.
 type ResourceVersionOption string
 

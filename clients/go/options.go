@@ -64,6 +64,7 @@ type GetOptions struct {
 	minResourceVersion string
 	fields             []string
 	waitForSync        bool
+	omitLabels         bool
 }
 
 // ListOptions collects what the options of a List set.
@@ -75,6 +76,7 @@ type ListOptions struct {
 	waitForSync        bool
 	chunkSize          uint32
 	limit              int64
+	omitLabels         bool
 }
 
 // followed is what a Watch and an Informer both set: which objects, and how their changes come.
@@ -83,7 +85,8 @@ type followed struct {
 	selection
 	updateFilter
 	delivery
-	fields []string
+	fields     []string
+	omitLabels bool
 }
 
 // InformerOptions collects what the options of NewInformer set: a watch's, less the starting

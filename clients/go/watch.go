@@ -57,6 +57,7 @@ func watchRequest(resource string, o WatchOptions) *informerdv1.WatchRequest {
 		BookmarkIntervalSeconds: uint32(o.bookmarkInterval.Seconds()),
 		WaitForSync:             o.waitForSync,
 		SendPrevious:            o.sendPrevious,
+		OmitLabels:              o.omitLabels,
 	}
 	if o.bookmarkInterval > 0 && req.BookmarkIntervalSeconds == 0 {
 		req.BookmarkIntervalSeconds = 1

@@ -11,26 +11,55 @@ use crate::proto;
 use crate::store::StoredObject;
 use crate::transform::Transform;
 
-/// The fields a client asked for.
+/// The fields a client asked for, and whether it wants the proto object's `labels` map.
 #[derive(Clone)]
-pub struct Mask(Option<Transform>);
+pub struct Mask {
+    fields: Option<Transform>,
+    labels: bool,
+}
 
 impl Mask {
-    /// `fields[i]` paths; none: the whole object.
+    /// `fields[i]` paths; none: the whole object. With the `labels` map.
     pub fn parse(fields: &[String]) -> Result<Mask, Status> {
         if fields.is_empty() {
-            return Ok(Mask(None));
+            return Ok(Mask::whole());
         }
-        Transform::new::<&str>(&[], &fields.iter().map(String::as_str).collect::<Vec<_>>())
-            .map(|t| Mask(Some(t)))
-            .map_err(|e| {
-                let (_, index) = e.location();
-                invalid(&format!("fields[{index}]"), e.detail())
-            })
+        let fields = Some(
+            Transform::new::<&str>(&[], &fields.iter().map(String::as_str).collect::<Vec<_>>())
+                .map_err(|e| {
+                    let (_, index) = e.location();
+                    invalid(&format!("fields[{index}]"), e.detail())
+                })?,
+        );
+        Ok(Mask {
+            fields,
+            labels: true,
+        })
     }
 
+    /// The whole object, with the `labels` map.
+    pub fn whole() -> Mask {
+        Mask {
+            fields: None,
+            labels: true,
+        }
+    }
+
+    /// The request's `omit_labels`: the proto objects' `labels` maps left empty (the labels
+    /// stay in the JSON as the fields say).
+    pub fn omit_labels(mut self, omit: bool) -> Mask {
+        self.labels = !omit;
+        self
+    }
+
+    /// Whether the JSON is the whole object.
     pub fn is_whole(&self) -> bool {
-        self.0.is_none()
+        self.fields.is_none()
+    }
+
+    /// Whether the proto objects carry the `labels` map.
+    pub fn has_labels(&self) -> bool {
+        self.labels
     }
 
     /// The proto object of a stored object, as [`Mask::render_owned`] renders it decoded: its
@@ -39,7 +68,7 @@ impl Mask {
     /// building the whole object as a `Value` to render it took most of a `List`'s time).
     pub fn render_stored(&self, stored: &StoredObject) -> proto::Object {
         let mut json = Vec::new();
-        match &self.0 {
+        match &self.fields {
             Some(t) => t.write_json(stored, &mut json),
             None => stored.write_json(&mut json),
         }
@@ -48,8 +77,11 @@ impl Mask {
             Some(Value::String(uid)) => uid,
             _ => String::new(),
         };
-        let labels = match stored.decode_at(&["metadata", "labels"]) {
-            Some(Value::Object(labels)) => labels
+        let labels = match self
+            .labels
+            .then(|| stored.decode_at(&["metadata", "labels"]))
+        {
+            Some(Some(Value::Object(labels))) => labels
                 .into_iter()
                 .filter_map(|(k, v)| match v {
                     Value::String(v) => Some((k, v)),
@@ -78,10 +110,10 @@ impl Mask {
         revision: u64,
         resource_version: Option<&str>,
     ) -> proto::Object {
-        match (&self.0, resource_version) {
+        match (&self.fields, resource_version) {
             (None, None) => proto::Object {
                 json: to_bytes(object),
-                ..identity(object, revision, None)
+                ..identity(object, revision, None, self.labels)
             },
             _ => self.render_owned(object.clone(), revision, resource_version),
         }
@@ -95,8 +127,8 @@ impl Mask {
         revision: u64,
         resource_version: Option<&str>,
     ) -> proto::Object {
-        let rendered = identity(&object, revision, resource_version);
-        if let Some(t) = &self.0 {
+        let rendered = identity(&object, revision, resource_version, self.labels);
+        if let Some(t) = &self.fields {
             t.apply(&mut object);
         }
         if let (Some(rv), Some(meta)) = (resource_version, object.get_mut("metadata")) {
@@ -111,9 +143,14 @@ impl Mask {
     }
 }
 
-/// The proto object's identity fields and labels, read from the whole object (whatever the
-/// mask keeps); `json` is left empty.
-fn identity(object: &Value, revision: u64, resource_version: Option<&str>) -> proto::Object {
+/// The proto object's identity fields and (with `labels`) labels, read from the whole object
+/// (whatever the mask keeps); `json` is left empty.
+fn identity(
+    object: &Value,
+    revision: u64,
+    resource_version: Option<&str>,
+    labels: bool,
+) -> proto::Object {
     let meta = object.get("metadata");
     let text = |field: &str| {
         meta.and_then(|m| m.get(field))
@@ -122,6 +159,7 @@ fn identity(object: &Value, revision: u64, resource_version: Option<&str>) -> pr
             .to_string()
     };
     let labels = meta
+        .filter(|_| labels)
         .and_then(|m| m.get("labels"))
         .and_then(Value::as_object)
         .map(|l| {
@@ -238,5 +276,35 @@ mod tests {
             }
         }
         assert!(rendered > 100, "only {rendered} renderings");
+    }
+
+    #[test]
+    fn omitting_labels_leaves_the_map_empty_and_the_json_as_it_was() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "7",
+                         "labels": {"app": "web"}}});
+        let store = Writer::new(StoreOptions::default());
+        store.apply(pod.clone()).expect("apply");
+        let stored = store.list(None).1.pop().expect("listed");
+        for fields in [vec![], vec!["metadata.labels".to_string()]] {
+            let with = Mask::parse(&fields).expect("mask");
+            let without = with.clone().omit_labels(true);
+            assert!(with.has_labels() && !without.has_labels());
+            let (a, b) = (with.render_stored(&stored), without.render_stored(&stored));
+            assert_eq!(a.labels.get("app").map(String::as_str), Some("web"));
+            assert!(b.labels.is_empty(), "{fields:?}");
+            assert_eq!(
+                proto::Object {
+                    labels: a.labels.clone(),
+                    ..b.clone()
+                },
+                a
+            );
+            for rv in [None, Some("9")] {
+                let (a, b) = (with.render(&pod, 1, rv), without.render(&pod, 1, rv));
+                assert!(b.labels.is_empty() && !a.labels.is_empty());
+                assert_eq!(a.json, b.json, "the labels stay in the JSON");
+            }
+        }
     }
 }

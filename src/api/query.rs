@@ -20,6 +20,7 @@ pub struct QueryRequest<'a> {
     pub index: Option<&'a proto::IndexLookup>,
     pub fields: &'a [String],
     pub shard_selector: &'a str,
+    pub omit_labels: bool,
 }
 
 /// List and Watch requests carry the same filter fields, under the same names.
@@ -34,6 +35,7 @@ macro_rules! query_request_from {
                     index: r.index.as_ref(),
                     fields: &r.fields,
                     shard_selector: &r.shard_selector,
+                    omit_labels: r.omit_labels,
                 }
             }
         }
@@ -129,7 +131,7 @@ impl Query {
             index_implied,
             index_answers,
             shard,
-            mask: Mask::parse(req.fields)?,
+            mask: Mask::parse(req.fields)?.omit_labels(req.omit_labels),
         })
     }
 

@@ -34,7 +34,7 @@ impl Cache for Api {
         let namespace = namespace_of(&resource, &req.namespace)?;
         self.authorize(caller.as_ref(), Rpc::Get, &resource, namespace, &req.name)
             .await?;
-        let mask = Mask::parse(&req.fields)?;
+        let mask = Mask::parse(&req.fields)?.omit_labels(req.omit_labels);
         if req.wait_for_sync {
             resource.wait_synced(until).await?;
         }

@@ -49,6 +49,8 @@ impl Call for GetArgs {
             min_resource_version: self.min_resource_version.unwrap_or_default(),
             fields: self.fields,
             wait_for_sync: self.waiting.wait_for_sync,
+            // The table's LABELS column reads the map.
+            omit_labels: false,
         };
         let response = cache
             .get(with_timeout(request, self.waiting.timeout))

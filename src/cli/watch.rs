@@ -130,6 +130,8 @@ fn request(args: &WatchArgs) -> WatchRequest {
         bookmark_interval_seconds: args.bookmark_interval.unwrap_or(0),
         wait_for_sync: args.wait_for_sync,
         send_previous: false,
+        // The table's LABELS column reads the map.
+        omit_labels: false,
     }
 }
 

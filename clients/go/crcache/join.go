@@ -59,7 +59,7 @@ func (s *sharedInformer) join(r *registration) error {
 	var listed []*informerdv1.Object
 	_, _, err := s.c.client.ListObjects(ctx, s.res.name, func(o *informerdv1.Object) {
 		listed = append(listed, o)
-	}, append(s.scope.listOptions(), informerd.WaitForSync())...)
+	}, append(s.scope.listOptions(), informerd.WaitForSync(), informerd.OmitLabels())...)
 	if err != nil {
 		return err
 	}

@@ -87,7 +87,8 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 	if !ok {
 		return fmt.Errorf("unable to get: %v because of unknown namespace for the cache", key)
 	}
-	iopts := []informerd.GetOption{informerd.WaitForSync()}
+	// The handlers decode the JSON alone: the proto labels map would be decoded for nothing.
+	iopts := []informerd.GetOption{informerd.WaitForSync(), informerd.OmitLabels()}
 	if !sc.selecting() {
 		// A selecting scope matches on the whole object.
 		iopts = append(iopts, informerd.WithFields(sh.fields()...))
@@ -197,7 +198,7 @@ func (c *Cache) listScope(ctx context.Context, sh shape, res resource, sc scope,
 	}
 	var items []runtime.Object
 	var derr error
-	iopts = append(iopts, informerd.WaitForSync(), informerd.WithFields(sh.fields()...))
+	iopts = append(iopts, informerd.WaitForSync(), informerd.WithFields(sh.fields()...), informerd.OmitLabels())
 	err = untilSynced(ctx, func() error {
 		items, derr = nil, nil
 		_, _, err := c.client.ListObjects(ctx, res.name, func(obj *informerdv1.Object) {

@@ -68,7 +68,8 @@ func newSharedInformer(c *Cache, res resource, sc scope) *sharedInformer {
 		handlers: map[*registration]struct{}{},
 		syncedCh: make(chan struct{}),
 	}
-	opts := append(sc.informerOptions(), informerd.WithPrevious())
+	// Every handler decodes the JSON alone (registration.decode): no proto labels map.
+	opts := append(sc.informerOptions(), informerd.WithPrevious(), informerd.OmitLabels())
 	s.inf = informerd.NewInformer[rawObject](c.client, res.name, informerd.HandlerFuncs[rawObject]{
 		AddFunc:    s.onAdd,
 		UpdateFunc: s.onUpdate,

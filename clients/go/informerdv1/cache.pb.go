@@ -389,8 +389,9 @@ type Object struct {
 	Name      string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	Uid       string `protobuf:"bytes,3,opt,name=uid,proto3" json:"uid,omitempty"`
 	// The object's resourceVersion in the Kubernetes API.
-	ResourceVersion string            `protobuf:"bytes,4,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
-	Labels          map[string]string `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	ResourceVersion string `protobuf:"bytes,4,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
+	// metadata.labels; empty when the request sets omit_labels.
+	Labels map[string]string `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// The cache revision of the object's last change.
 	Revision uint64 `protobuf:"varint,6,opt,name=revision,proto3" json:"revision,omitempty"`
 	// The stored object as JSON (only the requested fields, when the request has `fields`),
@@ -551,6 +552,11 @@ type GetRequest struct {
 	// list is): a write made just before may arrive moments later. To read a write of your own,
 	// use min_resource_version.
 	WaitForSync bool `protobuf:"varint,6,opt,name=wait_for_sync,json=waitForSync,proto3" json:"wait_for_sync,omitempty"`
+	// Leave each Object's `labels` map empty. The labels are in the object's JSON
+	// (metadata.labels, unless `fields` leaves them out): a client that decodes the JSON saves
+	// the sidecar building the map and itself decoding it (issue 34). The clients' typed reads
+	// set it.
+	OmitLabels bool `protobuf:"varint,7,opt,name=omit_labels,json=omitLabels,proto3" json:"omit_labels,omitempty"`
 	// The cluster (the configuration's `clusters[].name`); empty or `default`: the cluster the
 	// sidecar runs in. Revisions and resume tokens are per cluster and resource.
 	Cluster       string `protobuf:"bytes,20,opt,name=cluster,proto3" json:"cluster,omitempty"`
@@ -626,6 +632,13 @@ func (x *GetRequest) GetFields() []string {
 func (x *GetRequest) GetWaitForSync() bool {
 	if x != nil {
 		return x.WaitForSync
+	}
+	return false
+}
+
+func (x *GetRequest) GetOmitLabels() bool {
+	if x != nil {
+		return x.OmitLabels
 	}
 	return false
 }
@@ -733,6 +746,11 @@ type ListRequest struct {
 	// several joined by `||`, over the 64-bit FNV-1a hash of object.metadata.uid or
 	// object.metadata.namespace; K replicas of a controller each read 1/K. Empty: every object.
 	ShardSelector string `protobuf:"bytes,11,opt,name=shard_selector,json=shardSelector,proto3" json:"shard_selector,omitempty"`
+	// Leave each Object's `labels` map empty. The labels are in the object's JSON
+	// (metadata.labels, unless `fields` leaves them out): a client that decodes the JSON saves
+	// the sidecar building the map and itself decoding it (issue 34). The clients' typed reads
+	// set it.
+	OmitLabels bool `protobuf:"varint,12,opt,name=omit_labels,json=omitLabels,proto3" json:"omit_labels,omitempty"`
 	// The cluster (the configuration's `clusters[].name`); empty or `default`: the cluster the
 	// sidecar runs in. Revisions and resume tokens are per cluster and resource.
 	Cluster       string `protobuf:"bytes,20,opt,name=cluster,proto3" json:"cluster,omitempty"`
@@ -845,6 +863,13 @@ func (x *ListRequest) GetShardSelector() string {
 		return x.ShardSelector
 	}
 	return ""
+}
+
+func (x *ListRequest) GetOmitLabels() bool {
+	if x != nil {
+		return x.OmitLabels
+	}
+	return false
 }
 
 func (x *ListRequest) GetCluster() string {
@@ -1019,6 +1044,11 @@ type WatchRequest struct {
 	// several joined by `||`, over the 64-bit FNV-1a hash of object.metadata.uid or
 	// object.metadata.namespace; K replicas of a controller each read 1/K. Empty: every object.
 	ShardSelector string `protobuf:"bytes,14,opt,name=shard_selector,json=shardSelector,proto3" json:"shard_selector,omitempty"`
+	// Leave each Object's `labels` map empty. The labels are in the object's JSON
+	// (metadata.labels, unless `fields` leaves them out): a client that decodes the JSON saves
+	// the sidecar building the map and itself decoding it (issue 34). The clients' typed reads
+	// set it.
+	OmitLabels bool `protobuf:"varint,16,opt,name=omit_labels,json=omitLabels,proto3" json:"omit_labels,omitempty"`
 	// The cluster (the configuration's `clusters[].name`); empty or `default`: the cluster the
 	// sidecar runs in. Revisions and resume tokens are per cluster and resource.
 	Cluster       string `protobuf:"bytes,20,opt,name=cluster,proto3" json:"cluster,omitempty"`
@@ -1172,6 +1202,13 @@ func (x *WatchRequest) GetShardSelector() string {
 		return x.ShardSelector
 	}
 	return ""
+}
+
+func (x *WatchRequest) GetOmitLabels() bool {
+	if x != nil {
+		return x.OmitLabels
+	}
+	return false
 }
 
 func (x *WatchRequest) GetCluster() string {
@@ -2318,6 +2355,8 @@ type KeysSubscription struct {
 	// With send_objects: only these fields of each object, as GetRequest.fields (identity fields
 	// always). Empty: everything. Without send_objects: must be empty.
 	Fields []string `protobuf:"bytes,14,rep,name=fields,proto3" json:"fields,omitempty"`
+	// With send_objects: as GetRequest.omit_labels.
+	OmitLabels bool `protobuf:"varint,15,opt,name=omit_labels,json=omitLabels,proto3" json:"omit_labels,omitempty"`
 	// The cluster (the configuration's `clusters[].name`); empty or `default`: the cluster the
 	// sidecar runs in. Revisions and resume tokens are per cluster and resource.
 	Cluster       string `protobuf:"bytes,20,opt,name=cluster,proto3" json:"cluster,omitempty"`
@@ -2451,6 +2490,13 @@ func (x *KeysSubscription) GetFields() []string {
 		return x.Fields
 	}
 	return nil
+}
+
+func (x *KeysSubscription) GetOmitLabels() bool {
+	if x != nil {
+		return x.OmitLabels
+	}
+	return false
 }
 
 func (x *KeysSubscription) GetCluster() string {
@@ -2825,7 +2871,7 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"7\n" +
 	"\vIndexLookup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value\"\xe2\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"\x83\x02\n" +
 	"\n" +
 	"GetRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x1c\n" +
@@ -2833,12 +2879,14 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x120\n" +
 	"\x14min_resource_version\x18\x04 \x01(\tR\x12minResourceVersion\x12\x16\n" +
 	"\x06fields\x18\x05 \x03(\tR\x06fields\x12\"\n" +
-	"\rwait_for_sync\x18\x06 \x01(\bR\vwaitForSync\x12\x18\n" +
+	"\rwait_for_sync\x18\x06 \x01(\bR\vwaitForSync\x12\x1f\n" +
+	"\vomit_labels\x18\a \x01(\bR\n" +
+	"omitLabels\x12\x18\n" +
 	"\acluster\x18\x14 \x01(\tR\acluster\"m\n" +
 	"\vGetResponse\x12,\n" +
 	"\x06object\x18\x01 \x01(\v2\x14.informerd.v1.ObjectR\x06object\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1a\n" +
-	"\brevision\x18\x03 \x01(\x04R\brevision\"\xaa\x03\n" +
+	"\brevision\x18\x03 \x01(\x04R\brevision\"\xcb\x03\n" +
 	"\vListRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
@@ -2852,7 +2900,9 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x14min_resource_version\x18\t \x01(\tR\x12minResourceVersion\x12\x14\n" +
 	"\x05limit\x18\n" +
 	" \x01(\x03R\x05limit\x12%\n" +
-	"\x0eshard_selector\x18\v \x01(\tR\rshardSelector\x12\x18\n" +
+	"\x0eshard_selector\x18\v \x01(\tR\rshardSelector\x12\x1f\n" +
+	"\vomit_labels\x18\f \x01(\bR\n" +
+	"omitLabels\x12\x18\n" +
 	"\acluster\x18\x14 \x01(\tR\acluster\"\x9c\x01\n" +
 	"\fListResponse\x12.\n" +
 	"\aobjects\x18\x01 \x03(\v2\x14.informerd.v1.ObjectR\aobjects\x12\x12\n" +
@@ -2862,7 +2912,7 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x06synced\x18\x05 \x01(\bR\x06synced\"?\n" +
 	"\vResumeToken\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x1a\n" +
-	"\brevision\x18\x02 \x01(\x04R\brevision\"\xa0\x05\n" +
+	"\brevision\x18\x02 \x01(\x04R\brevision\"\xc1\x05\n" +
 	"\fWatchRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
@@ -2881,7 +2931,9 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x19bookmark_interval_seconds\x18\v \x01(\rR\x17bookmarkIntervalSeconds\x12\"\n" +
 	"\rwait_for_sync\x18\f \x01(\bR\vwaitForSync\x12#\n" +
 	"\rsend_previous\x18\r \x01(\bR\fsendPrevious\x12%\n" +
-	"\x0eshard_selector\x18\x0e \x01(\tR\rshardSelector\x12\x18\n" +
+	"\x0eshard_selector\x18\x0e \x01(\tR\rshardSelector\x12\x1f\n" +
+	"\vomit_labels\x18\x10 \x01(\bR\n" +
+	"omitLabels\x12\x18\n" +
 	"\acluster\x18\x14 \x01(\tR\aclusterB\a\n" +
 	"\x05start\"'\n" +
 	"\vHeldObjects\x12\x18\n" +
@@ -2977,7 +3029,7 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x10WatchKeysRequest\x12>\n" +
 	"\tsubscribe\x18\x01 \x01(\v2\x1e.informerd.v1.KeysSubscriptionH\x00R\tsubscribe\x12)\n" +
 	"\x03ack\x18\x02 \x01(\v2\x15.informerd.v1.KeyAcksH\x00R\x03ackB\t\n" +
-	"\arequest\"\xd8\x04\n" +
+	"\arequest\"\xf9\x04\n" +
 	"\x10KeysSubscription\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
@@ -2995,7 +3047,9 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x05owner\x18\v \x01(\v2\x1a.informerd.v1.OwnerMappingR\x05owner\x12\"\n" +
 	"\rwait_for_sync\x18\f \x01(\bR\vwaitForSync\x12!\n" +
 	"\fsend_objects\x18\r \x01(\bR\vsendObjects\x12\x16\n" +
-	"\x06fields\x18\x0e \x03(\tR\x06fields\x12\x18\n" +
+	"\x06fields\x18\x0e \x03(\tR\x06fields\x12\x1f\n" +
+	"\vomit_labels\x18\x0f \x01(\bR\n" +
+	"omitLabels\x12\x18\n" +
 	"\acluster\x18\x14 \x01(\tR\acluster\"p\n" +
 	"\fOwnerMapping\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1f\n" +

@@ -234,6 +234,8 @@ where
             min_resource_version: resource_version.to_string(),
             fields: self.fields.clone(),
             wait_for_sync: true,
+            // A typed read decodes the JSON alone (`Api::decode`).
+            omit_labels: true,
         };
         let response = self
             .cache
@@ -359,6 +361,7 @@ where
             fields: self.fields.clone(),
             start,
             wait_for_sync: true,
+            omit_labels: true,
             ..WatchRequest::default()
         })
     }
@@ -455,6 +458,7 @@ fn list_request(
         field_selector: params.field_selector.clone().unwrap_or_default(),
         fields: fields.to_vec(),
         wait_for_sync: true,
+        omit_labels: true,
         // Decision: kube-rs's `Some(0)` is the apiserver's "no limit", as informerd's 0 is.
         limit: params
             .limit

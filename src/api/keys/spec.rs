@@ -87,6 +87,13 @@ impl KeysSpec {
 /// client plainly expected objects.
 fn objects(sub: &proto::KeysSubscription) -> Result<Option<Mask>, Status> {
     if !sub.send_objects {
+        if sub.omit_labels {
+            return Err(invalid(
+                "subscribe.omit_labels",
+                "applies to the objects that send_objects asks for: set send_objects, or leave \
+                 omit_labels false",
+            ));
+        }
         if sub.fields.is_empty() {
             return Ok(None);
         }
@@ -100,7 +107,7 @@ fn objects(sub: &proto::KeysSubscription) -> Result<Option<Mask>, Status> {
         // `Mask::parse` names the field as a Get's (`fields[i]: ...`).
         Reason::Invalid.status(format!("subscribe.{}", status.message()))
     })?;
-    Ok(Some(mask))
+    Ok(Some(mask.omit_labels(sub.omit_labels)))
 }
 
 fn timing(debounce_millis: u32, max_delay_millis: u32) -> Result<Debounce, Status> {

@@ -16,6 +16,7 @@ use super::{shutting_down, WatchStream, WATCHER_BUFFER};
 use crate::api::authz::Revoked;
 use crate::api::buffer;
 use crate::api::initial::Initial;
+use crate::api::mask::Mask;
 use crate::api::reason::{self, Reason};
 use crate::api::send::{send_buffered_or_give_up, spawn_stream, GaveUp, STALL_TIMEOUT};
 use crate::api::Resource;
@@ -302,10 +303,22 @@ impl Watcher {
     fn render(&self, event: &Event) -> proto::Object {
         let mask = self.spec.query.mask();
         if mask.is_whole() {
-            return event
+            // The shared rendering has the labels map; a watcher that omits it copies the rest.
+            let whole = event
                 .whole
-                .get_or_init(|| mask.render(&event.object, event.revision, None))
-                .clone();
+                .get_or_init(|| Mask::whole().render(&event.object, event.revision, None));
+            return match mask.has_labels() {
+                true => whole.clone(),
+                false => proto::Object {
+                    namespace: whole.namespace.clone(),
+                    name: whole.name.clone(),
+                    uid: whole.uid.clone(),
+                    resource_version: whole.resource_version.clone(),
+                    labels: Default::default(),
+                    revision: whole.revision,
+                    json: whole.json.clone(),
+                },
+            };
         }
         mask.render(&event.object, event.revision, None)
     }

@@ -122,13 +122,14 @@ class IndexLookup(_message.Message):
     def __init__(self, name: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
 
 class GetRequest(_message.Message):
-    __slots__ = ("resource", "namespace", "name", "min_resource_version", "fields", "wait_for_sync", "cluster")
+    __slots__ = ("resource", "namespace", "name", "min_resource_version", "fields", "wait_for_sync", "omit_labels", "cluster")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     MIN_RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
     FIELDS_FIELD_NUMBER: _ClassVar[int]
     WAIT_FOR_SYNC_FIELD_NUMBER: _ClassVar[int]
+    OMIT_LABELS_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
     resource: str
     namespace: str
@@ -136,8 +137,9 @@ class GetRequest(_message.Message):
     min_resource_version: str
     fields: _containers.RepeatedScalarFieldContainer[str]
     wait_for_sync: bool
+    omit_labels: bool
     cluster: str
-    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., min_resource_version: _Optional[str] = ..., fields: _Optional[_Iterable[str]] = ..., wait_for_sync: bool = ..., cluster: _Optional[str] = ...) -> None: ...
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., min_resource_version: _Optional[str] = ..., fields: _Optional[_Iterable[str]] = ..., wait_for_sync: bool = ..., omit_labels: bool = ..., cluster: _Optional[str] = ...) -> None: ...
 
 class GetResponse(_message.Message):
     __slots__ = ("object", "epoch", "revision")
@@ -150,7 +152,7 @@ class GetResponse(_message.Message):
     def __init__(self, object: _Optional[_Union[Object, _Mapping]] = ..., epoch: _Optional[int] = ..., revision: _Optional[int] = ...) -> None: ...
 
 class ListRequest(_message.Message):
-    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "fields", "wait_for_sync", "chunk_size", "min_resource_version", "limit", "shard_selector", "cluster")
+    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "fields", "wait_for_sync", "chunk_size", "min_resource_version", "limit", "shard_selector", "omit_labels", "cluster")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -162,6 +164,7 @@ class ListRequest(_message.Message):
     MIN_RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
     SHARD_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    OMIT_LABELS_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
     resource: str
     namespace: str
@@ -174,8 +177,9 @@ class ListRequest(_message.Message):
     min_resource_version: str
     limit: int
     shard_selector: str
+    omit_labels: bool
     cluster: str
-    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ..., wait_for_sync: bool = ..., chunk_size: _Optional[int] = ..., min_resource_version: _Optional[str] = ..., limit: _Optional[int] = ..., shard_selector: _Optional[str] = ..., cluster: _Optional[str] = ...) -> None: ...
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ..., wait_for_sync: bool = ..., chunk_size: _Optional[int] = ..., min_resource_version: _Optional[str] = ..., limit: _Optional[int] = ..., shard_selector: _Optional[str] = ..., omit_labels: bool = ..., cluster: _Optional[str] = ...) -> None: ...
 
 class ListResponse(_message.Message):
     __slots__ = ("objects", "last", "epoch", "revision", "synced")
@@ -200,7 +204,7 @@ class ResumeToken(_message.Message):
     def __init__(self, epoch: _Optional[int] = ..., revision: _Optional[int] = ...) -> None: ...
 
 class WatchRequest(_message.Message):
-    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "fields", "since", "send_initial_state", "held", "predicates", "predicate_cel", "bookmark_interval_seconds", "wait_for_sync", "send_previous", "shard_selector", "cluster")
+    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "fields", "since", "send_initial_state", "held", "predicates", "predicate_cel", "bookmark_interval_seconds", "wait_for_sync", "send_previous", "shard_selector", "omit_labels", "cluster")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -216,6 +220,7 @@ class WatchRequest(_message.Message):
     WAIT_FOR_SYNC_FIELD_NUMBER: _ClassVar[int]
     SEND_PREVIOUS_FIELD_NUMBER: _ClassVar[int]
     SHARD_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    OMIT_LABELS_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
     resource: str
     namespace: str
@@ -232,8 +237,9 @@ class WatchRequest(_message.Message):
     wait_for_sync: bool
     send_previous: bool
     shard_selector: str
+    omit_labels: bool
     cluster: str
-    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ..., since: _Optional[_Union[ResumeToken, _Mapping]] = ..., send_initial_state: bool = ..., held: _Optional[_Union[HeldObjects, _Mapping]] = ..., predicates: _Optional[_Iterable[_Union[Predicate, str]]] = ..., predicate_cel: _Optional[str] = ..., bookmark_interval_seconds: _Optional[int] = ..., wait_for_sync: bool = ..., send_previous: bool = ..., shard_selector: _Optional[str] = ..., cluster: _Optional[str] = ...) -> None: ...
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ..., since: _Optional[_Union[ResumeToken, _Mapping]] = ..., send_initial_state: bool = ..., held: _Optional[_Union[HeldObjects, _Mapping]] = ..., predicates: _Optional[_Iterable[_Union[Predicate, str]]] = ..., predicate_cel: _Optional[str] = ..., bookmark_interval_seconds: _Optional[int] = ..., wait_for_sync: bool = ..., send_previous: bool = ..., shard_selector: _Optional[str] = ..., omit_labels: bool = ..., cluster: _Optional[str] = ...) -> None: ...
 
 class HeldObjects(_message.Message):
     __slots__ = ("entries",)
@@ -421,7 +427,7 @@ class WatchKeysRequest(_message.Message):
     def __init__(self, subscribe: _Optional[_Union[KeysSubscription, _Mapping]] = ..., ack: _Optional[_Union[KeyAcks, _Mapping]] = ...) -> None: ...
 
 class KeysSubscription(_message.Message):
-    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "predicates", "predicate_cel", "since", "debounce_millis", "max_delay_millis", "owner", "wait_for_sync", "send_objects", "fields", "cluster")
+    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "index", "predicates", "predicate_cel", "since", "debounce_millis", "max_delay_millis", "owner", "wait_for_sync", "send_objects", "fields", "omit_labels", "cluster")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -436,6 +442,7 @@ class KeysSubscription(_message.Message):
     WAIT_FOR_SYNC_FIELD_NUMBER: _ClassVar[int]
     SEND_OBJECTS_FIELD_NUMBER: _ClassVar[int]
     FIELDS_FIELD_NUMBER: _ClassVar[int]
+    OMIT_LABELS_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
     resource: str
     namespace: str
@@ -451,8 +458,9 @@ class KeysSubscription(_message.Message):
     wait_for_sync: bool
     send_objects: bool
     fields: _containers.RepeatedScalarFieldContainer[str]
+    omit_labels: bool
     cluster: str
-    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., predicates: _Optional[_Iterable[_Union[Predicate, str]]] = ..., predicate_cel: _Optional[str] = ..., since: _Optional[_Union[ResumeToken, _Mapping]] = ..., debounce_millis: _Optional[int] = ..., max_delay_millis: _Optional[int] = ..., owner: _Optional[_Union[OwnerMapping, _Mapping]] = ..., wait_for_sync: bool = ..., send_objects: bool = ..., fields: _Optional[_Iterable[str]] = ..., cluster: _Optional[str] = ...) -> None: ...
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., index: _Optional[_Union[IndexLookup, _Mapping]] = ..., predicates: _Optional[_Iterable[_Union[Predicate, str]]] = ..., predicate_cel: _Optional[str] = ..., since: _Optional[_Union[ResumeToken, _Mapping]] = ..., debounce_millis: _Optional[int] = ..., max_delay_millis: _Optional[int] = ..., owner: _Optional[_Union[OwnerMapping, _Mapping]] = ..., wait_for_sync: bool = ..., send_objects: bool = ..., fields: _Optional[_Iterable[str]] = ..., omit_labels: bool = ..., cluster: _Optional[str] = ...) -> None: ...
 
 class OwnerMapping(_message.Message):
     __slots__ = ("kind", "api_version", "mode")
