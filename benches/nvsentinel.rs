@@ -121,6 +121,10 @@ struct Informerd {
     /// The most allocated bytes while the consumers start (until all are ready), then during
     /// the hold, sampled every 200 ms: where the peak over the steady memory is.
     start_peak_allocated_bytes: u64,
+    /// The most the key queues held while the consumers start (their own estimate, the
+    /// `informerd_watch_keys_queue_bytes` gauge): keys sent and not yet acknowledged are
+    /// entries until their ack.
+    start_peak_key_queue_bytes: u64,
     hold_peak_allocated_bytes: u64,
     /// VmRSS at the end of the hold, the consumers connected.
     steady_rss_bytes: u64,
@@ -195,7 +199,7 @@ async fn bench() -> anyhow::Result<()> {
         synced_rss as f64 / MIB
     );
 
-    let sampler = AllocatedSampler::start(api.clone());
+    let sampler = AllocatedSampler::start(api.clone(), metrics_port);
     let socket = sidecar.socket().to_path_buf();
     let mut running = Vec::new();
     for (role, extra) in consumers() {
@@ -205,11 +209,11 @@ async fn bench() -> anyhow::Result<()> {
     for c in &mut running {
         ready.push(c.wait_ready().await?);
     }
-    let start_peak_allocated = sampler.stop().await;
+    let start_peak = sampler.stop().await;
     eprintln!("nvsentinel: ten consumers ready; holding {:?}", s.hold);
-    let sampler = AllocatedSampler::start(api.clone());
+    let sampler = AllocatedSampler::start(api.clone(), metrics_port);
     let node_updates = churn(&kube, &s).await?;
-    let hold_peak_allocated = sampler.stop().await;
+    let hold_peak = sampler.stop().await;
     let steady_rss = status_bytes(pid, "VmRSS").unwrap_or(0);
     let peak_rss = status_bytes(pid, "VmHWM").unwrap_or(0);
     let allocated = api
@@ -252,8 +256,9 @@ async fn bench() -> anyhow::Result<()> {
             synced_peak_rss_bytes: synced_peak_rss,
             sync_peak_allocated_bytes: sync_allocated,
             synced_allocated_bytes: status.allocated_bytes,
-            start_peak_allocated_bytes: start_peak_allocated,
-            hold_peak_allocated_bytes: hold_peak_allocated,
+            start_peak_allocated_bytes: start_peak.allocated,
+            start_peak_key_queue_bytes: start_peak.key_queues,
+            hold_peak_allocated_bytes: hold_peak.allocated,
             steady_rss_bytes: steady_rss,
             peak_rss_bytes: peak_rss,
             allocated_bytes: allocated,
@@ -371,21 +376,32 @@ fn run(cmd: &mut std::process::Command) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Samples the sidecar's allocated bytes (Status) every 200 ms, keeping the most, until
-/// stopped.
+/// Samples the sidecar's allocated bytes (Status) and its key queues' estimated bytes
+/// (`informerd_watch_keys_queue_bytes`) every 200 ms, keeping the most of each, until stopped.
 struct AllocatedSampler {
     stop: tokio::sync::oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<u64>,
+    task: tokio::task::JoinHandle<Sampled>,
+}
+
+/// The most of each figure an [`AllocatedSampler`] saw.
+#[derive(Default, Clone, Copy)]
+struct Sampled {
+    allocated: u64,
+    key_queues: u64,
 }
 
 impl AllocatedSampler {
-    fn start(mut api: CacheClient<Channel>) -> AllocatedSampler {
+    fn start(mut api: CacheClient<Channel>, metrics_port: u16) -> AllocatedSampler {
         let (stop, mut stopped) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(async move {
-            let mut most = 0;
+            let mut most = Sampled::default();
             loop {
                 if let Ok(status) = api.status(StatusRequest::default()).await {
-                    most = most.max(status.into_inner().allocated_bytes);
+                    most.allocated = most.allocated.max(status.into_inner().allocated_bytes);
+                }
+                if let Ok(m) = scrape_metrics(metrics_port).await {
+                    let queues = m.sum("informerd_watch_keys_queue_bytes", &[]) as u64;
+                    most.key_queues = most.key_queues.max(queues);
                 }
                 tokio::select! {
                     _ = &mut stopped => return most,
@@ -396,10 +412,10 @@ impl AllocatedSampler {
         AllocatedSampler { stop, task }
     }
 
-    /// The most allocated bytes sampled.
-    async fn stop(self) -> u64 {
+    /// The most of each figure sampled.
+    async fn stop(self) -> Sampled {
         let _ = self.stop.send(());
-        self.task.await.unwrap_or(0)
+        self.task.await.unwrap_or_default()
     }
 }
 
@@ -580,8 +596,9 @@ fn markdown(r: &Report) -> String {
          sync's peak); steady: VmRSS at the end of the hold, the consumers connected; peak: \
          VmHWM over the run, the initial sync and the consumers' initial states included.\n\n\
          Allocated (jemalloc's count) during the sync: at most {} MiB (sampled every 200 ms), \
-         {} MiB once synced; while the consumers start: at most {} MiB; during the hold: at \
-         most {} MiB, {} MiB at its end.\n\n\
+         {} MiB once synced; while the consumers start: at most {} MiB (of which the key \
+         queues' entries, by their own estimate, at most {} MiB); during the hold: at most {} \
+         MiB, {} MiB at its end.\n\n\
          The pod key queues: {} resyncs, {} keys sent ({:.2} per pod). The sidecar's log: {} \
          lines at WARN or ERROR{}.\n\n",
         i.pods,
@@ -600,6 +617,7 @@ fn markdown(r: &Report) -> String {
         mib(i.sync_peak_allocated_bytes),
         mib(i.synced_allocated_bytes),
         mib(i.start_peak_allocated_bytes),
+        mib(i.start_peak_key_queue_bytes),
         mib(i.hold_peak_allocated_bytes),
         mib(i.allocated_bytes),
         i.key_resyncs,
