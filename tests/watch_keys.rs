@@ -523,12 +523,14 @@ async fn a_resync_of_an_empty_view_ends_at_once() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resync_that_outlives_the_change_log_sends_every_key_and_none_twice() -> anyhow::Result<()>
 {
-    // Decision: sizes from what the sidecar reads ahead of a consumer that does not read: two
-    // windows of keys and a page (`RESYNC_WINDOW`, `initial.rs`: 2,304), and the keys sent
-    // into a 1 KiB stream window, tonic's 32 KiB of encoded messages and the stream's 64-event
-    // buffer (under 700 keys of about 60 bytes). So of 3,500 pods, created in order 16 at a
-    // time, the last 300 are in pages not yet read, and 300 changes are past a log of 50.
-    const PODS: usize = 3_500;
+    // Decision: sizes from what the sidecar reads ahead of a consumer that does not read: a
+    // window of entries and up to a window and a page of keys waiting (`RESYNC_WINDOW`,
+    // `initial.rs`: 2,304), and the keys sent: those the 1 KiB stream window takes, two of
+    // tonic's 32 KiB chunks (one encoded, one waiting in HTTP/2 for the window) and the
+    // stream's 64-event buffer, under 1,200 keys of about 60 bytes. So of 4,500 pods, created
+    // in order 16 at a time, the last 300 are in pages not yet read, whatever the timing, and
+    // 300 changes are past a log of 50.
+    const PODS: usize = 4_500;
     const TOUCHED: usize = 300;
     let mut fx = Fixture::with_config("keys-outlive", drop_managed_fields(), |c| {
         c.change_log_max_events(50)
