@@ -304,25 +304,17 @@ impl Caller {
     async fn call(&mut self, kind: Kind, rng: &mut StdRng) -> Result<Received, String> {
         match kind {
             Kind::Empty => self.empty().await,
-            Kind::Get => {
-                self.get(rng.random_range(0..self.layout.pods()), false)
-                    .await
-            }
-            Kind::GetTyped => {
-                self.get(rng.random_range(0..self.layout.pods()), true)
-                    .await
+            Kind::Get | Kind::GetTyped => {
+                let i = rng.random_range(0..self.layout.pods());
+                self.get(i, kind == Kind::GetTyped).await
             }
             Kind::ListNode => {
                 self.list_node(rng.random_range(0..self.per_node.len()))
                     .await
             }
-            Kind::ListSelector => {
-                self.list_selector(rng.random_range(0..self.layout.apps()), false)
-                    .await
-            }
-            Kind::ListSelectorTyped => {
-                self.list_selector(rng.random_range(0..self.layout.apps()), true)
-                    .await
+            Kind::ListSelector | Kind::ListSelectorTyped => {
+                let a = rng.random_range(0..self.layout.apps());
+                self.list_selector(a, kind == Kind::ListSelectorTyped).await
             }
             Kind::ListNamespace => {
                 let k = rng.random_range(0..self.layout.namespaces.len());

@@ -93,7 +93,7 @@ impl Pages {
     /// The slots from `first` on that `source` has now, in slot order.
     fn read(shared: &Arc<Shared>, source: Source, first: u32) -> Pages {
         let st = shared.read();
-        let mut slots: Vec<u32> = match &source {
+        let slots: Vec<u32> = match &source {
             Source::Namespace(namespace) => match namespace_filter(&st.atoms, namespace.as_deref())
             {
                 Some(ns) => st
@@ -103,13 +103,16 @@ impl Pages {
                     .collect(),
                 None => Vec::new(),
             },
-            Source::Index(i, value) => st.indexes[*i]
-                .slots(value)
-                .filter(|&s| s >= first)
-                .collect(),
+            Source::Index(i, value) => {
+                let mut slots: Vec<u32> = st.indexes[*i]
+                    .slots(value)
+                    .filter(|&s| s >= first)
+                    .collect();
+                // An index keeps its slots in no particular order; `resume` needs slot order.
+                slots.sort_unstable();
+                slots
+            }
         };
-        // An index keeps its slots in no particular order; `resume` needs slot order.
-        slots.sort_unstable();
         let revision = st.revision;
         drop(st);
         Pages {
