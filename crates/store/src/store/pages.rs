@@ -9,7 +9,8 @@
 //! the steady one at 28,000 pods, heaptrack naming `Store::list` under the watchers' and the
 //! key queues' initial states; at 1.4 million pods, about 450 MB per snapshot).
 //!
-//! A [`Pages`] holds 4 bytes per object: the slots occupied at its revision R. A page is
+//! A [`Pages`] holds the set of slots occupied at its revision R, compressed (a roaring
+//! bitmap: a bit a slot where they are dense, two bytes a slot where they are sparse). A page is
 //! copied when it is read, under the read lock: an object whose slot still holds a state of
 //! revision ≤ R is that state; one changed or deleted since is the state that the change log's
 //! first entry after R for its slot replaced (a slot's first change after R is one of the
@@ -27,12 +28,23 @@
 //! may outlive the log's reach: [`Pages::resume`] reads the slots not yet read again at the
 //! store's newer revision (see its comment for why that loses nothing).
 //!
+//! Decision: the slots are a roaring bitmap, not a list of `u32`. A list was 4 bytes an
+//! object, 8 with the room its growth left: the four pages of 140,000 pods that two informers
+//! and two key queues of every pod hold while they start were 4.4 MB, the largest part of
+//! informerd's peak over its steady memory that grew with the cluster (the NVSentinel profile
+//! at 10,000 nodes, heaptrack, issue 32). A store reuses the slots it frees, so its slots are
+//! about as many as its objects and those of a whole resource are dense: about 24 KB for those
+//! 140,000 (8 KB for each 65,536 slots of which more than 4,096 are occupied); a namespace's,
+//! among others', are at most 2 bytes each.
+//!
 //! Decision: the objects come in slot order, not sorted by key as [`Store::list`]'s: an
 //! initial state is a set (a watch's client keys it, a queue dedups it), and sorting would
 //! need every key at once, which is what this avoids.
 
 use std::collections::HashSet;
 use std::sync::Arc;
+
+use roaring::RoaringBitmap;
 
 use super::codec;
 use super::log::LogEntry;
@@ -47,10 +59,14 @@ pub struct Pages {
     revision: u64,
     /// Which objects it reads.
     source: Source,
-    /// The slots occupied at `revision`, in slot order.
-    slots: Vec<u32>,
-    /// How many of `slots` have been read.
+    /// The slots occupied at `revision`.
+    slots: RoaringBitmap,
+    /// How many objects `slots` holds.
+    len: usize,
+    /// How many of `slots` have been read: those below `next`.
     read: usize,
+    /// The first slot not yet read (past the last read).
+    next: u32,
 }
 
 /// Which objects a [`Pages`] reads.
@@ -93,7 +109,8 @@ impl Pages {
     /// The slots from `first` on that `source` has now, in slot order.
     fn read(shared: &Arc<Shared>, source: Source, first: u32) -> Pages {
         let st = shared.read();
-        let slots: Vec<u32> = match &source {
+        // The bitmap orders the slots, whatever order they come in (an index keeps its own).
+        let slots: RoaringBitmap = match &source {
             Source::Namespace(namespace) => match namespace_filter(&st.atoms, namespace.as_deref())
             {
                 Some(ns) => st
@@ -101,17 +118,12 @@ impl Pages {
                     .occupied_slots(ns)
                     .filter(|&s| s >= first)
                     .collect(),
-                None => Vec::new(),
+                None => RoaringBitmap::new(),
             },
-            Source::Index(i, value) => {
-                let mut slots: Vec<u32> = st.indexes[*i]
-                    .slots(value)
-                    .filter(|&s| s >= first)
-                    .collect();
-                // An index keeps its slots in no particular order; `resume` needs slot order.
-                slots.sort_unstable();
-                slots
-            }
+            Source::Index(i, value) => st.indexes[*i]
+                .slots(value)
+                .filter(|&s| s >= first)
+                .collect(),
         };
         let revision = st.revision;
         drop(st);
@@ -119,8 +131,10 @@ impl Pages {
             shared: shared.clone(),
             revision,
             source,
+            len: slots.len() as usize,
             slots,
             read: 0,
+            next: first,
         }
     }
 
@@ -134,16 +148,12 @@ impl Pages {
     /// of sending every key once more; a watcher's initial state cannot (its client expects
     /// one revision) and ends instead.
     pub fn resume(&self) -> Pages {
-        let first = match self.read {
-            0 => 0,
-            read => self.slots[read - 1] + 1,
-        };
-        Pages::read(&self.shared, self.source.clone(), first)
+        Pages::read(&self.shared, self.source.clone(), self.next)
     }
 
     /// How many objects are still to be read.
     pub fn remaining(&self) -> usize {
-        self.slots.len() - self.read
+        self.len - self.read
     }
 
     /// The revision every object read from it is at.
@@ -153,26 +163,31 @@ impl Pages {
 
     /// How many objects it holds, read or not.
     pub fn len(&self) -> usize {
-        self.slots.len()
+        self.len
+    }
+
+    /// The bytes its set of slots holds (about; what it would take serialized).
+    #[cfg(test)]
+    pub(crate) fn slots_bytes(&self) -> usize {
+        self.slots.serialized_size()
     }
 
     /// Whether it holds no object.
     pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
+        self.len == 0
     }
 
     /// The next at most `max` objects (none once all have been read), each as it was at
     /// [`Pages::revision`]; [`StoreError::Expired`] when the change log no longer holds what
     /// some of them were then.
     pub fn next_page(&mut self, max: usize) -> Result<Vec<StoredObject>, StoreError> {
-        let end = self.slots.len().min(self.read.saturating_add(max.max(1)));
-        let page = &self.slots[self.read..end];
+        let page: Vec<u32> = self.slots.range(self.next..).take(max.max(1)).collect();
         let sh = &self.shared;
         let st = sh.read();
         let mut namespaces = Namespaces::default();
         let mut out = Vec::with_capacity(page.len());
         let mut changed = HashSet::new();
-        for &slot in page {
+        for &slot in &page {
             match st.slots.get(slot) {
                 Some(blob) if codec::parse_header(blob).revision <= self.revision => {
                     let blob = Blob::from(blob);
@@ -213,7 +228,10 @@ impl Pages {
             debug_assert!(changed.is_empty(), "every changed slot has a logged change");
         }
         drop(st);
-        self.read = end;
+        if let Some(&last) = page.last() {
+            self.read += page.len();
+            self.next = last + 1;
+        }
         Ok(out)
     }
 }
