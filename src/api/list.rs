@@ -71,6 +71,8 @@ pub async fn stream(
         chunk_size,
         remaining: if limit == 0 { usize::MAX } else { limit },
         chunk: Vec::new(),
+        json: Vec::new(),
+        ends: Vec::new(),
         bytes: 0,
         _permit: permit,
     };
@@ -94,6 +96,10 @@ struct Lister {
     /// rendered.
     remaining: usize,
     chunk: Vec<proto::Object>,
+    /// The JSON of the chunk's objects, one after the other (`Mask::render_stored_into`).
+    json: Vec<u8>,
+    /// Where each object's JSON ends in `json`.
+    ends: Vec<usize>,
     /// Encoded bytes of `chunk`.
     bytes: usize,
     /// Held while a large snapshot is listed.
@@ -113,8 +119,15 @@ impl Lister {
                 continue;
             }
             // Written straight from the store's encoding: a list never holds decoded objects.
-            let rendered = self.query.mask().render_stored(&stored);
-            self.bytes += rendered.encoded_len();
+            let start = self.json.len();
+            let rendered = self
+                .query
+                .mask()
+                .render_stored_into(&stored, &mut self.json);
+            let json = self.json.len() - start;
+            // The object's encoding with its JSON (field 7): the tag, the length, the bytes.
+            self.bytes += rendered.encoded_len() + 1 + prost::length_delimiter_len(json) + json;
+            self.ends.push(self.json.len());
             self.chunk.push(rendered);
             self.remaining -= 1;
             // Whichever limit comes first: gRPC clients refuse messages over 4 MiB by
@@ -130,17 +143,30 @@ impl Lister {
 
     /// The full chunk as a message, and a new chunk to fill.
     fn take_chunk(&mut self) -> proto::ListResponse {
-        self.bytes = 0;
         proto::ListResponse {
-            objects: std::mem::take(&mut self.chunk),
+            objects: self.objects(),
             ..Default::default()
         }
     }
 
     /// `last`, with the objects of the chunk.
     fn finish(&mut self, mut last: proto::ListResponse) -> proto::ListResponse {
-        last.objects = std::mem::take(&mut self.chunk);
+        last.objects = self.objects();
         last
+    }
+
+    /// The chunk's objects, each given its part of the chunk's JSON (one allocation for all);
+    /// the next chunk starts empty.
+    fn objects(&mut self) -> Vec<proto::Object> {
+        self.bytes = 0;
+        let json = bytes::Bytes::from(std::mem::take(&mut self.json));
+        let mut objects = std::mem::take(&mut self.chunk);
+        let mut start = 0;
+        for (object, end) in objects.iter_mut().zip(self.ends.drain(..)) {
+            object.json = json.slice(start..end);
+            start = end;
+        }
+        objects
     }
 
     /// The task of a List longer than a chunk: sends `first`, then the other chunks of the

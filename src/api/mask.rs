@@ -68,9 +68,25 @@ impl Mask {
     /// building the whole object as a `Value` to render it took most of a `List`'s time).
     pub fn render_stored(&self, stored: &StoredObject) -> proto::Object {
         let mut json = Vec::new();
+        let object = self.render_stored_into(stored, &mut json);
+        proto::Object {
+            json: Bytes::from(json),
+            ..object
+        }
+    }
+
+    /// [`Mask::render_stored`] with the JSON appended to `json` instead: the object's `json`
+    /// is left empty, for the caller to fill with its part of the buffer.
+    ///
+    /// Decision: a List renders its chunk's objects into one buffer, which it cuts into their
+    /// `json` once the chunk is full (`api/list.rs`). A buffer per object grew from nothing by
+    /// doubling, a dozen reallocations and copies for a 2 KB pod; jemalloc's `rallocx` alone
+    /// was 4% of the sidecar's time on Lists by label selector, beside the copies (perf, 8
+    /// callers, issue 34).
+    pub fn render_stored_into(&self, stored: &StoredObject, json: &mut Vec<u8>) -> proto::Object {
         match &self.fields {
-            Some(t) => t.write_json(stored, &mut json),
-            None => stored.write_json(&mut json),
+            Some(t) => t.write_json(stored, json),
+            None => stored.write_json(json),
         }
         let key = stored.key();
         let uid = match stored.decode_at(&["metadata", "uid"]) {
@@ -97,7 +113,7 @@ impl Mask {
             resource_version: stored.resource_version().to_string(),
             labels,
             revision: stored.revision(),
-            json: Bytes::from(json),
+            json: Bytes::new(),
         }
     }
 
