@@ -61,8 +61,6 @@ pub struct Pages {
     source: Source,
     /// The slots occupied at `revision`.
     slots: RoaringBitmap,
-    /// How many objects `slots` holds.
-    len: usize,
     /// How many of `slots` have been read: those below `next`.
     read: usize,
     /// The first slot not yet read (past the last read).
@@ -131,7 +129,6 @@ impl Pages {
             shared: shared.clone(),
             revision,
             source,
-            len: slots.len() as usize,
             slots,
             read: 0,
             next: first,
@@ -153,7 +150,7 @@ impl Pages {
 
     /// How many objects are still to be read.
     pub fn remaining(&self) -> usize {
-        self.len - self.read
+        self.len() - self.read
     }
 
     /// The revision every object read from it is at.
@@ -163,7 +160,8 @@ impl Pages {
 
     /// How many objects it holds, read or not.
     pub fn len(&self) -> usize {
-        self.len
+        // A bitmap counts its values per container of 65,536 slots: a few additions.
+        self.slots.len() as usize
     }
 
     /// The bytes its set of slots holds (about; what it would take serialized).
@@ -174,7 +172,7 @@ impl Pages {
 
     /// Whether it holds no object.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.slots.is_empty()
     }
 
     /// The next at most `max` objects (none once all have been read), each as it was at
