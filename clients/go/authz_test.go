@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	informerd "informerd.io/clients/go"
 	"informerd.io/clients/go/internal/testenv"
@@ -69,6 +72,74 @@ func TestAuthzTokenFileReadsOnlyWhatRBACAllows(t *testing.T) {
 	anonymous := testenv.DialTarget(t, "unix://"+s.Socket)
 	_, _, err = sidecarPods(ctx, anonymous, "pods", informerd.InNamespace(a))
 	checkAuthzErr(t, "a List of namespace A without a token", err, codes.Unauthenticated, informerd.ReasonUnauthenticated, informerd.ErrUnauthenticated)
+}
+
+// TestAuthzInformerServesOnceRBACAllows: an Informer whose ServiceAccount may not read the
+// namespace it follows keeps asking (each PERMISSION_DENIED/Forbidden given to OnError as a
+// "resume", Run still running), and holds exactly the apiserver's pods of that namespace once a
+// RoleBinding grants the read: RBAC applied with the workload that needs it, and seen late,
+// does not leave a pod's Informer empty for the rest of its life.
+func TestAuthzInformerServesOnceRBACAllows(t *testing.T) {
+	e := setup(t)
+	a, b := e.Namespace(t, "authz-inf-a"), e.Namespace(t, "authz-inf-b")
+	for i := range 2 {
+		e.createPod(t, b, fmt.Sprintf("p%d", i), nil)
+	}
+	tokenFile := e.PodReaderToken(t, a, "reader")
+	s := e.NewSidecar(t, func(sock string) string {
+		return podsConfig(sock, []string{a, b}, "  authorization:\n    mode: kubernetes\n    deniedTTL: 1s\n")
+	})
+	s.Start()
+	reader, err := informerd.Dial("unix://"+s.Socket, informerd.WithTokenFile(tokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reader.Close() })
+
+	rec := newRecorder()
+	inf := informerd.NewInformer[corev1.Pod](reader, "pods", rec.handler(), informerd.InNamespace(b))
+	refused := make(chan string, 1)
+	inf.OnError = func(err error, decision string) {
+		if informerd.Reason(err) == informerd.ReasonForbidden {
+			select {
+			case refused <- decision:
+			default:
+			}
+		}
+	}
+	alive := runInformer(t, inf)
+	if decision := <-refused; decision != "resume" {
+		t.Fatalf("a Forbidden watch: the Informer decided %q, want it to ask again (\"resume\")", decision)
+	}
+
+	ctx := context.Background()
+	if _, err := e.Kube.RbacV1().Roles(b).Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "reader"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Kube.RbacV1().RoleBindings(b).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "reader", Namespace: a}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := e.apiserverPods(t, "", b)
+	eventually(t, syncTimeout, "the Informer holds namespace B's pods once the RoleBinding is seen", func() string {
+		if err := alive(); err != nil {
+			return err.Error()
+		}
+		if !inf.HasSynced() {
+			return fmt.Sprintf("HasSynced() = false; stats %+v", inf.Stats())
+		}
+		return diff("the apiserver", want, "the Informer's handler", rec.snapshot())
+	})
+	if len(want) != 2 {
+		t.Errorf("the apiserver has %d pods in %s, want the 2 created there", len(want), b)
+	}
+	rec.check(t)
 }
 
 // checkAuthzErr fails unless err is an *informerd.Error with the code and reason, matching the

@@ -41,7 +41,9 @@ class Informer(InformerCore):
     delta resume (`held`: the hashes of the keys and resourceVersions it has): the sidecar
     sends only the objects that changed and names the ones that are gone, and the handlers
     get the same adds, updates and deletes as from a full list. A sidecar that refuses or
-    ignores `held` (older than the delta resume) gets a full list from then on.
+    ignores `held` (older than the delta resume) gets a full list from then on. A refused
+    token or read (UNAUTHENTICATED, PERMISSION_DENIED) is asked again after the backoff, as
+    client-go's reflector does: it serves once the grant is seen.
 
     Handlers run on the thread of run(); an exception in a handler ends run() with it.
     `predicates` and `predicate_cel` filter updates as the Watch does; after a relist, an

@@ -266,6 +266,15 @@ class InformerCore:
             log.info("informer %s: %s; listing again", self.resource, err)
             self._token = None
             return Outcome.RELIST
+        # Decision: a refused token or read is asked again after the backoff, as client-go's
+        # reflector retries a forbidden list, and not raised: RBAC is applied with the workload
+        # that needs it, and the apiserver's authorizer, then the sidecar's cache of denials
+        # (30 s by default), may refuse a pod's first calls. An informer that stopped then
+        # would hold nothing for the rest of the pod's life; this one serves once the grant is
+        # seen, and one never granted keeps logging why.
+        if err.code in (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED):
+            log.warning("informer %s: %s; asking again", self.resource, err)
+            return Outcome.RESUME
         if not err.can_resume:
             raise err
         log.info("informer %s: %s; resuming", self.resource, err)

@@ -10,7 +10,7 @@ from pathlib import Path
 import grpc
 import pytest
 from conftest import Sidecar
-from helpers import api_pods, cache_pods, new_api_client, pod
+from helpers import api_pods, cache_pods, new_api_client, pod, wait_until
 from kubernetes import client as k8s
 
 from informerd import Client, InformerdError, Reason
@@ -113,6 +113,49 @@ def test_token_file_reads_only_what_rbac_allows(
             Reason.UNAUTHENTICATED,
             "a list of namespace A without a token",
         )
+
+
+def test_informer_serves_once_rbac_allows(
+    namespaces, core: k8s.CoreV1Api, kubeconfig: str, sidecar, api, tmp_path: Path
+) -> None:
+    """An Informer whose ServiceAccount may not read the namespace it follows keeps asking
+    (each PERMISSION_DENIED/Forbidden counted, nothing raised) and holds exactly the
+    apiserver's pods of that namespace once a RoleBinding grants the read: RBAC applied with
+    the workload that needs it, and seen late, does not leave a pod's informer empty."""
+    a, b = namespaces.create("a"), namespaces.create("b")
+    for i in range(2):
+        core.create_namespaced_pod(b, pod(f"p{i}"))
+    token_file = pod_reader_token(kubeconfig, a, "reader", tmp_path)
+    sc = sidecar([a, b], server_yaml=AUTHORIZATION, wait=False)
+
+    with api.Client(sc.address, timeout=30, token_file=token_file) as reader:
+        informer = api.Informer(reader, "pods", namespace=b, backoff_max=0.5)
+        informer.start()
+        try:
+            wait_until(lambda: informer.error_counts["Forbidden"] >= 1, "a Forbidden watch")
+            assert informer.error is None, informer.error
+            rbac = k8s.RbacAuthorizationV1Api(new_api_client(kubeconfig))
+            rbac.create_namespaced_role(
+                b,
+                {
+                    "metadata": {"name": "reader"},
+                    "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}],
+                },
+            )
+            rbac.create_namespaced_role_binding(
+                b,
+                {
+                    "metadata": {"name": "reader"},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+                    "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": a}],
+                },
+            )
+            want = api_pods(core, [b])
+            wait_until(lambda: informer.known() == want, "the informer to hold namespace B's pods")
+        finally:
+            informer.stop(10)
+        assert informer.error is None, informer.error
+        assert len(want) == 2, want
 
 
 def test_reason_constants_cover_the_proto() -> None:
