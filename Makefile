@@ -227,7 +227,9 @@ test-node: control-plane node-bins node-images $(BIN)/kubectl $(BIN)/helm
 	trap '$(BIN)/node down --dir $(NODE_TEST_CLUSTER_DIR)/nodes; $(BIN)/cluster down --dir $(NODE_TEST_CLUSTER_DIR)' EXIT; \
 	$(BIN)/cluster up --dir $(NODE_TEST_CLUSTER_DIR) --bin $(BIN); \
 	$(BIN)/node up --cluster-dir $(NODE_TEST_CLUSTER_DIR) --bin $(BIN) --nodes 2 $(addprefix --image ,$(NODE_IMAGE_TARS)); \
-	(cd tools && INFORMERD_NODE_CLUSTER=$(abspath $(NODE_TEST_CLUSTER_DIR)) go test -count=1 -v ./cmd/node)
+	(cd tools && INFORMERD_NODE_CLUSTER=$(abspath $(NODE_TEST_CLUSTER_DIR)) go test -count=1 -v ./cmd/node) 2>&1 \
+	  | tee .cache/node-go-test.log || { echo "real nodes: what the failed tests printed"; \
+	  awk -f tools/ci/go-test-failures.awk .cache/node-go-test.log; exit 1; }
 
 PODS       ?= 1000
 NAMESPACES ?= 10
@@ -302,7 +304,8 @@ test: tools $(BIN)/grpcurl $(BIN)/kubectl $(BIN)/helm $(BIN)/staticcheck $(BIN)/
 	export INFORMERD_BIN=$(abspath $(CARGO_TARGET))/debug/informerd \
 	  INFORMERD_KUBECONFIG=$(abspath $(TEST_CLUSTER_DIR))/kubeconfig \
 	  INFORMERD_SEED_BIN=$(abspath $(BIN))/seed; \
-	(cd clients/go && go vet ./... && $(abspath $(BIN))/staticcheck ./... ./crcache/... && go test -count=1 -v ./... && cd crcache && go vet ./... && go test -count=1 -v ./...) 2>&1 | tee .cache/go-client-test.log; \
+	(cd clients/go && go vet ./... && $(abspath $(BIN))/staticcheck ./... ./crcache/... && go test -count=1 -v ./... && cd crcache && go vet ./... && go test -count=1 -v ./...) 2>&1 | tee .cache/go-client-test.log \
+	  || { echo "go client: what the failed tests printed"; awk -f tools/ci/go-test-failures.awk .cache/go-client-test.log; exit 1; }; \
 	$(MAKE) --no-print-directory crcache-suite 2>&1 | tee .cache/crcache-suite-test.log; \
 	$(MAKE) --no-print-directory nvsentinel-short; \
 	clients/python/run-tests.sh -v 2>&1 | tee .cache/python-client-test.log; \
