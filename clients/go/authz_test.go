@@ -32,21 +32,11 @@ func TestAuthzTokenFileReadsOnlyWhatRBACAllows(t *testing.T) {
 			e.createPod(t, ns, fmt.Sprintf("p%d", i), nil)
 		}
 	}
-	tokenFile := e.PodReaderToken(t, a, "reader-a")
-
-	// deniedTTL 1s: a denial given before RBAC's caches saw the new RoleBinding must not stick.
-	s := e.NewSidecar(t, func(sock string) string {
-		return podsConfig(sock, []string{a, b}, "  authorization:\n    mode: kubernetes\n    deniedTTL: 1s\n")
-	})
-	s.Start()
-	reader, err := informerd.Dial("unix://"+s.Socket, informerd.WithTokenFile(tokenFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = reader.Close() })
+	socket, reader := e.authzSidecar(t, []string{a, b}, e.PodReaderToken(t, a, "reader-a"))
 
 	// Until the sidecar has synced and the apiserver's RBAC serves the new binding.
 	var got map[string]string
+	var err error
 	eventually(t, syncTimeout, "the reader lists namespace A", func() string {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -69,7 +59,7 @@ func TestAuthzTokenFileReadsOnlyWhatRBACAllows(t *testing.T) {
 	_, _, err = sidecarPods(ctx, reader, "pods")
 	checkAuthzErr(t, "the reader's List of all namespaces", err, codes.PermissionDenied, informerd.ReasonForbidden, informerd.ErrForbidden)
 
-	anonymous := testenv.DialTarget(t, "unix://"+s.Socket)
+	anonymous := testenv.DialTarget(t, "unix://"+socket)
 	_, _, err = sidecarPods(ctx, anonymous, "pods", informerd.InNamespace(a))
 	checkAuthzErr(t, "a List of namespace A without a token", err, codes.Unauthenticated, informerd.ReasonUnauthenticated, informerd.ErrUnauthenticated)
 }
@@ -85,16 +75,7 @@ func TestAuthzInformerServesOnceRBACAllows(t *testing.T) {
 	for i := range 2 {
 		e.createPod(t, b, fmt.Sprintf("p%d", i), nil)
 	}
-	tokenFile := e.PodReaderToken(t, a, "reader")
-	s := e.NewSidecar(t, func(sock string) string {
-		return podsConfig(sock, []string{a, b}, "  authorization:\n    mode: kubernetes\n    deniedTTL: 1s\n")
-	})
-	s.Start()
-	reader, err := informerd.Dial("unix://"+s.Socket, informerd.WithTokenFile(tokenFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = reader.Close() })
+	_, reader := e.authzSidecar(t, []string{a, b}, e.PodReaderToken(t, a, "reader"))
 
 	rec := newRecorder()
 	inf := informerd.NewInformer[corev1.Pod](reader, "pods", rec.handler(), informerd.InNamespace(b))
@@ -140,6 +121,23 @@ func TestAuthzInformerServesOnceRBACAllows(t *testing.T) {
 		t.Errorf("the apiserver has %d pods in %s, want the 2 created there", len(want), b)
 	}
 	rec.check(t)
+}
+
+// authzSidecar starts a sidecar caching the pods of namespaces with per-client authorization,
+// and returns its socket and a client that sends the token of tokenFile. deniedTTL is 1s: a
+// denial given before RBAC's caches saw a new RoleBinding must not stick.
+func (e *env) authzSidecar(t *testing.T, namespaces []string, tokenFile string) (string, *informerd.Client) {
+	t.Helper()
+	s := e.NewSidecar(t, func(sock string) string {
+		return podsConfig(sock, namespaces, "  authorization:\n    mode: kubernetes\n    deniedTTL: 1s\n")
+	})
+	s.Start()
+	reader, err := informerd.Dial("unix://"+s.Socket, informerd.WithTokenFile(tokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reader.Close() })
+	return s.Socket, reader
 }
 
 // checkAuthzErr fails unless err is an *informerd.Error with the code and reason, matching the
