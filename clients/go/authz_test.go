@@ -89,8 +89,13 @@ func TestAuthzInformerServesOnceRBACAllows(t *testing.T) {
 		}
 	}
 	alive := runInformer(t, inf)
-	if decision := <-refused; decision != "resume" {
-		t.Fatalf("a Forbidden watch: the Informer decided %q, want it to ask again (\"resume\")", decision)
+	select {
+	case decision := <-refused:
+		if decision != "resume" {
+			t.Fatalf("a Forbidden watch: the Informer decided %q, want it to ask again (\"resume\")", decision)
+		}
+	case <-time.After(syncTimeout): // only so as not to hang
+		t.Fatalf("no Forbidden watch after %s; the Informer's stats: %+v", syncTimeout, inf.Stats())
 	}
 
 	ctx := context.Background()
