@@ -16,7 +16,8 @@
 //!   writes/s for 10 s);
 //! - `SERVING_CALLS`: the kinds of call measured, comma-separated (default all: `get`,
 //!   `get_typed`, `list_node_index`, `list_label_selector`, `list_label_selector_typed`,
-//!   `list_namespace_masked`; the empty call always), to profile the sidecar on one kind. The
+//!   `list_label_selector_none`, `list_namespace_masked`; the empty call always), to profile
+//!   the sidecar on one kind. The
 //!   `_typed` calls are made as the typed clients make them, with `omit_labels` (they decode
 //!   the JSON alone).
 //!
@@ -48,6 +49,8 @@
 //! - `List` of a random node's pods by the index `node`, all namespaces (`PODS_PER_NODE`);
 //! - `List` of a random app's pods by its label selector (`app.kubernetes.io/instance=svc-N`,
 //!   5 pods of a namespace of up to 5,000), whole objects: the label index's lookup;
+//! - `List` by a value of that label no pod has (`omit_labels`): the List call itself, one
+//!   message without objects, beside the empty call;
 //! - `List` of a random whole namespace with the field mask `fields: [status.phase]`.
 //!
 //! Each kind runs `SERVING_SECONDS` in total at each concurrency, in `SLICES` slices that
@@ -216,17 +219,21 @@ enum Kind {
     ListSelector,
     /// A `List` by selector as the typed clients make it (`omit_labels`).
     ListSelectorTyped,
+    /// A `List` by a selector no pod matches, as the typed clients make it: what the List
+    /// call itself costs beside an empty call, without objects.
+    ListSelectorNone,
     ListNamespace,
 }
 
 impl Kind {
-    const ALL: [Kind; 7] = [
+    const ALL: [Kind; 8] = [
         Kind::Empty,
         Kind::Get,
         Kind::GetTyped,
         Kind::ListNode,
         Kind::ListSelector,
         Kind::ListSelectorTyped,
+        Kind::ListSelectorNone,
         Kind::ListNamespace,
     ];
 
@@ -259,6 +266,7 @@ impl Kind {
             Kind::ListNode => "list_node_index",
             Kind::ListSelector => "list_label_selector",
             Kind::ListSelectorTyped => "list_label_selector_typed",
+            Kind::ListSelectorNone => "list_label_selector_none",
             Kind::ListNamespace => "list_namespace_masked",
         }
     }
@@ -273,6 +281,7 @@ impl Kind {
             Kind::ListSelectorTyped => {
                 "`List` one app's pods, as the typed clients (`omit_labels`)"
             }
+            Kind::ListSelectorNone => "`List` by a selector no pod matches (`omit_labels`)",
             Kind::ListNamespace => "`List` a namespace, `fields: [status.phase]`",
         }
     }
@@ -281,9 +290,11 @@ impl Kind {
         match self {
             Kind::Empty => "grpc.health.v1.Health/Check",
             Kind::Get | Kind::GetTyped => "informerd.v1.Cache/Get",
-            Kind::ListNode | Kind::ListSelector | Kind::ListSelectorTyped | Kind::ListNamespace => {
-                "informerd.v1.Cache/List"
-            }
+            Kind::ListNode
+            | Kind::ListSelector
+            | Kind::ListSelectorTyped
+            | Kind::ListSelectorNone
+            | Kind::ListNamespace => "informerd.v1.Cache/List",
         }
     }
 }
@@ -316,6 +327,7 @@ impl Caller {
                 let a = rng.random_range(0..self.layout.apps());
                 self.list_selector(a, kind == Kind::ListSelectorTyped).await
             }
+            Kind::ListSelectorNone => self.list_none().await,
             Kind::ListNamespace => {
                 let k = rng.random_range(0..self.layout.namespaces.len());
                 self.list_namespace(k).await
@@ -408,6 +420,28 @@ impl Caller {
             return Err(format!(
                 "List of {ns} by {selector} returned {} pods, {} of another app, not {count}",
                 got.objects, got.others
+            ));
+        }
+        Ok(got)
+    }
+
+    /// `List` of the first app's namespace by a value of the app label no pod has
+    /// (`omit_labels`): the label index finds nothing, and the one message says so.
+    async fn list_none(&mut self) -> Result<Received, String> {
+        let layout = self.layout.clone();
+        let (ns, _, _) = layout.app(0);
+        let req = ListRequest {
+            resource: RESOURCE.into(),
+            namespace: ns.to_string(),
+            label_selector: format!("{APP_LABEL}=none"),
+            omit_labels: true,
+            ..Default::default()
+        };
+        let got = self.list(req, |_| false).await?;
+        if got.objects != 0 {
+            return Err(format!(
+                "List of {ns} by {APP_LABEL}=none returned {} pods, not 0",
+                got.objects
             ));
         }
         Ok(got)
