@@ -7,17 +7,19 @@
 #
 #   awk -f tools/ci/go-test-failures.awk LOG
 #
-# Lines are attributed to the test `go test -v` last named (`=== RUN`, `=== CONT`, `=== NAME`);
-# a package's own lines (panics, build errors) to the package's line that follows them.
+# Lines are attributed to the test `go test -v` last named (`=== RUN`, `=== CONT`, `=== NAME`).
+# What comes after a test's result and before its package's `FAIL` line (a panic's trace, a
+# build error) is printed under that `FAIL` line.
 /^=== (RUN|CONT|NAME|PAUSE) / { current = $3; next }
 /^[ \t]*--- FAIL: / {
   failed++
   printf "--- FAIL: %s %s\n%s", $3, $4, lines[$3]
+  lines[$3] = ""
   next
 }
-/^[ \t]*--- (PASS|SKIP): / { next }
+/^[ \t]*--- (PASS|SKIP): / { lines[$3] = ""; next }
 /^(FAIL|ok)[ \t]/ {
-  if ($1 == "FAIL" && current == "") { printf "%s\n%s", $0, lines[""] }
+  if ($1 == "FAIL" && lines[current] != "") { failed++; printf "%s\n%s", $0, lines[current] }
   current = ""
   delete lines
   next
