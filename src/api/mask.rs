@@ -8,7 +8,7 @@ use tonic::Status;
 
 use super::reason::invalid;
 use crate::proto;
-use crate::store::StoredObject;
+use crate::store::{JsonBatch, StoredObject};
 use crate::transform::Transform;
 
 /// The fields a client asked for, and whether it wants the proto object's `labels` map.
@@ -67,10 +67,10 @@ impl Mask {
     /// store's key and the object's `metadata.uid` and `labels`, each decoded alone (issue 34:
     /// building the whole object as a `Value` to render it took most of a `List`'s time).
     pub fn render_stored(&self, stored: &StoredObject) -> proto::Object {
-        let mut json = Vec::new();
+        let mut json = JsonBatch::new();
         let object = self.render_stored_into(stored, &mut json);
         proto::Object {
-            json: Bytes::from(json),
+            json: Bytes::from(json.take()),
             ..object
         }
     }
@@ -82,11 +82,12 @@ impl Mask {
     /// `json` once the chunk is full (`api/list.rs`). A buffer per object grew from nothing by
     /// doubling, a dozen reallocations and copies for a 2 KB pod; jemalloc's `rallocx` alone
     /// was 4% of the sidecar's time on Lists by label selector, beside the copies (perf, 8
-    /// callers, issue 34).
-    pub fn render_stored_into(&self, stored: &StoredObject, json: &mut Vec<u8>) -> proto::Object {
+    /// callers, issue 34). The buffer is a [`JsonBatch`], which writes the constants the
+    /// objects share (an app's pods their annotations) once and copies them after that.
+    pub fn render_stored_into(&self, stored: &StoredObject, json: &mut JsonBatch) -> proto::Object {
         match &self.fields {
-            Some(t) => t.write_json(stored, json),
-            None => stored.write_json(json),
+            Some(t) => json.write_with(|out| t.write_json(stored, out)),
+            None => json.write(stored),
         }
         let key = stored.key();
         let uid = match stored.decode_at(&["metadata", "uid"]) {

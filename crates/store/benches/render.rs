@@ -11,49 +11,117 @@
 //! comparing their minimums and medians: that is how a faster escape of strings and UUIDs
 //! written without a `String` were found to change nothing measurable (issue 34), and left out.
 //!
+//! Then the same pods as a List's chunk holds them: five copies of each pod under names of
+//! their own (the pods of one app, which share their labels and annotations), written one
+//! after the other into one buffer, each alone and through a `JsonBatch` (which copies the
+//! constants the pods share from the first one's text).
+//!
 //! Run: `cargo bench -p informerd-store --features test-fixtures --bench render`
 //! (`RENDER_ROUNDS`, default 2000: how many times every pod is rendered).
 
 use std::time::Instant;
 
-use informerd_store::store::{StoreOptions, Writer};
+use informerd_store::store::{JsonBatch, StoreOptions, StoredObject, Writer};
+use serde_json::Value;
+
+/// Pods per app in the batched figures: a List by an app's label selector.
+const APP_PODS: usize = 5;
 
 fn main() {
     let rounds: usize = std::env::var("RENDER_ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(2000);
-    let store = Writer::new(StoreOptions::default());
-    for (i, mut pod) in informerd_store::fixtures::all_pods()
-        .into_iter()
-        .enumerate()
-    {
-        let meta = pod["metadata"].as_object_mut().expect("a pod has metadata");
-        meta.remove("managedFields");
-        // Names of their own: the fixtures come from several clusters, some with the same names.
-        meta.insert("name".into(), format!("pod-{i}").into());
-        store.apply(pod).expect("a fixture pod is stored");
-    }
-    let (_, pods) = store.list(None);
-    let mut bytes = 0;
-    let started = Instant::now();
-    for _ in 0..rounds {
+    let pods = stored(1);
+    let (renders, bytes, seconds) = timed(rounds, pods.len(), || {
+        let mut bytes = 0;
         for pod in &pods {
             // A buffer per object, as a Get and a watch event have.
             let mut out = Vec::new();
             pod.write_json(&mut out);
             bytes += out.len();
         }
-    }
-    let elapsed = started.elapsed();
-    let renders = (pods.len() * rounds) as f64;
+        bytes
+    });
     println!(
-        "render: {} fixture pods, {} renders: {:.1} µs per pod, {:.0} bytes of JSON per pod, \
-         {:.0} MB/s",
+        "render: {} fixture pods, {renders} renders: {:.1} µs per pod, {:.0} bytes of JSON per \
+         pod, {:.0} MB/s",
         pods.len(),
-        renders,
-        elapsed.as_secs_f64() * 1e6 / renders,
-        bytes as f64 / renders,
-        bytes as f64 / elapsed.as_secs_f64() / 1e6,
+        seconds * 1e6 / renders as f64,
+        bytes as f64 / renders as f64,
+        bytes as f64 / seconds / 1e6,
     );
+    let apps = stored(APP_PODS);
+    for batched in [false, true] {
+        let (renders, bytes, seconds) = timed(rounds, apps.len(), || {
+            let mut bytes = 0;
+            for app in apps.chunks(APP_PODS) {
+                let mut batch = JsonBatch::new();
+                for pod in app {
+                    if batched {
+                        batch.write(pod);
+                    } else {
+                        batch.write_with(|out| pod.write_json(out));
+                    }
+                }
+                bytes += batch.take().len();
+            }
+            bytes
+        });
+        println!(
+            "render: {APP_PODS} pods of an app in one buffer, {}: {:.1} µs per pod, {:.0} bytes \
+             of JSON per pod",
+            if batched {
+                "through a JsonBatch"
+            } else {
+                "each alone"
+            },
+            seconds * 1e6 / renders as f64,
+            bytes as f64 / renders as f64,
+        );
+    }
+}
+
+/// The fixture pods (managedFields dropped, as the controller profile does), `copies` of each
+/// under names of their own, the copies of a pod next to each other.
+fn stored(copies: usize) -> Vec<StoredObject> {
+    let store = Writer::new(StoreOptions::default());
+    let mut names = Vec::new();
+    for (i, mut pod) in informerd_store::fixtures::all_pods()
+        .into_iter()
+        .enumerate()
+    {
+        let meta = pod["metadata"].as_object_mut().expect("a pod has metadata");
+        meta.remove("managedFields");
+        for k in 0..copies {
+            // Names of their own: the fixtures come from several clusters, some with the same
+            // names.
+            let mut copy = pod.clone();
+            let name = format!("pod-{i}-{k}");
+            copy["metadata"]["name"] = Value::String(name.clone());
+            names.push((copy["metadata"]["namespace"].clone(), name));
+            store.apply(copy).expect("a fixture pod is stored");
+        }
+    }
+    let (_, pods) = store.list(None);
+    names
+        .iter()
+        .map(|(ns, name)| {
+            pods.iter()
+                .find(|p| p.key().name() == name && p.key().namespace() == ns.as_str())
+                .expect("every pod is listed")
+                .clone()
+        })
+        .collect()
+}
+
+/// `rounds` times `render`, which renders `objects` and returns the bytes it wrote:
+/// the renders, the bytes and the seconds.
+fn timed(rounds: usize, objects: usize, mut render: impl FnMut() -> usize) -> (usize, usize, f64) {
+    let mut bytes = 0;
+    let started = Instant::now();
+    for _ in 0..rounds {
+        bytes += render();
+    }
+    (rounds * objects, bytes, started.elapsed().as_secs_f64())
 }

@@ -23,6 +23,7 @@
 
 mod arena;
 mod atoms;
+mod batch;
 mod breakdown;
 mod codec;
 mod ids;
@@ -50,6 +51,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+pub use batch::JsonBatch;
 pub use breakdown::{AtomBreakdown, AtomKindStats};
 pub(crate) use codec::Selection;
 pub use object::{Change, ChangeKind, ObjectKey, StoredObject};

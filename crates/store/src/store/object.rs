@@ -213,11 +213,27 @@ impl StoredObject {
         drop: Option<&S>,
         out: &mut Vec<u8>,
     ) {
+        self.write_json_with(keep, drop, out, None);
+    }
+
+    /// [`StoredObject::write_json`] into a buffer that holds other objects of the same store,
+    /// copying the shared constants `written` says it holds already (`JsonBatch`).
+    pub(crate) fn write_json_batched(&self, out: &mut Vec<u8>, written: &mut codec::Written) {
+        self.write_json_with::<codec::Whole>(None, None, out, Some(written));
+    }
+
+    fn write_json_with<S: codec::Selection>(
+        &self,
+        keep: Option<&S>,
+        drop: Option<&S>,
+        out: &mut Vec<u8>,
+        written: Option<&mut codec::Written>,
+    ) {
         let h = &self.0;
         let st = h.shared.read();
         let header = codec::parse_header(&h.blob);
         let body = &h.blob[header.body_start..];
-        codec::write_json(&st.atoms, body, &self.identity(), keep, drop, out);
+        codec::write_json(&st.atoms, body, &self.identity(), keep, drop, out, written);
     }
 
     /// The value at `path` (object keys), decoded alone: the rest of the object is skipped,

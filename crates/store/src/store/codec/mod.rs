@@ -48,7 +48,7 @@ mod varint;
 pub(crate) use decode::{decode_blob, decode_body};
 pub(crate) use encode::{encode_body, encode_body_sized};
 pub(crate) use header::{encode_header, parse_header, Name};
-pub(crate) use json::{write_json, Selection, Whole};
+pub(crate) use json::{write_json, Selection, Whole, Written};
 pub(crate) use path::decode_path;
 pub(crate) use refs::{exclusive_bytes, release_blob, release_body, retain_blob};
 pub(crate) use varint::{get_varint, put_varint};

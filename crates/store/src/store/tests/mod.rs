@@ -2,6 +2,7 @@
 //! exercise most; the fixtures and helpers they share are here.
 
 mod atoms;
+mod batch;
 mod codec;
 mod index;
 mod log;
