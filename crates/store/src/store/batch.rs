@@ -11,6 +11,9 @@ use super::codec::Written;
 use super::StoredObject;
 
 /// A buffer of JSON text that objects are appended to.
+///
+/// The objects of one batch must come from one store, as a List's candidates do: the places
+/// remembered are keyed by that store's atom ids.
 #[derive(Default)]
 pub struct JsonBatch {
     out: Vec<u8>,
