@@ -67,11 +67,14 @@ impl Mask {
     /// store's key and the object's `metadata.uid` and `labels`, each decoded alone (issue 34:
     /// building the whole object as a `Value` to render it took most of a `List`'s time).
     pub fn render_stored(&self, stored: &StoredObject) -> proto::Object {
-        let mut json = JsonBatch::new();
-        let object = self.render_stored_into(stored, &mut json);
+        let mut json = Vec::new();
+        match &self.fields {
+            Some(t) => t.write_json(stored, &mut json),
+            None => stored.write_json(&mut json),
+        }
         proto::Object {
-            json: Bytes::from(json.take()),
-            ..object
+            json: Bytes::from(json),
+            ..self.stored_identity(stored)
         }
     }
 
@@ -89,6 +92,12 @@ impl Mask {
             Some(t) => json.write_with(|out| t.write_json(stored, out)),
             None => json.write(stored),
         }
+        self.stored_identity(stored)
+    }
+
+    /// The proto object of a stored object without its JSON: its identity from the store's
+    /// key and the object's `metadata.uid` and `labels`, each decoded alone.
+    fn stored_identity(&self, stored: &StoredObject) -> proto::Object {
         let key = stored.key();
         let uid = match stored.decode_at(&["metadata", "uid"]) {
             Some(Value::String(uid)) => uid,

@@ -21,7 +21,7 @@
 
 use std::time::Instant;
 
-use informerd_store::store::{JsonBatch, StoreOptions, StoredObject, Writer};
+use informerd_store::store::{JsonBatch, ObjectKey, StoreOptions, StoredObject, Writer};
 use serde_json::Value;
 
 /// Pods per app in the batched figures: a List by an app's label selector.
@@ -103,14 +103,12 @@ fn stored(copies: usize) -> Vec<StoredObject> {
             store.apply(copy).expect("a fixture pod is stored");
         }
     }
-    let (_, pods) = store.list(None);
     names
         .iter()
         .map(|(ns, name)| {
-            pods.iter()
-                .find(|p| p.key().name() == name && p.key().namespace() == ns.as_str())
-                .expect("every pod is listed")
-                .clone()
+            store
+                .get(&ObjectKey::new(ns.as_str(), name))
+                .expect("every pod is stored")
         })
         .collect()
 }

@@ -153,26 +153,26 @@ impl<'a> JsonWriter<'a, '_, '_> {
         match tag {
             T_OBJ => {
                 let tid = get_id(s, &mut self.d.p);
-                let key = (T_OBJ, tid);
-                if !self.copy_written(key) {
-                    let mark = self.mark(self.d.p);
-                    self.object(tid, keep, drop);
-                    self.remember(key, mark);
-                }
+                let key = self.written.is_some().then_some((T_OBJ, tid));
+                self.write_shared(key, self.d.p, |w| {
+                    w.object(tid, keep, drop);
+                    true
+                });
                 return true;
             }
             T_ARR => {
                 // The array's template id, then the values of its holes.
                 let mut holes = self.d.p;
-                let key = (T_ARR, get_id(s, &mut holes));
-                if self.copy_written(key) {
-                    self.d.p = holes;
-                    return true;
-                }
-                let mark = self.mark(holes);
-                let survives = self.hole_array(keep, drop, element);
-                self.remember(key, mark);
-                return survives;
+                let key = self
+                    .written
+                    .is_some()
+                    .then(|| (T_ARR, get_id(s, &mut holes)));
+                return self
+                    .write_shared(key, holes, |w| w.hole_array(keep, drop, element))
+                    .unwrap_or_else(|| {
+                        self.d.p = holes;
+                        true
+                    });
             }
             T_UINT_STR => {
                 let v = get_varint(s, &mut self.d.p);
@@ -353,17 +353,14 @@ impl<'a> JsonWriter<'a, '_, '_> {
         drop: Option<&S>,
         element: bool,
     ) -> bool {
-        let Some(key) = self.shared_key(tag, buf, *q) else {
-            return self.write_const(tag, buf, q, keep, drop, element);
-        };
-        if self.copy_written(key) {
+        let key = self.shared_key(tag, buf, *q);
+        let written = self.write_shared(key, self.d.p, |w| {
+            w.write_const(tag, buf, q, keep, drop, element)
+        });
+        written.unwrap_or_else(|| {
             skip_const_payload(tag, buf, q);
-            return true;
-        }
-        let mark = self.mark(self.d.p);
-        let survives = self.write_const(tag, buf, q, keep, drop, element);
-        self.remember(key, mark);
-        survives
+            true
+        })
     }
 
     /// Writes the constant of tag `tag` whose payload is at `buf[*q]`.

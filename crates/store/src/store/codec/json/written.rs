@@ -108,7 +108,7 @@ impl Written {
 const WRITTEN_MIN: usize = 64;
 
 /// See [`JsonWriter::mark`].
-pub(super) struct Mark {
+struct Mark {
     start: usize,
     holes: usize,
     /// `JsonWriter::named` before the value.
@@ -116,9 +116,32 @@ pub(super) struct Mark {
 }
 
 impl JsonWriter<'_, '_, '_> {
+    /// Writes a value with `write`, unless it is the shared value `key` (`None`: not one to
+    /// share, or no batch) and `out` holds its text already: then copies that text and returns
+    /// `None`, for the caller to skip the value's payload. `holes` is where the values of its
+    /// holes, if it has any, start in the body. A value written is remembered if it may be
+    /// copied ([`JsonWriter::remember`]).
+    pub(super) fn write_shared(
+        &mut self,
+        key: Option<(u8, AtomId)>,
+        holes: usize,
+        write: impl FnOnce(&mut Self) -> bool,
+    ) -> Option<bool> {
+        let Some(key) = key else {
+            return Some(write(self));
+        };
+        if self.copy_written(key) {
+            return None;
+        }
+        let mark = self.mark(holes);
+        let survives = write(self);
+        self.remember(key, mark);
+        Some(survives)
+    }
+
     /// Copies the text of the shared value `key` from where `out` holds it already, if it
     /// does (whole objects only: the value survives, see `hole`); whether it did.
-    pub(super) fn copy_written(&mut self, key: (u8, AtomId)) -> bool {
+    fn copy_written(&mut self, key: (u8, AtomId)) -> bool {
         let Some(place) = self.written.as_deref().and_then(|w| w.0.get(&key)) else {
             return false;
         };
@@ -132,7 +155,7 @@ impl JsonWriter<'_, '_, '_> {
 
     /// Where a value's text starts, with `holes` where the values of its holes (if any) would
     /// start in the body: what [`JsonWriter::remember`] needs to know whether it had any.
-    pub(super) fn mark(&mut self, holes: usize) -> Mark {
+    fn mark(&mut self, holes: usize) -> Mark {
         Mark {
             start: self.out.len(),
             holes,
@@ -145,7 +168,7 @@ impl JsonWriter<'_, '_, '_> {
     /// hole of the body was read for it (a hole's payload is never empty unless its tag alone,
     /// in the template, is the value) and no constant of the object's own (its whole name)
     /// written; and if it is long enough to be worth it.
-    pub(super) fn remember(&mut self, key: (u8, AtomId), mark: Mark) {
+    fn remember(&mut self, key: (u8, AtomId), mark: Mark) {
         let (end, named, id) = (self.out.len(), self.named, self.d.id);
         if !named.own && self.d.p == mark.holes && end - mark.start >= WRITTEN_MIN {
             if let Some(w) = self.written.as_deref_mut() {
