@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,13 +129,95 @@ func TestAuthzInformerServesOnceRBACAllows(t *testing.T) {
 	rec.check(t)
 }
 
-// authzSidecar starts a sidecar caching the pods of namespaces with per-client authorization,
-// and returns its socket and a client that sends the token of tokenFile. deniedTTL is 1s: a
-// denial given before RBAC's caches saw a new RoleBinding must not stick.
-func (e *env) authzSidecar(t *testing.T, namespaces []string, tokenFile string) (string, *informerd.Client) {
+// TestAuthzWorkQueueAsksAgainAfterRevocation: a WorkQueue whose read is revoked while it runs
+// (the sidecar's re-check ends its stream with PERMISSION_DENIED) does not shut down: it reports
+// the refusal in Err, asks again, and hands out the key of a pod created once the RoleBinding is
+// back. A grant removed and re-applied must not end a controller's loop for good.
+func TestAuthzWorkQueueAsksAgainAfterRevocation(t *testing.T) {
+	e := setup(t)
+	ns := e.Namespace(t, "authz-wq")
+	e.createPod(t, ns, "p0", nil)
+	token := e.PodReaderToken(t, ns, "reader")
+	_, reader := e.authzSidecar(t, []string{ns}, token, "    recheckInterval: 1s\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var q *informerd.WorkQueue
+	eventually(t, syncTimeout, "the WorkQueue subscribes once the sidecar listens", func() string {
+		var err error
+		if q, err = informerd.NewWorkQueue(ctx, reader, "pods", informerd.WorkQueueConfig{}, informerd.InNamespace(ns)); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
+	defer q.ShutDown()
+	keys := make(chan informerd.QueueKey, 64)
+	go func() {
+		defer close(keys)
+		for {
+			key, shutdown := q.Get()
+			if shutdown {
+				return
+			}
+			q.Done(key)
+			keys <- key
+		}
+	}()
+	waitForKey := func(name string) {
+		t.Helper()
+		timeout := time.After(syncTimeout) // only so as not to hang
+		for {
+			select {
+			case key, ok := <-keys:
+				if !ok {
+					t.Fatalf("the queue shut down before %s/%s came: Err() = %v", ns, name, q.Err())
+				}
+				if key.Namespace == ns && key.Name == name {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("no key %s/%s after %s; Err() = %v", ns, name, syncTimeout, q.Err())
+			}
+		}
+	}
+	waitForKey("p0")
+
+	rbac := e.Kube.RbacV1().RoleBindings(ns)
+	binding, err := rbac.Get(ctx, "reader", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rbac.Delete(ctx, "reader", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, syncTimeout, "the queue reports the revoked read", func() string {
+		if err := q.Err(); informerd.Reason(err) != informerd.ReasonForbidden {
+			return fmt.Sprintf("Err() = %v, want a Forbidden refusal", err)
+		}
+		return ""
+	})
+	if q.ShuttingDown() {
+		t.Fatalf("the queue shut down on a refusal: Err() = %v", q.Err())
+	}
+
+	binding.ResourceVersion = ""
+	if _, err := rbac.Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.createPod(t, ns, "p1", nil)
+	waitForKey("p1")
+	if err := q.Err(); err != nil {
+		t.Errorf("Err() = %v after a subscription was accepted again, want nil", err)
+	}
+}
+
+// authzSidecar starts a sidecar caching the pods of namespaces with per-client authorization
+// (its settings beside `mode`: extra, indented under `authorization`), and returns its socket and
+// a client that sends the token of tokenFile. deniedTTL is 1s: a denial given before RBAC's
+// caches saw a new RoleBinding must not stick.
+func (e *env) authzSidecar(t *testing.T, namespaces []string, tokenFile string, extra ...string) (string, *informerd.Client) {
 	t.Helper()
 	s := e.NewSidecar(t, func(sock string) string {
-		return podsConfig(sock, namespaces, "  authorization:\n    mode: kubernetes\n    deniedTTL: 1s\n")
+		return podsConfig(sock, namespaces, "  authorization:\n    mode: kubernetes\n    deniedTTL: 1s\n"+strings.Join(extra, ""))
 	})
 	s.Start()
 	reader, err := informerd.Dial("unix://"+s.Socket, informerd.WithTokenFile(tokenFile))

@@ -53,7 +53,10 @@ type WorkQueueConfig struct {
 
 // WorkQueue is a client-go rate-limited workqueue of keys fed by WatchKeys. It reconnects by
 // itself (resuming from its token, or with a resync after a sidecar restart) until ShutDown or
-// its context ends; a subscription the sidecar refuses shuts it down, with the reason in Err.
+// its context ends. The first subscription's refusal is NewWorkQueue's error; after that a
+// refusal (PERMISSION_DENIED, UNAUTHENTICATED) is asked again, reported by Err meanwhile, and a
+// subscription no grant fixes (INVALID_ARGUMENT, NOT_FOUND, UNIMPLEMENTED) shuts it down, with
+// the reason in Err.
 type WorkQueue struct {
 	queue    workqueue.TypedRateLimitingInterface[QueueKey]
 	cancel   context.CancelFunc
@@ -166,6 +169,14 @@ func (w *WorkQueue) subscribe(ctx context.Context, c *Client, sub *informerdv1.K
 }
 
 // run receives keys into the queue; after a broken stream it subscribes again, from its token.
+//
+// Decision: after the first subscription, a refusal (PERMISSION_DENIED when a re-check finds the
+// read revoked, UNAUTHENTICATED when the token no longer authenticates) is asked again, backing
+// off from 1 s up to 5 s, and reported by Err until a subscription is accepted; only what no
+// grant fixes (INVALID_ARGUMENT, NOT_FOUND, UNIMPLEMENTED) shuts the queue down. This is the
+// Informer's rule (informer.go, Run) and client-go's reflector's with a forbidden list: a grant
+// removed and given back (a RoleBinding re-applied, a token rotated late) must not end the
+// controller's loop for the rest of the pod's life.
 func (w *WorkQueue) run(ctx context.Context, c *Client, sub *informerdv1.KeysSubscription, stream informerdv1.Cache_WatchKeysClient) {
 	defer close(w.finished)
 	defer w.queue.ShutDown()
@@ -176,38 +187,56 @@ func (w *WorkQueue) run(ctx context.Context, c *Client, sub *informerdv1.KeysSub
 		if ctx.Err() != nil {
 			return
 		}
-		if fatal(err) {
-			w.mu.Lock()
-			w.err = err
-			w.mu.Unlock()
-			return
-		}
+		delay := time.Second
 		for {
+			if !w.note(err) {
+				return
+			}
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(time.Second):
+			case <-time.After(delay):
+			}
+			if refused(err) {
+				delay = min(2*delay, 5*time.Second)
 			}
 			w.mu.Lock()
 			sub.Since = w.token
 			w.mu.Unlock()
 			if stream, err = w.subscribe(ctx, c, sub); err == nil {
-				break
-			}
-			if fatal(err) {
 				w.mu.Lock()
-				w.err = err
+				w.err = nil
 				w.mu.Unlock()
-				return
+				break
 			}
 		}
 	}
 }
 
-// fatal: errors that another subscription would meet again.
-func fatal(err error) bool {
+// note records why the stream ended when it was refused or cannot be fixed by asking again (for
+// Err), and reports whether to ask again.
+func (w *WorkQueue) note(err error) bool {
+	if refused(err) || permanent(err) {
+		w.mu.Lock()
+		w.err = err
+		w.mu.Unlock()
+	}
+	return !permanent(err)
+}
+
+// permanent: errors that another subscription would meet again whatever is granted.
+func permanent(err error) bool {
 	switch Code(err) {
-	case codes.InvalidArgument, codes.NotFound, codes.PermissionDenied, codes.Unauthenticated, codes.Unimplemented:
+	case codes.InvalidArgument, codes.NotFound, codes.Unimplemented:
+		return true
+	}
+	return false
+}
+
+// refused: the sidecar's authorization refused the subscription; a grant may come.
+func refused(err error) bool {
+	switch Code(err) {
+	case codes.PermissionDenied, codes.Unauthenticated:
 		return true
 	}
 	return false
@@ -328,10 +357,12 @@ func (w *WorkQueue) ShutDown() {
 	<-w.finished
 }
 
-// ShuttingDown reports whether ShutDown was called (or the subscription was refused).
+// ShuttingDown reports whether ShutDown was called (or a subscription could not be made).
 func (w *WorkQueue) ShuttingDown() bool { return w.queue.ShuttingDown() }
 
-// Err is why the queue shut down by itself (a refused subscription), or nil.
+// Err is why the queue shut down by itself (a subscription no grant fixes), or the refusal it is
+// asking again after (PERMISSION_DENIED, UNAUTHENTICATED) until a subscription is accepted, or
+// nil.
 func (w *WorkQueue) Err() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
