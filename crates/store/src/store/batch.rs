@@ -7,17 +7,25 @@
 //! right only while that buffer only grows. The batch holds the two together, so that no
 //! caller can pair them wrongly; [`JsonBatch::take`] hands the buffer out and forgets them.
 
+use std::sync::{Arc, Weak};
+
 use super::codec::Written;
+use super::state::Shared;
 use super::StoredObject;
 
 /// A buffer of JSON text that objects are appended to.
 ///
-/// The objects of one batch must come from one store, as a List's candidates do: the places
-/// remembered are keyed by that store's atom ids.
+/// The places remembered are keyed by one store's atom ids: an object of another store than the
+/// last one's makes the batch forget them (a List's candidates all come from one store, so a
+/// List never does).
 #[derive(Default)]
 pub struct JsonBatch {
     out: Vec<u8>,
     written: Written,
+    /// The store whose atom ids `written` is keyed by. Decision: a `Weak`, compared by address:
+    /// it does not keep the store alive, and no other store can be given that address while it
+    /// is held.
+    store: Weak<Shared>,
 }
 
 impl JsonBatch {
@@ -28,6 +36,11 @@ impl JsonBatch {
 
     /// Appends the whole object's JSON text (the bytes of [`StoredObject::write_json`]).
     pub fn write(&mut self, object: &StoredObject) {
+        let store = object.store();
+        if !std::ptr::eq(self.store.as_ptr(), Arc::as_ptr(store)) {
+            self.written.clear();
+            self.store = Arc::downgrade(store);
+        }
         object.write_json_batched(&mut self.out, &mut self.written);
     }
 

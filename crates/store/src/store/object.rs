@@ -216,6 +216,11 @@ impl StoredObject {
         self.write_json_with(keep, drop, out, None);
     }
 
+    /// The state of the store this object belongs to (what `JsonBatch` tells stores apart by).
+    pub(super) fn store(&self) -> &Arc<Shared> {
+        &self.0.shared
+    }
+
     /// [`StoredObject::write_json`] into a buffer that holds other objects of the same store,
     /// copying the shared constants `written` says it holds already (`JsonBatch`).
     pub(crate) fn write_json_batched(&self, out: &mut Vec<u8>, written: &mut codec::Written) {

@@ -105,6 +105,29 @@ fn a_batch_writes_each_object_as_it_is_written_alone() {
     assert!(batch.is_empty(), "taken");
 }
 
+/// Objects of two stores in one batch: each store gave the same atom ids to different text (the
+/// same shapes, other strings), and an object of one is never written with the other's.
+#[test]
+fn objects_of_two_stores_are_written_as_alone() {
+    let first = stored(deployment_pods());
+    let renamed = serde_json::to_string(&deployment_pods())
+        .unwrap()
+        .replace("shop", "mall")
+        .replace("storefront", "checkout")
+        .replace("acme/web", "acme/api");
+    let second = stored(serde_json::from_str(&renamed).unwrap());
+    let mixed: Vec<StoredObject> = first
+        .iter()
+        .zip(&second)
+        .flat_map(|(a, b)| [a.clone(), b.clone()])
+        .collect();
+    let (text, _) = batched(&mixed);
+    assert_eq!(
+        String::from_utf8_lossy(&text),
+        String::from_utf8_lossy(&alone(&mixed))
+    );
+}
+
 /// The shared constants are copied, not written again: the large annotation is in the text
 /// once per pod but was remembered after the first.
 #[test]
