@@ -141,14 +141,10 @@ func TestAuthzWorkQueueAsksAgainAfterRevocation(t *testing.T) {
 	_, reader := e.authzSidecar(t, []string{ns}, token, "    recheckInterval: 1s\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var q *informerd.WorkQueue
-	eventually(t, syncTimeout, "the WorkQueue subscribes once the sidecar listens", func() string {
-		var err error
-		if q, err = informerd.NewWorkQueue(ctx, reader, "pods", informerd.WorkQueueConfig{}, informerd.InNamespace(ns)); err != nil {
-			return err.Error()
-		}
-		return ""
-	})
+	q, err := informerd.NewWorkQueue(ctx, reader, "pods", informerd.WorkQueueConfig{}, informerd.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer q.ShutDown()
 	keys := make(chan informerd.QueueKey, 64)
 	go func() {

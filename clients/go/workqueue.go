@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"k8s.io/client-go/util/workqueue"
@@ -76,7 +77,8 @@ type WorkQueue struct {
 
 // NewWorkQueue subscribes to the keys of a resource: the filters and predicates of opts
 // (WithCluster, InNamespace, WithLabelSelector, WithFieldSelector, WithIndex, WithPredicates,
-// WithPredicateCEL, Since, WaitForSync) with the debounce and owner mapping of cfg.
+// WithPredicateCEL, Since, WaitForSync) with the debounce and owner mapping of cfg. It waits for
+// a sidecar that does not listen yet, until ctx ends; the subscription's refusal is its error.
 func NewWorkQueue(ctx context.Context, c *Client, resource string, cfg WorkQueueConfig, opts ...WorkQueueOption) (*WorkQueue, error) {
 	sub, err := keysSubscription(resource, cfg, workQueueOptions(opts))
 	if err != nil {
@@ -139,7 +141,9 @@ func keysSubscription(resource string, cfg WorkQueueConfig, o WorkQueueOptions) 
 // subscribe opens a stream and sends the subscription; the server's answer to it (a refusal)
 // comes with the first Recv, which subscribe waits for only as far as the headers.
 func (w *WorkQueue) subscribe(ctx context.Context, c *Client, sub *informerdv1.KeysSubscription) (informerdv1.Cache_WatchKeysClient, error) {
-	stream, err := c.cache.WatchKeys(ctx)
+	// WaitForReady: while the sidecar is unreachable (a pod whose containers start together, a
+	// sidecar restarting), wait for it rather than fail at once, as the Informer does.
+	stream, err := c.cache.WatchKeys(ctx, grpc.WaitForReady(true))
 	if err != nil {
 		return nil, wrapError(err, nil, nil)
 	}

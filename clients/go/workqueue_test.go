@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	informerd "informerd.io/clients/go"
+	"informerd.io/clients/go/internal/testenv"
 )
 
 // reconciler is a controller's reconcile loop over a WorkQueue, written the usual way: Get,
@@ -172,6 +173,53 @@ func TestWorkQueueReconcileLoop(t *testing.T) {
 	eventually(t, 2*time.Minute, "the change made while the sidecar was down is reconciled", matchesAPIServer)
 	if err := q.Err(); err != nil {
 		t.Errorf("the queue stopped: %v", err)
+	}
+}
+
+// TestWorkQueueWaitsForTheSidecar: a WorkQueue made before its sidecar listens (the containers
+// of a pod start together) waits for it, as the Informer does, then hands out the keys.
+func TestWorkQueueWaitsForTheSidecar(t *testing.T) {
+	e := setup(t)
+	ns := e.Namespace(t, "wqwait")
+	e.createPod(t, ns, "p0", nil)
+	sc := e.NewSidecar(t, func(socket string) string { return podsConfig(socket, []string{ns}, "") })
+	c := testenv.DialTarget(t, "unix://"+sc.Socket)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type made struct {
+		q   *informerd.WorkQueue
+		err error
+	}
+	done := make(chan made, 1)
+	go func() {
+		q, err := informerd.NewWorkQueue(ctx, c, "pods", informerd.WorkQueueConfig{}, informerd.InNamespace(ns))
+		done <- made{q, err}
+	}()
+	sc.Start()
+	var q *informerd.WorkQueue
+	select {
+	case m := <-done:
+		if m.err != nil {
+			t.Fatalf("NewWorkQueue before the sidecar listened: %v", m.err)
+		}
+		q = m.q
+	case <-time.After(syncTimeout): // only so as not to hang
+		t.Fatalf("NewWorkQueue did not return within %s of the sidecar's start", syncTimeout)
+	}
+	defer q.ShutDown()
+	got := make(chan informerd.QueueKey, 1)
+	go func() {
+		if key, shutdown := q.Get(); !shutdown {
+			got <- key
+		}
+	}()
+	select {
+	case key := <-got:
+		if key.Namespace != ns || key.Name != "p0" {
+			t.Errorf("the first key is %v, want %s/p0", key, ns)
+		}
+	case <-time.After(syncTimeout): // only so as not to hang
+		t.Fatalf("no key within %s; Err() = %v", syncTimeout, q.Err())
 	}
 }
 
