@@ -106,18 +106,30 @@ func (r *realNode) readyOnEveryNode(ns, selector string, nodes int) {
 	})
 }
 
-// agentOnEveryNode waits for the example agent's DaemonSet to have a pod for each node and
+// agentOnEveryNode waits for the example agent's DaemonSet to have a pod bound to each node and
 // returns them.
+//
+// Decision: bound, not only created. The DaemonSet controller creates a pod with a node
+// affinity and the scheduler binds it a moment later; a pod listed in between has no
+// spec.nodeName, and agentSeesItsNode, which compares the agent's report with it, waited its
+// three minutes on a report that was right (a CI run of TestHelmChartNodeModeServesEachNodeItsOwnPods:
+// "agent on  holds its node's pods", last report "node=informerd-node-1 pods=2 informer=2").
 func (r *realNode) agentOnEveryNode(nodes int) *corev1.PodList {
 	r.t.Helper()
 	var agents *corev1.PodList
-	r.eventually("an agent on every node", func() (bool, string) {
+	r.eventually("an agent bound to every node", func() (bool, string) {
 		var err error
 		agents, err = r.cs.CoreV1().Pods("informerd-agent").List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=agent"})
 		if err != nil {
 			return false, err.Error()
 		}
-		return len(agents.Items) == nodes, fmt.Sprintf("%d agents", len(agents.Items))
+		bound := map[string]bool{}
+		for _, a := range agents.Items {
+			if a.Spec.NodeName != "" {
+				bound[a.Spec.NodeName] = true
+			}
+		}
+		return len(agents.Items) == nodes && len(bound) == nodes, fmt.Sprintf("%d agents, bound to %v", len(agents.Items), bound)
 	})
 	return agents
 }
