@@ -233,6 +233,8 @@ func (inf *Informer[T]) Run(ctx context.Context) error {
 	}
 }
 
+// isPermanent: errors that another call would meet again whatever is granted (INVALID_ARGUMENT,
+// NOT_FOUND, UNIMPLEMENTED); the Informer's Run and the WorkQueue end on them.
 func isPermanent(err error) bool {
 	switch Code(err) {
 	case codes.InvalidArgument, codes.NotFound, codes.Unimplemented:

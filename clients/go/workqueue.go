@@ -220,21 +220,12 @@ func (w *WorkQueue) run(ctx context.Context, c *Client, sub *informerdv1.KeysSub
 // note records why the stream ended when it was refused or cannot be fixed by asking again (for
 // Err), and reports whether to ask again.
 func (w *WorkQueue) note(err error) bool {
-	if refused(err) || permanent(err) {
+	if refused(err) || isPermanent(err) {
 		w.mu.Lock()
 		w.err = err
 		w.mu.Unlock()
 	}
-	return !permanent(err)
-}
-
-// permanent: errors that another subscription would meet again whatever is granted.
-func permanent(err error) bool {
-	switch Code(err) {
-	case codes.InvalidArgument, codes.NotFound, codes.Unimplemented:
-		return true
-	}
-	return false
+	return !isPermanent(err)
 }
 
 // refused: the sidecar's authorization refused the subscription; a grant may come.
